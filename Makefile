@@ -1,0 +1,195 @@
+# sbx: one entry point.  `make` builds the programs into build/bin; `make
+# SAN=1` builds the same tree with AddressSanitizer and UBSan into build/san.
+# Every library comes through pkg-config.
+
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+SBX_STATE ?= $(CURDIR)/run
+
+CC        ?= cc
+PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 sqlite3 openssl libsodium
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CRIT_LIBS  := $(shell pkg-config --libs criterion 2>/dev/null)
+
+WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+            -Wpointer-arith -Werror
+CFLAGS   ?= -O2 -g
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+ifeq ($(SAN),1)
+B        := build/san
+XCFLAGS  := $(SAN_FLAGS) -O1
+XLDFLAGS := $(SAN_FLAGS)
+else
+B        := build
+XCFLAGS  :=
+XLDFLAGS :=
+endif
+
+GEN      := build/gen
+ALLCFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -Icommon -I$(GEN) $(PKG_CFLAGS)
+LDLIBS    = $(PKG_LIBS) -lpthread
+
+# ---- protocol ------------------------------------------------------------
+PROTOS    := $(sort $(wildcard proto/sbx/v1/*.proto))
+PB_C      := $(patsubst proto/%.proto,$(GEN)/%.pb-c.c,$(PROTOS))
+PB_H      := $(PB_C:.c=.h)
+
+# ---- common library ------------------------------------------------------
+COMMON_SRCS  = common/log.c
+COMMON_SRCS += common/peer.c
+COMMON_SRCS += common/frame.c
+COMMON_SRCS += common/frame_client.c
+COMMON_SRCS += common/yaml.c
+COMMON_SRCS += common/policy.c
+COMMON_SRCS += common/policy_yaml.c
+COMMON_SRCS += common/policy_diff.c
+COMMON_SRCS += common/sign.c
+COMMON_SRCS += common/audit.c
+COMMON_SRCS += common/util.c
+
+# ---- programs ------------------------------------------------------------
+POLICYD_SRCS  = policyd/policyd.c
+POLICYD_SRCS += policyd/parse.c
+POLICYD_SRCS += policyd/control.c
+POLICYD_SRCS += policyd/template.c
+POLICYD_SRCS += policyd/entitle.c
+POLICYD_SRCS += policyd/compile.c
+POLICYD_SRCS += policyd/store.c
+
+SBXCTL_SRCS  = sbxctl/sbxctl.c
+SBXCTL_SRCS += sbxctl/parse.c
+SBXCTL_SRCS += sbxctl/print.c
+
+PROGS = policyd sbxctl
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+LIBCOMMON = $(B)/lib/libsbxcommon.a
+
+# policyd's modules without main(), for unit tests and benches.
+POLICYD_LIB_SRCS = $(filter-out policyd/policyd.c,$(POLICYD_SRCS))
+
+.PHONY: all deps test test-unit test-golden test-scenario test-san bench fuzz \
+        up down demo install clean proto
+all: $(addprefix $(B)/bin/,$(PROGS))
+
+proto: $(PB_C)
+
+$(GEN)/%.pb-c.c $(GEN)/%.pb-c.h: proto/%.proto
+	@mkdir -p $(GEN)
+	protoc-c --proto_path=proto --c_out=$(GEN) $<
+
+# Every object depends on the generated headers.
+$(B)/obj/%.o: %.c $(PB_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/obj/$(GEN)/%.o: $(GEN)/%.c $(PB_H)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 $(CFLAGS) $(XCFLAGS) -I$(GEN) $(PKG_CFLAGS) -c $< -o $@
+
+$(LIBCOMMON): $(call obj,$(COMMON_SRCS)) $(call obj,$(PB_C))
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/lib/libpolicyd.a: $(call obj,$(POLICYD_LIB_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bin/sbxctl: $(call obj,$(SBXCTL_SRCS)) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- tests ---------------------------------------------------------------
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*_test.c))
+
+$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(CRIT_LIBS)
+
+TEST_HELPERS = $(B)/bin/frameprobe
+$(B)/bin/frameprobe: $(call obj,tests/scenario/frameprobe.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+test-unit: $(UNIT_TESTS)
+	@tests/run-unit $(UNIT_TESTS)
+
+test-golden: $(B)/bin/policyd
+	@tests/golden/run $(B)/bin/policyd
+
+test-scenario: all $(TEST_HELPERS)
+	@SBX_BIN=$(CURDIR)/$(B)/bin tests/scenario/run
+
+# `make test`: the plain build, then the same tests built with ASan+UBSan.
+test:
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-unit test-golden test-scenario
+	@$(MAKE) --no-print-directory SAN=1 test-san
+	@tests/summary
+
+test-san:
+	@$(MAKE) --no-print-directory SAN=1 all $(TEST_HELPERS)
+	@$(MAKE) --no-print-directory SAN=1 test-unit test-golden test-scenario
+
+# ---- fuzzing (clang's libFuzzer) -----------------------------------------
+FUZZ_TARGETS = frame_fuzz template_fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
+build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -Icommon -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
+
+fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p build/fuzz/corpus-$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
+	  build/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    build/fuzz/corpus-$$t tests/fuzz/seeds/$$t || exit 1; \
+	done
+
+# ---- bench ---------------------------------------------------------------
+$(B)/bin/compile_bench: $(call obj,bench/compile_bench.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: all $(B)/bin/compile_bench
+	@bench/run $(CURDIR)/$(B)/bin
+
+# ---- running the daemons on the embedded default ---------------------------
+up: all
+	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-up
+
+down:
+	@SBX_STATE=$(SBX_STATE) deploy/sbx-down
+
+demo: deps all
+	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-demo
+
+# ---- install, deps, clean ------------------------------------------------
+deps:
+	@deploy/deps
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 build/bin/policyd $(DESTDIR)$(PREFIX)/sbin/policyd
+	install -m 0755 build/bin/sbxctl $(DESTDIR)$(PREFIX)/bin/sbxctl
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 0644 policyd/policyd.8 sbxctl/sbxctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 policyd/policyd.yaml.5 common/sbx-template.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -d $(DESTDIR)$(PREFIX)/share/sbx/examples/templates
+	install -m 0644 deploy/examples/*.yaml $(DESTDIR)$(PREFIX)/share/sbx/examples/
+	install -m 0644 deploy/examples/templates/*.yaml $(DESTDIR)$(PREFIX)/share/sbx/examples/templates/
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,57 @@
+/*
+ * audit.h: each daemon's append-only, hash-chained audit log in SQLite
+ * (WAL, synchronous=FULL).  Record n stores the hash of record n-1; its own
+ * hash is SHA-256(prev_hash || canonical encoding of the event with hash
+ * empty).  UPDATE and DELETE are refused by triggers; audit_verify()
+ * detects a record that was changed, inserted or deleted anyway.  A commit
+ * has returned only once the record is on disk: callers acknowledge the
+ * action it records after that, never before.
+ */
+#ifndef SBX_AUDIT_H
+#define SBX_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/v1/audit.pb-c.h"
+
+struct sqlite3;
+struct audit;
+
+/* Open (creating) a database file just for the log. */
+struct audit	*audit_open(const char *path, const char *daemon,
+		    char *err, size_t errlen);
+/* Keep the log in a database the daemon already has open, so a record and
+ * the state change it describes commit in one transaction.  The handle
+ * stays the caller's. */
+struct audit	*audit_open_db(struct sqlite3 *, const char *daemon,
+		    char *err, size_t errlen);
+void		 audit_close(struct audit *);
+
+/* Group commit: begin, add any number of events (and the caller's own
+ * statements on the same handle), commit once. */
+int		 audit_begin(struct audit *);
+/* Fills seq, time_ns (if 0), daemon, prev_hash and hash. 0 or -1. */
+int		 audit_add(struct audit *, Sbx__V1__AuditEvent *);
+int		 audit_commit(struct audit *);
+int		 audit_rollback(struct audit *);
+/* begin + add + commit. */
+int		 audit_append(struct audit *, Sbx__V1__AuditEvent *);
+
+/* Events of one task (all if task_id is NULL or ""), oldest first, at
+ * most limit (0: no limit).  *out is a malloc'd array of unpacked events;
+ * free with audit_events_free. */
+int		 audit_query(struct audit *, const char *task_id, uint32_t limit,
+		    Sbx__V1__AuditEvent ***out, size_t *n);
+void		 audit_events_free(Sbx__V1__AuditEvent **, size_t);
+
+/* Walk the whole chain.  Fills ok, records, first_bad_seq and problem
+ * (malloc'd string; free with audit_verify_clear). 0 if the walk ran. */
+int		 audit_verify(struct audit *, Sbx__V1__AuditVerifyReply *);
+void		 audit_verify_clear(Sbx__V1__AuditVerifyReply *);
+
+/* Hash of one event (prev_hash included, hash field ignored). */
+int		 audit_event_hash(const Sbx__V1__AuditEvent *,
+		    unsigned char out[32]);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * frame.h: framed protobuf messaging.  A frame is a 4-byte big-endian
+ * length followed by an encoded sbx.v1.Envelope (proto/README.md).  The
+ * server side runs on libevent bufferevents: it checks the peer against the
+ * socket's allowlist before reading, caps frame size and connections per
+ * peer, checks the protocol version, and answers a malformed frame with an
+ * Error before closing that one connection; every other client is served.
+ * The client side is blocking and small, for sbxctl, tests and benches.
+ */
+#ifndef SBX_FRAME_H
+#define SBX_FRAME_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/v1/envelope.pb-c.h"
+
+#define SBX_PROTO_VERSION	1
+#define FRAME_HDR		4
+#define FRAME_MAX_DEFAULT	(1024 * 1024)
+
+struct event_base;
+struct peer_allow;
+struct frame_conn;
+struct frame_server;
+
+/* Set version and request id on a zeroed envelope. */
+void	frame_env_init(Sbx__V1__Envelope *, uint64_t request_id);
+
+/* Encode: malloc'd buffer holding header and payload; NULL on error. */
+uint8_t	*frame_pack(const Sbx__V1__Envelope *, size_t *lenp);
+
+/*
+ * Decode one payload (the bytes after the header).  Returns the envelope,
+ * or NULL with *code and *why set (ERROR_MALFORMED,
+ * ERROR_UNSUPPORTED_VERSION, ERROR_FRAME_TOO_LARGE).  Free the result with
+ * sbx__v1__envelope__free_unpacked(env, NULL).
+ */
+Sbx__V1__Envelope *frame_decode(const uint8_t *, size_t, size_t max,
+	    Sbx__V1__ErrorCode *code, const char **why);
+
+/* ---- server ---- */
+
+/*
+ * Called once per decoded request.  `req` is freed when the handler
+ * returns; a handler that answers later packs its reply now or copies what
+ * it needs, and holds the connection with frame_conn_hold().
+ */
+typedef void (*frame_handler)(struct frame_conn *, Sbx__V1__Envelope *req,
+	    void *arg);
+
+struct frame_server_config {
+	const char		*name;		/* for logs: "orchestrator" */
+	const char		*path;		/* Unix socket path */
+	mode_t			 mode;		/* e.g. 0660 */
+	uid_t			 owner;		/* (uid_t)-1: leave */
+	gid_t			 group;		/* (gid_t)-1: leave */
+	const struct peer_allow	*allow;
+	size_t			 max_frame;	/* 0: FRAME_MAX_DEFAULT */
+	unsigned		 max_conns_per_peer;	/* 0: 64 */
+	unsigned		 max_conns;	/* 0: 1024 */
+	int			 idle_timeout;	/* seconds; 0: 300 */
+};
+
+/* Unlinks a stale socket, binds, chmods/chowns, listens.  NULL on error
+ * (logged). */
+struct frame_server *frame_server_listen(struct event_base *,
+	    const struct frame_server_config *, frame_handler, void *arg);
+void	frame_server_free(struct frame_server *);
+/* Number of connections refused at the peer check (for tests/metrics). */
+uint64_t frame_server_refused(const struct frame_server *);
+
+/* Queue a reply.  0, or -1 if the connection is gone or encoding failed. */
+int	frame_conn_send(struct frame_conn *, const Sbx__V1__Envelope *);
+/* Queue already packed bytes (header included); takes no ownership. */
+int	frame_conn_send_packed(struct frame_conn *, const uint8_t *, size_t);
+int	frame_conn_send_error(struct frame_conn *, uint64_t request_id,
+	    Sbx__V1__ErrorCode, const char *rule, const char *fmt, ...)
+	    __attribute__((format(printf, 5, 6)));
+const struct ucred *frame_conn_peer(const struct frame_conn *);
+void	frame_conn_hold(struct frame_conn *);
+void	frame_conn_release(struct frame_conn *);
+/* 1 once the peer has gone; sends are then dropped. */
+int	frame_conn_closed(const struct frame_conn *);
+/* Close after queued output has been written. */
+void	frame_conn_close(struct frame_conn *);
+
+/* ---- blocking client ---- */
+
+/* Connect to a Unix socket path; -1 with errno. */
+int	frame_client_connect(const char *path);
+/* Write one frame; 0 or -1 with errno. */
+int	frame_write(int fd, const Sbx__V1__Envelope *);
+/* Read one frame; 0, -1 with errno (EPIPE/ECONNRESET at EOF), -2 when the
+ * frame does not decode or exceeds max (0: FRAME_MAX_DEFAULT). */
+int	frame_read(int fd, size_t max, Sbx__V1__Envelope **out);
+/* Write the request, read the reply. */
+int	frame_client_call(int fd, const Sbx__V1__Envelope *req,
+	    Sbx__V1__Envelope **reply, size_t max);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * peer.h: who may talk to a socket.  Each listening socket has an allowlist
+ * of uids and gids; the peer's kernel-attested credentials (SO_PEERCRED,
+ * and SO_PEERGROUPS for supplementary groups) are checked on accept, before
+ * a single byte is read (DESIGN.md invariant 10).
+ */
+#ifndef SBX_PEER_H
+#define SBX_PEER_H
+
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <stddef.h>
+
+struct peer_allow {
+	uid_t	*uids;
+	size_t	 nuids;
+	gid_t	*gids;
+	size_t	 ngids;
+};
+
+/* Add by number or by name; names are resolved now (getpwnam/getgrnam).
+ * Return 0, or -1 when a name does not exist (errno ENOENT). */
+int	peer_allow_uid(struct peer_allow *, uid_t);
+int	peer_allow_gid(struct peer_allow *, gid_t);
+int	peer_allow_user(struct peer_allow *, const char *name);
+int	peer_allow_group(struct peer_allow *, const char *name);
+void	peer_allow_free(struct peer_allow *);
+
+/* The peer of a connected Unix socket. */
+int	peer_credentials(int fd, struct ucred *out);
+
+/* 1 if the peer's uid, primary gid or any supplementary gid is on the
+ * list, 0 if not, -1 on error (treated as not allowed by callers). */
+int	peer_allowed(int fd, const struct peer_allow *, struct ucred *out);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * sign.h: policyd's Ed25519 signature over a PolicyGrant (libsodium).  The
+ * signature covers the exact encoded bytes of the grant, so a verifier never
+ * re-encodes.  Verification also checks the expiry and recomputes the
+ * policy hash, so a daemon that acts on a policy trusts nothing unsigned.
+ */
+#ifndef SBX_SIGN_H
+#define SBX_SIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/v1/policy.pb-c.h"
+
+#define SIGN_KEYID_HEX	17	/* 16 hex digits and NUL */
+
+struct sign_key {
+	unsigned char	 pk[32];
+	unsigned char	*sk;	/* 64 bytes in sodium_malloc'd memory */
+	char		 key_id[SIGN_KEYID_HEX];
+};
+
+/*
+ * Secret key file: the 64-byte libsodium secret key, raw, mode 0400 or
+ * 0600, owned by the daemon's user.  Public key file: "ed25519 " then 64
+ * hex digits and a newline.  Every function writes a sentence into err.
+ */
+int		 sign_keygen(const char *sk_path, const char *pk_path,
+		    char *err, size_t errlen);
+/* Refuses a file that group or others can read or write, or that is not a
+ * regular file. */
+struct sign_key	*sign_key_load(const char *sk_path, char *err, size_t errlen);
+void		 sign_key_free(struct sign_key *);
+int		 sign_pubkey_load(const char *pk_path, unsigned char pk[32],
+		    char *err, size_t errlen);
+void		 sign_key_id(const unsigned char pk[32],
+		    char out[SIGN_KEYID_HEX]);
+
+/* Fill grant->key_id, encode it, sign; out->grant and out->signature are
+ * malloc'd (free with sign_signed_clear). 0 or -1. */
+int		 sign_grant(const struct sign_key *, Sbx__V1__PolicyGrant *,
+		    Sbx__V1__SignedPolicy *out);
+void		 sign_signed_clear(Sbx__V1__SignedPolicy *);
+
+/*
+ * Verify the signature, decode the grant, refuse it if now >= expires_at
+ * or if policy_hash does not match the policy, and return it (free with
+ * sbx__v1__policy_grant__free_unpacked).  NULL with err set otherwise.
+ */
+Sbx__V1__PolicyGrant *sign_verify(const unsigned char pk[32],
+		    const Sbx__V1__SignedPolicy *, int64_t now,
+		    char *err, size_t errlen);
+
+#endif

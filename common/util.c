@@ -1,0 +1,181 @@
+/*
+ * util.c: helpers every program shares.  Allocation failures are fatal:
+ * a daemon that cannot allocate cannot keep its promises, so it stops
+ * rather than continuing in a state nobody tested.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "log.h"
+#include "util.h"
+
+int64_t
+now_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t
+now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+uint64_t
+mono_ns(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+void
+hex_encode(const unsigned char *in, size_t n, char *out)
+{
+	static const char	 digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+int
+name_ok(const char *s)
+{
+	size_t	 n;
+
+	if (s == NULL)
+		return 0;
+	n = strlen(s);
+	if (n == 0 || n > 128 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return 0;
+	for (const char *p = s; *p != '\0'; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+		    *p == '-' || *p == '@' || *p == ':')
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+void *
+xmalloc(size_t n)
+{
+	void	*p = malloc(n == 0 ? 1 : n);
+
+	if (p == NULL)
+		fatal("malloc");
+	return p;
+}
+
+void *
+xcalloc(size_t nmemb, size_t size)
+{
+	void	*p = calloc(nmemb == 0 ? 1 : nmemb, size == 0 ? 1 : size);
+
+	if (p == NULL)
+		fatal("calloc");
+	return p;
+}
+
+void *
+xreallocarray(void *ptr, size_t nmemb, size_t size)
+{
+	void	*p = reallocarray(ptr, nmemb == 0 ? 1 : nmemb,
+	    size == 0 ? 1 : size);
+
+	if (p == NULL)
+		fatal("reallocarray");
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	char	*p = strdup(s);
+
+	if (p == NULL)
+		fatal("strdup");
+	return p;
+}
+
+int
+xasprintf(char **ret, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vasprintf(ret, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		fatal("asprintf");
+	return n;
+}
+
+char *
+read_file(const char *path, size_t max, size_t *lenp)
+{
+	struct stat	 st;
+	char		*buf;
+	size_t		 len = 0;
+	ssize_t		 r;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1)
+		return NULL;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((size_t)st.st_size > max) {
+		close(fd);
+		errno = EFBIG;
+		return NULL;
+	}
+	buf = xmalloc((size_t)st.st_size + 1);
+	while (len < (size_t)st.st_size &&
+	    (r = read(fd, buf + len, (size_t)st.st_size - len)) != 0) {
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (lenp != NULL)
+		*lenp = len;
+	return buf;
+}
+
+void
+random_id(const char *prefix, char *out, size_t outlen)
+{
+	unsigned char	 rnd[12];
+	char		 hex[sizeof(rnd) * 2 + 1];
+
+	randombytes_buf(rnd, sizeof(rnd));
+	hex_encode(rnd, sizeof(rnd), hex);
+	snprintf(out, outlen, "%s-%s", prefix, hex);
+}

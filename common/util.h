@@ -1,0 +1,29 @@
+/*
+ * util.h: small helpers shared by every program: time, hex, safe names,
+ * and allocation that cannot fail silently.
+ */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int64_t	 now_ns(void);		/* CLOCK_REALTIME in nanoseconds */
+int64_t	 now_s(void);
+uint64_t mono_ns(void);		/* CLOCK_MONOTONIC */
+void	 hex_encode(const unsigned char *, size_t, char *out); /* 2n+1 */
+/* 1 if s is 1..128 chars of [A-Za-z0-9._@:-] and not "." or "..": safe as
+ * an identifier, a file name component, and inside ${task.*}. */
+int	 name_ok(const char *s);
+void	*xmalloc(size_t);
+void	*xcalloc(size_t, size_t);
+void	*xreallocarray(void *, size_t, size_t);
+char	*xstrdup(const char *);
+int	 xasprintf(char **, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* Read a whole file of at most max bytes; malloc'd, NUL-terminated. */
+char	*read_file(const char *path, size_t max, size_t *lenp);
+/* A random identifier "<prefix>-<24 hex>" from libsodium. */
+void	 random_id(const char *prefix, char *out, size_t outlen);
+
+#endif
