@@ -70,7 +70,7 @@ LIBCOMMON = $(B)/lib/libsbxcommon.a
 # policyd's modules without main(), for unit tests and benches.
 POLICYD_LIB_SRCS = $(filter-out policyd/policyd.c,$(POLICYD_SRCS))
 
-.PHONY: all deps test test-unit test-golden test-scenario test-san bench fuzz \
+.PHONY: all deps test test-suites test-unit test-golden test-scenario test-san bench fuzz \
         up down demo install clean proto
 all: $(addprefix $(B)/bin/,$(PROGS))
 
@@ -119,25 +119,41 @@ $(B)/bin/frameprobe: $(call obj,tests/scenario/frameprobe.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
+ifeq ($(SAN),1)
+SUITE_SFX := -san
+endif
+
 test-unit: $(UNIT_TESTS)
-	@tests/run-unit $(UNIT_TESTS)
+	@SAN_LABEL=$(if $(SUITE_SFX),san) tests/run-unit $(UNIT_TESTS)
 
 test-golden: $(B)/bin/policyd
-	@tests/golden/run $(B)/bin/policyd
+	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
 
 test-scenario: all $(TEST_HELPERS)
-	@SBX_BIN=$(CURDIR)/$(B)/bin tests/scenario/run
+	@tests/record scenario$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/scenario/run
 
 # `make test`: the plain build, then the same tests built with ASan+UBSan.
+# Every suite runs even if an earlier one failed; tests/summary adds up
+# the totals each suite recorded.  A suite that did not even build is
+# recorded as one failure, so it can never pass by not running.
+RECORD_FAIL = || echo "$(1)$(SUITE_SFX)-did-not-complete 0 1" >> build/test-results.txt
 test:
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory test-unit test-golden test-scenario
-	@$(MAKE) --no-print-directory SAN=1 test-san
+	@rm -f build/test-results.txt
+	@$(MAKE) --no-print-directory test-suites
+	@$(MAKE) --no-print-directory SAN=1 test-suites
 	@tests/summary
 
+test-suites:
+	@mkdir -p build
+	@$(MAKE) --no-print-directory all $(TEST_HELPERS) $(call RECORD_FAIL,build)
+	@$(MAKE) --no-print-directory test-unit $(call RECORD_FAIL,unit)
+	@$(MAKE) --no-print-directory test-golden $(call RECORD_FAIL,golden)
+	@$(MAKE) --no-print-directory test-scenario $(call RECORD_FAIL,scenario)
+
 test-san:
-	@$(MAKE) --no-print-directory SAN=1 all $(TEST_HELPERS)
-	@$(MAKE) --no-print-directory SAN=1 test-unit test-golden test-scenario
+	@rm -f build/test-results.txt
+	@$(MAKE) --no-print-directory SAN=1 test-suites
+	@tests/summary
 
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 FUZZ_TARGETS = frame_fuzz template_fuzz

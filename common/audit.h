@@ -1,9 +1,10 @@
 /*
  * audit.h: each daemon's append-only, hash-chained audit log in SQLite
  * (WAL, synchronous=FULL).  Record n stores the hash of record n-1; its own
- * hash is SHA-256(prev_hash || canonical encoding of the event with hash
- * empty).  UPDATE and DELETE are refused by triggers; audit_verify()
- * detects a record that was changed, inserted or deleted anyway.  A commit
+ * hash is SHA-256 of the canonical encoding of the event with hash empty
+ * (prev_hash is a field of it, so inside what is hashed; proto/README.md).
+ * UPDATE and DELETE are refused by triggers; audit_verify() detects a
+ * record that was changed, inserted or deleted anyway.  A commit
  * has returned only once the record is on disk: callers acknowledge the
  * action it records after that, never before.
  */
@@ -31,11 +32,16 @@ void		 audit_close(struct audit *);
 /* Group commit: begin, add any number of events (and the caller's own
  * statements on the same handle), commit once. */
 int		 audit_begin(struct audit *);
-/* Fills seq, time_ns (if 0), daemon, prev_hash and hash. 0 or -1. */
+/* Fills seq, time_ns (if 0), daemon, prev_hash and hash. 0 or -1.
+ * Outside a transaction the add commits on its own.  On success daemon,
+ * prev_hash and hash are malloc'd copies the caller frees with
+ * audit_event_clear (their previous values are not freed); on failure
+ * the event is untouched. */
 int		 audit_add(struct audit *, Sbx__V1__AuditEvent *);
+void		 audit_event_clear(Sbx__V1__AuditEvent *);
 int		 audit_commit(struct audit *);
 int		 audit_rollback(struct audit *);
-/* begin + add + commit. */
+/* begin + add + commit; as audit_add, free with audit_event_clear. */
 int		 audit_append(struct audit *, Sbx__V1__AuditEvent *);
 
 /* Events of one task (all if task_id is NULL or ""), oldest first, at
@@ -45,8 +51,9 @@ int		 audit_query(struct audit *, const char *task_id, uint32_t limit,
 		    Sbx__V1__AuditEvent ***out, size_t *n);
 void		 audit_events_free(Sbx__V1__AuditEvent **, size_t);
 
-/* Walk the whole chain.  Fills ok, records, first_bad_seq and problem
- * (malloc'd string; free with audit_verify_clear). 0 if the walk ran. */
+/* Walk the whole chain.  Fills ok, records, first_bad_seq, problem and
+ * daemon (malloc'd strings; free with audit_verify_clear). 0 if the walk
+ * ran. */
 int		 audit_verify(struct audit *, Sbx__V1__AuditVerifyReply *);
 void		 audit_verify_clear(Sbx__V1__AuditVerifyReply *);
 

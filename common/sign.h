@@ -37,7 +37,9 @@ void		 sign_key_id(const unsigned char pk[32],
 		    char out[SIGN_KEYID_HEX]);
 
 /* Fill grant->key_id, encode it, sign; out->grant and out->signature are
- * malloc'd (free with sign_signed_clear). 0 or -1. */
+ * malloc'd (free with sign_signed_clear). 0 or -1.  grant->key_id is set
+ * to point at key->key_id (borrowed: valid while the key lives, never
+ * freed through the grant). */
 int		 sign_grant(const struct sign_key *, Sbx__V1__PolicyGrant *,
 		    Sbx__V1__SignedPolicy *out);
 void		 sign_signed_clear(Sbx__V1__SignedPolicy *);

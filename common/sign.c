@@ -1,0 +1,412 @@
+/*
+ * sign.c: policyd's Ed25519 signature over a PolicyGrant, with libsodium.
+ *
+ * Invariant: a daemon acts only on a grant whose exact encoded bytes carry
+ * a valid signature from the configured key, that has not expired, and
+ * whose policy hashes to the policy_hash that was signed.  The signature
+ * covers the bytes as sent, so nothing is ever re-encoded before checking.
+ * The secret key lives only in guarded, read-only sodium_malloc memory;
+ * every stack copy of key material is wiped before its frame goes away.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "policy.h"
+#include "sign.h"
+#include "util.h"
+
+#define SIGN_PK_PREFIX		"ed25519 "
+#define SIGN_MAX_FUTURE_S	300	/* clock skew we tolerate on issued_at */
+
+static int
+sign_init(char *err, size_t errlen)
+{
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium could not be initialised");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+sign_write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char	*p = buf;
+	ssize_t			 w;
+
+	while (len > 0) {
+		if ((w = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * Create path (never replacing an existing file), write buf, set mode
+ * exactly (the umask must not decide who can read a key) and fsync, so a
+ * key that was reported as written survives a crash.
+ */
+static int
+sign_write_new(const char *path, const void *buf, size_t len, mode_t mode,
+    const char *what, char *err, size_t errlen)
+{
+	int	 fd, saved;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+	    O_NOCTTY, mode);
+	if (fd == -1) {
+		if (errno == EEXIST)
+			snprintf(err, errlen, "%s %s already exists; refusing "
+			    "to overwrite it", what, path);
+		else
+			snprintf(err, errlen, "cannot create %s %s: %s", what,
+			    path, strerror(errno));
+		return -1;
+	}
+	if (fchmod(fd, mode) == -1 || sign_write_all(fd, buf, len) == -1 ||
+	    fsync(fd) == -1) {
+		saved = errno;
+		snprintf(err, errlen, "cannot write %s %s: %s", what, path,
+		    strerror(saved));
+		close(fd);
+		unlink(path);
+		return -1;
+	}
+	if (close(fd) == -1) {
+		snprintf(err, errlen, "cannot write %s %s: %s", what, path,
+		    strerror(errno));
+		unlink(path);
+		return -1;
+	}
+	return 0;
+}
+
+int
+sign_keygen(const char *sk_path, const char *pk_path, char *err,
+    size_t errlen)
+{
+	unsigned char	 pk[crypto_sign_PUBLICKEYBYTES];
+	unsigned char	*sk;
+	char		 line[sizeof(SIGN_PK_PREFIX) + 2 * sizeof(pk) + 1];
+	char		 hex[2 * sizeof(pk) + 1];
+	int		 rc = -1;
+
+	if (sign_init(err, errlen) == -1)
+		return -1;
+	if ((sk = sodium_malloc(crypto_sign_SECRETKEYBYTES)) == NULL) {
+		snprintf(err, errlen, "cannot allocate secure memory for the "
+		    "signing key");
+		return -1;
+	}
+	crypto_sign_keypair(pk, sk);
+	if (sign_write_new(sk_path, sk, crypto_sign_SECRETKEYBYTES, 0400,
+	    "signing key", err, errlen) == -1)
+		goto done;
+	hex_encode(pk, sizeof(pk), hex);
+	snprintf(line, sizeof(line), "%s%s\n", SIGN_PK_PREFIX, hex);
+	if (sign_write_new(pk_path, line, strlen(line), 0644, "public key",
+	    err, errlen) == -1) {
+		/* A secret key without its public half is of no use to
+		 * anyone; leave the directory as it was. */
+		unlink(sk_path);
+		goto done;
+	}
+	rc = 0;
+done:
+	sodium_free(sk);
+	return rc;
+}
+
+struct sign_key *
+sign_key_load(const char *sk_path, char *err, size_t errlen)
+{
+	struct sign_key	*key;
+	struct stat	 st;
+	unsigned char	 seed[crypto_sign_SEEDBYTES];
+	unsigned char	 pk[crypto_sign_PUBLICKEYBYTES];
+	unsigned char	 sk2[crypto_sign_SECRETKEYBYTES];
+	const char	*how;
+	unsigned char	*sk;
+	size_t		 got = 0;
+	ssize_t		 r;
+	int		 fd, same, rerr = 0;
+
+	if (sign_init(err, errlen) == -1)
+		return NULL;
+	fd = open(sk_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd == -1) {
+		if (errno == ELOOP)
+			snprintf(err, errlen, "signing key %s is a symbolic "
+			    "link; refusing to follow it", sk_path);
+		else
+			snprintf(err, errlen, "cannot open signing key %s: %s",
+			    sk_path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errlen, "cannot stat signing key %s: %s",
+		    sk_path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "signing key %s is not a regular file",
+		    sk_path);
+		close(fd);
+		return NULL;
+	}
+	if ((st.st_mode & 077) != 0) {
+		if (st.st_mode & 044)
+			how = "readable";
+		else if (st.st_mode & 022)
+			how = "writable";
+		else
+			how = "executable";
+		snprintf(err, errlen, "signing key %s is %s by group or others "
+		    "(mode %04o); chmod 0400", sk_path, how,
+		    (unsigned)(st.st_mode & 07777));
+		close(fd);
+		return NULL;
+	}
+	if (st.st_size != crypto_sign_SECRETKEYBYTES) {
+		snprintf(err, errlen, "signing key %s is %lld bytes, not %d",
+		    sk_path, (long long)st.st_size,
+		    crypto_sign_SECRETKEYBYTES);
+		close(fd);
+		return NULL;
+	}
+	if ((sk = sodium_malloc(crypto_sign_SECRETKEYBYTES)) == NULL) {
+		snprintf(err, errlen, "cannot allocate secure memory for the "
+		    "signing key");
+		close(fd);
+		return NULL;
+	}
+	/* Read straight into guarded memory: no stack copy to wipe. */
+	while (got < crypto_sign_SECRETKEYBYTES) {
+		r = read(fd, sk + got, crypto_sign_SECRETKEYBYTES - got);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1)
+			rerr = errno;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	close(fd);
+	if (got != crypto_sign_SECRETKEYBYTES) {
+		snprintf(err, errlen, "cannot read signing key %s: %s",
+		    sk_path, rerr != 0 ? strerror(rerr) : "short read");
+		sodium_free(sk);
+		return NULL;
+	}
+
+	/*
+	 * A libsodium secret key is seed || public key.  Derive the pair
+	 * again from the seed: a damaged file would otherwise sign with
+	 * one key and name another.
+	 */
+	crypto_sign_ed25519_sk_to_seed(seed, sk);
+	crypto_sign_seed_keypair(pk, sk2, seed);
+	same = sodium_memcmp(sk2, sk, sizeof(sk2)) == 0;
+	sodium_memzero(seed, sizeof(seed));
+	sodium_memzero(sk2, sizeof(sk2));
+	if (!same) {
+		snprintf(err, errlen, "signing key %s is damaged: its public "
+		    "half does not match its seed", sk_path);
+		sodium_free(sk);
+		return NULL;
+	}
+	if (sodium_mprotect_readonly(sk) == -1) {
+		snprintf(err, errlen, "cannot protect the signing key memory: "
+		    "%s", strerror(errno));
+		sodium_free(sk);
+		return NULL;
+	}
+
+	key = xcalloc(1, sizeof(*key));
+	memcpy(key->pk, pk, sizeof(key->pk));
+	key->sk = sk;
+	sign_key_id(key->pk, key->key_id);
+	return key;
+}
+
+void
+sign_key_free(struct sign_key *key)
+{
+	if (key == NULL)
+		return;
+	sodium_free(key->sk);	/* wipes the key before unmapping */
+	sodium_memzero(key, sizeof(*key));
+	free(key);
+}
+
+int
+sign_pubkey_load(const char *pk_path, unsigned char pk[32], char *err,
+    size_t errlen)
+{
+	const char	*hex, *end;
+	char		*buf;
+	size_t		 len, binlen;
+
+	if ((buf = read_file(pk_path, 4096, &len)) == NULL) {
+		snprintf(err, errlen, "cannot read public key %s: %s",
+		    pk_path, strerror(errno));
+		return -1;
+	}
+	if (strncmp(buf, SIGN_PK_PREFIX, strlen(SIGN_PK_PREFIX)) != 0) {
+		snprintf(err, errlen, "public key %s does not start with "
+		    "\"ed25519 \"", pk_path);
+		free(buf);
+		return -1;
+	}
+	hex = buf + strlen(SIGN_PK_PREFIX);
+	if (sodium_hex2bin(pk, 32, hex, strlen(hex), NULL, &binlen,
+	    &end) != 0 || binlen != 32 ||
+	    strspn(end, " \t\r\n") != strlen(end)) {
+		snprintf(err, errlen, "public key %s is not \"ed25519 \" "
+		    "followed by 64 hex digits", pk_path);
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	return 0;
+}
+
+void
+sign_key_id(const unsigned char pk[32], char out[SIGN_KEYID_HEX])
+{
+	hex_encode(pk, 8, out);
+}
+
+/*
+ * grant->key_id is pointed at key->key_id (see sign.h): the grant borrows
+ * the string for as long as the key lives, so there is nothing new for
+ * the caller to free.
+ */
+int
+sign_grant(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
+    Sbx__V1__SignedPolicy *out)
+{
+	size_t	 len;
+
+	sbx__v1__signed_policy__init(out);
+	grant->key_id = (char *)key->key_id;
+	len = sbx__v1__policy_grant__get_packed_size(grant);
+	out->grant.data = xmalloc(len);
+	out->grant.len = sbx__v1__policy_grant__pack(grant, out->grant.data);
+	out->signature.data = xmalloc(crypto_sign_BYTES);
+	out->signature.len = crypto_sign_BYTES;
+	if (out->grant.len != len || crypto_sign_detached(out->signature.data,
+	    NULL, out->grant.data, out->grant.len, key->sk) != 0) {
+		sign_signed_clear(out);
+		return -1;
+	}
+	return 0;
+}
+
+void
+sign_signed_clear(Sbx__V1__SignedPolicy *sp)
+{
+	if (sp == NULL)
+		return;
+	free(sp->grant.data);
+	free(sp->signature.data);
+	sp->grant.data = sp->signature.data = NULL;
+	sp->grant.len = sp->signature.len = 0;
+}
+
+static void
+sign_isotime(int64_t t, char *buf, size_t len)
+{
+	struct tm	 tm;
+	time_t		 tt = (time_t)t;
+
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
+Sbx__V1__PolicyGrant *
+sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
+    int64_t now, char *err, size_t errlen)
+{
+	Sbx__V1__PolicyGrant	*g;
+	char			 kid[SIGN_KEYID_HEX];
+	char			 hex[POLICY_HASH_HEX];
+	char			 when[64];
+
+	if (sign_init(err, errlen) == -1)
+		return NULL;
+	if (sp == NULL || sp->grant.data == NULL || sp->grant.len == 0) {
+		snprintf(err, errlen, "signed policy carries no grant");
+		return NULL;
+	}
+	if (sp->signature.data == NULL ||
+	    sp->signature.len != crypto_sign_BYTES) {
+		snprintf(err, errlen, "signature is %zu bytes, not %d",
+		    sp->signature.len, crypto_sign_BYTES);
+		return NULL;
+	}
+	if (crypto_sign_verify_detached(sp->signature.data, sp->grant.data,
+	    sp->grant.len, pk) != 0) {
+		snprintf(err, errlen, "signature does not verify");
+		return NULL;
+	}
+
+	/* Only bytes policyd signed are decoded from here on. */
+	g = sbx__v1__policy_grant__unpack(NULL, sp->grant.len, sp->grant.data);
+	if (g == NULL) {
+		snprintf(err, errlen, "signed grant does not decode");
+		return NULL;
+	}
+	sign_key_id(pk, kid);
+	if (g->key_id == NULL || strcmp(g->key_id, kid) != 0) {
+		snprintf(err, errlen, "grant names signing key %s, but it "
+		    "verifies with key %s", g->key_id ? g->key_id : "", kid);
+		goto fail;
+	}
+	if (now >= g->expires_at) {
+		sign_isotime(g->expires_at, when, sizeof(when));
+		snprintf(err, errlen, "policy expired at %s", when);
+		goto fail;
+	}
+	if (g->issued_at > now + SIGN_MAX_FUTURE_S) {
+		sign_isotime(g->issued_at, when, sizeof(when));
+		snprintf(err, errlen, "policy is issued at %s, in the future "
+		    "(clock skew?)", when);
+		goto fail;
+	}
+	if (g->policy == NULL) {
+		snprintf(err, errlen, "grant carries no policy");
+		goto fail;
+	}
+	if (policy_hash(g->policy, hex) == -1) {
+		snprintf(err, errlen, "cannot hash the granted policy");
+		goto fail;
+	}
+	if (g->policy_hash == NULL || strlen(g->policy_hash) != 64 ||
+	    sodium_memcmp(hex, g->policy_hash, 64) != 0) {
+		snprintf(err, errlen, "policy hash mismatch: the grant says "
+		    "%.64s, the policy hashes to %s",
+		    g->policy_hash ? g->policy_hash : "", hex);
+		goto fail;
+	}
+	return g;
+fail:
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	return NULL;
+}

@@ -1,0 +1,435 @@
+/*
+ * sign_test.c: the policy signature.  A grant verifies only with the key
+ * that signed it, only byte-for-byte as signed, only before it expires,
+ * and only if its policy still hashes to the signed policy_hash.  Secret
+ * key files that others could read are refused.
+ */
+#include <sys/stat.h>
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy.h"
+#include "sign.h"
+#include "util.h"
+
+struct fixture {
+	char		 dir[64];
+	char		 sk[128];
+	char		 pk[128];
+};
+
+static void
+fx_setup(struct fixture *fx)
+{
+	char	 err[256];
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/sign_test.XXXXXX");
+	cr_assert_not_null(mkdtemp(fx->dir));
+	snprintf(fx->sk, sizeof(fx->sk), "%s/signing.key", fx->dir);
+	snprintf(fx->pk, sizeof(fx->pk), "%s/signing.pub", fx->dir);
+	cr_assert_eq(sign_keygen(fx->sk, fx->pk, err, sizeof(err)), 0,
+	    "keygen: %s", err);
+}
+
+static void
+fx_teardown(struct fixture *fx)
+{
+	char	 cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
+	(void)system(cmd);
+}
+
+/* A small policy with a nested message and a repeated field, so the hash
+ * covers more than scalars. */
+struct testpol {
+	Sbx__V1__Policy		 pol;
+	Sbx__V1__Limits		 limits;
+	Sbx__V1__Network	 net;
+	Sbx__V1__AllowRule	 rule;
+	Sbx__V1__AllowRule	*rules[1];
+	char			*methods[1];
+};
+
+static void
+testpol_init(struct testpol *tp)
+{
+	sbx__v1__policy__init(&tp->pol);
+	sbx__v1__limits__init(&tp->limits);
+	sbx__v1__network__init(&tp->net);
+	sbx__v1__allow_rule__init(&tp->rule);
+	tp->pol.name = "analytics-readonly";
+	tp->pol.version = 3;
+	tp->pol.isolation = SBX__V1__ISOLATION__ISOLATION_GVISOR;
+	tp->pol.image = "python@sha256:"
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	tp->limits.memory_mb = 512;
+	tp->limits.wall_seconds = 60;
+	tp->pol.limits = &tp->limits;
+	tp->methods[0] = "GET";
+	tp->rule.host = "api.example.com";
+	tp->rule.n_methods = 1;
+	tp->rule.methods = tp->methods;
+	tp->rules[0] = &tp->rule;
+	tp->net.default_action = "deny";
+	tp->net.n_allow = 1;
+	tp->net.allow = tp->rules;
+	tp->pol.network = &tp->net;
+	tp->pol.executions_per_task = 5;
+}
+
+/* A grant for tp, valid from now for 900 s, with the true policy hash. */
+static void
+grant_init(Sbx__V1__PolicyGrant *g, struct testpol *tp, char *hash)
+{
+	sbx__v1__policy_grant__init(g);
+	cr_assert_eq(policy_hash(&tp->pol, hash), 0);
+	g->policy = &tp->pol;
+	g->policy_hash = hash;
+	g->task_id = "t-1";
+	g->execution_id = "x-0123";
+	g->tenant = "acme";
+	g->user = "alice";
+	g->issued_at = now_s();
+	g->expires_at = g->issued_at + 900;
+}
+
+static struct sign_key *
+load_key(struct fixture *fx)
+{
+	struct sign_key	*key;
+	char		 err[256];
+
+	key = sign_key_load(fx->sk, err, sizeof(err));
+	cr_assert_not_null(key, "load: %s", err);
+	return key;
+}
+
+static void
+load_pub(struct fixture *fx, unsigned char pk[32])
+{
+	char	 err[256];
+
+	cr_assert_eq(sign_pubkey_load(fx->pk, pk, err, sizeof(err)), 0,
+	    "pubkey: %s", err);
+}
+
+Test(sign, roundtrip)
+{
+	struct fixture		 fx;
+	struct testpol		 tp;
+	Sbx__V1__PolicyGrant	 g, *got;
+	Sbx__V1__SignedPolicy	 sp;
+	struct sign_key		*key;
+	unsigned char		 pk[32];
+	char			 hash[POLICY_HASH_HEX], kid[SIGN_KEYID_HEX];
+	char			 err[256], hex[65];
+
+	fx_setup(&fx);
+	key = load_key(&fx);
+	load_pub(&fx, pk);
+	cr_assert_eq(memcmp(pk, key->pk, 32), 0,
+	    "public key file and secret key disagree");
+	sign_key_id(pk, kid);
+	hex_encode(pk, 8, hex);
+	cr_assert_str_eq(kid, hex);
+	cr_assert_str_eq(key->key_id, kid);
+
+	testpol_init(&tp);
+	grant_init(&g, &tp, hash);
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+	cr_assert_str_eq(g.key_id, kid, "sign_grant fills key_id");
+	cr_assert_eq(sp.signature.len, 64);
+
+	got = sign_verify(pk, &sp, now_s(), err, sizeof(err));
+	cr_assert_not_null(got, "verify: %s", err);
+	cr_assert_str_eq(got->policy_hash, hash);
+	cr_assert_str_eq(got->task_id, "t-1");
+	cr_assert_str_eq(got->execution_id, "x-0123");
+	cr_assert_str_eq(got->key_id, kid);
+	cr_assert_str_eq(got->policy->name, "analytics-readonly");
+	cr_assert_eq(got->policy->limits->memory_mb, 512);
+	cr_assert_str_eq(got->policy->network->allow[0]->host,
+	    "api.example.com");
+	sbx__v1__policy_grant__free_unpacked(got, NULL);
+
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	fx_teardown(&fx);
+}
+
+Test(sign, every_flipped_byte_fails)
+{
+	struct fixture		 fx;
+	struct testpol		 tp;
+	Sbx__V1__PolicyGrant	 g, *got;
+	Sbx__V1__SignedPolicy	 sp;
+	struct sign_key		*key;
+	unsigned char		 pk[32];
+	char			 hash[POLICY_HASH_HEX], err[256];
+	int64_t			 now = now_s();
+
+	fx_setup(&fx);
+	key = load_key(&fx);
+	load_pub(&fx, pk);
+	testpol_init(&tp);
+	grant_init(&g, &tp, hash);
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+	cr_assert_gt(sp.grant.len, 100, "grant is only %zu bytes",
+	    sp.grant.len);
+
+	for (size_t i = 0; i < sp.grant.len; i++) {
+		sp.grant.data[i] ^= 0xff;
+		got = sign_verify(pk, &sp, now, err, sizeof(err));
+		cr_assert_null(got, "grant byte %zu flipped still verifies", i);
+		cr_assert_str_eq(err, "signature does not verify");
+		sp.grant.data[i] ^= 0xff;
+	}
+	for (size_t i = 0; i < sp.signature.len; i++) {
+		sp.signature.data[i] ^= 0xff;
+		got = sign_verify(pk, &sp, now, err, sizeof(err));
+		cr_assert_null(got, "signature byte %zu flipped still verifies",
+		    i);
+		sp.signature.data[i] ^= 0xff;
+	}
+	/* Single-bit flips too: the lowest bit is the subtlest change. */
+	for (size_t i = 0; i < sp.grant.len; i++) {
+		sp.grant.data[i] ^= 0x01;
+		cr_assert_null(sign_verify(pk, &sp, now, err, sizeof(err)),
+		    "grant bit 0 of byte %zu flipped still verifies", i);
+		sp.grant.data[i] ^= 0x01;
+	}
+
+	/* Truncated or extended grants, short signatures. */
+	sp.grant.len--;
+	cr_assert_null(sign_verify(pk, &sp, now, err, sizeof(err)));
+	sp.grant.len++;
+	sp.signature.len = 63;
+	cr_assert_null(sign_verify(pk, &sp, now, err, sizeof(err)));
+	cr_assert(strstr(err, "63 bytes") != NULL, "err: %s", err);
+	sp.signature.len = 64;
+
+	/* Restored exactly, it verifies again: the failures were the flips. */
+	got = sign_verify(pk, &sp, now, err, sizeof(err));
+	cr_assert_not_null(got, "verify: %s", err);
+	sbx__v1__policy_grant__free_unpacked(got, NULL);
+
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	fx_teardown(&fx);
+}
+
+Test(sign, expired_grant_fails)
+{
+	struct fixture		 fx;
+	struct testpol		 tp;
+	Sbx__V1__PolicyGrant	 g;
+	Sbx__V1__SignedPolicy	 sp;
+	struct sign_key		*key;
+	unsigned char		 pk[32];
+	char			 hash[POLICY_HASH_HEX], err[256];
+
+	fx_setup(&fx);
+	key = load_key(&fx);
+	load_pub(&fx, pk);
+	testpol_init(&tp);
+	grant_init(&g, &tp, hash);
+	g.issued_at = 1767225600 - 900;		/* 2026-01-01T00:00:00Z - 900 */
+	g.expires_at = 1767225600;
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+
+	cr_assert_null(sign_verify(pk, &sp, now_s(), err, sizeof(err)));
+	cr_assert_str_eq(err, "policy expired at 2026-01-01T00:00:00Z");
+	/* The boundary: at expires_at it is already expired, a second
+	 * before it is not. */
+	cr_assert_null(sign_verify(pk, &sp, 1767225600, err, sizeof(err)));
+	{
+		Sbx__V1__PolicyGrant *got = sign_verify(pk, &sp,
+		    1767225599, err, sizeof(err));
+		cr_assert_not_null(got, "verify: %s", err);
+		sbx__v1__policy_grant__free_unpacked(got, NULL);
+	}
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	fx_teardown(&fx);
+}
+
+Test(sign, future_grant_fails)
+{
+	struct fixture		 fx;
+	struct testpol		 tp;
+	Sbx__V1__PolicyGrant	 g;
+	Sbx__V1__SignedPolicy	 sp;
+	struct sign_key		*key;
+	unsigned char		 pk[32];
+	char			 hash[POLICY_HASH_HEX], err[256];
+
+	fx_setup(&fx);
+	key = load_key(&fx);
+	load_pub(&fx, pk);
+	testpol_init(&tp);
+	grant_init(&g, &tp, hash);
+	g.issued_at = now_s() + 3600;
+	g.expires_at = g.issued_at + 900;
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+	cr_assert_null(sign_verify(pk, &sp, now_s(), err, sizeof(err)));
+	cr_assert(strstr(err, "in the future") != NULL, "err: %s", err);
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	fx_teardown(&fx);
+}
+
+Test(sign, changed_policy_fails)
+{
+	struct fixture		 fx;
+	struct testpol		 tp;
+	Sbx__V1__PolicyGrant	 g;
+	Sbx__V1__SignedPolicy	 sp;
+	struct sign_key		*key;
+	unsigned char		 pk[32];
+	char			 hash[POLICY_HASH_HEX], err[256];
+
+	fx_setup(&fx);
+	key = load_key(&fx);
+	load_pub(&fx, pk);
+	testpol_init(&tp);
+	grant_init(&g, &tp, hash);
+	/* The policy widens after it was hashed; the real key signs it. */
+	tp.rule.host = "evil.example.net";
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+	cr_assert_null(sign_verify(pk, &sp, now_s(), err, sizeof(err)));
+	cr_assert(strncmp(err, "policy hash mismatch", 20) == 0,
+	    "err: %s", err);
+	sign_signed_clear(&sp);
+
+	/* A policy_hash that is not even a hash. */
+	g.policy_hash = "not-a-hash";
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+	cr_assert_null(sign_verify(pk, &sp, now_s(), err, sizeof(err)));
+	cr_assert(strncmp(err, "policy hash mismatch", 20) == 0,
+	    "err: %s", err);
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	fx_teardown(&fx);
+}
+
+Test(sign, wrong_public_key_fails)
+{
+	struct fixture		 fx, other;
+	struct testpol		 tp;
+	Sbx__V1__PolicyGrant	 g;
+	Sbx__V1__SignedPolicy	 sp;
+	struct sign_key		*key;
+	unsigned char		 pk[32];
+	char			 hash[POLICY_HASH_HEX], err[256];
+
+	fx_setup(&fx);
+	fx_setup(&other);
+	key = load_key(&fx);
+	load_pub(&other, pk);
+	testpol_init(&tp);
+	grant_init(&g, &tp, hash);
+	cr_assert_eq(sign_grant(key, &g, &sp), 0);
+	cr_assert_null(sign_verify(pk, &sp, now_s(), err, sizeof(err)));
+	cr_assert_str_eq(err, "signature does not verify");
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	fx_teardown(&fx);
+	fx_teardown(&other);
+}
+
+Test(sign, key_file_mode_refused)
+{
+	struct fixture	 fx;
+	char		 err[256], want[256];
+
+	fx_setup(&fx);
+	cr_assert_eq(chmod(fx.sk, 0644), 0);
+	cr_assert_null(sign_key_load(fx.sk, err, sizeof(err)));
+	snprintf(want, sizeof(want), "signing key %s is readable by group or "
+	    "others (mode 0644); chmod 0400", fx.sk);
+	cr_assert_str_eq(err, want);
+
+	cr_assert_eq(chmod(fx.sk, 0620), 0);
+	cr_assert_null(sign_key_load(fx.sk, err, sizeof(err)));
+	cr_assert(strstr(err, "writable by group or others (mode 0620)") !=
+	    NULL, "err: %s", err);
+
+	/* 0600 is as good as 0400. */
+	cr_assert_eq(chmod(fx.sk, 0600), 0);
+	sign_key_free(load_key(&fx));
+	fx_teardown(&fx);
+}
+
+Test(sign, key_file_checks)
+{
+	struct fixture	 fx;
+	char		 err[256], link[160], bad[160];
+	struct stat	 st;
+	int		 fd;
+
+	fx_setup(&fx);
+	cr_assert_eq(stat(fx.sk, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0400, "secret key mode %o",
+	    st.st_mode & 07777);
+	cr_assert_eq(stat(fx.pk, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0644, "public key mode %o",
+	    st.st_mode & 07777);
+
+	/* keygen never overwrites a key. */
+	cr_assert_eq(sign_keygen(fx.sk, fx.pk, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "already exists") != NULL, "err: %s", err);
+	sign_key_free(load_key(&fx));
+
+	/* A symbolic link to the key is not followed. */
+	snprintf(link, sizeof(link), "%s/link.key", fx.dir);
+	cr_assert_eq(symlink(fx.sk, link), 0);
+	cr_assert_null(sign_key_load(link, err, sizeof(err)));
+	cr_assert(strstr(err, "symbolic link") != NULL, "err: %s", err);
+
+	/* Wrong size. */
+	snprintf(bad, sizeof(bad), "%s/short.key", fx.dir);
+	fd = open(bad, O_WRONLY | O_CREAT | O_EXCL, 0400);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "0123456789", 10), 10);
+	close(fd);
+	cr_assert_null(sign_key_load(bad, err, sizeof(err)));
+	cr_assert(strstr(err, "10 bytes, not 64") != NULL, "err: %s", err);
+
+	/* 64 bytes whose public half does not belong to the seed. */
+	snprintf(bad, sizeof(bad), "%s/damaged.key", fx.dir);
+	fd = open(bad, O_WRONLY | O_CREAT | O_EXCL, 0400);
+	cr_assert_geq(fd, 0);
+	{
+		unsigned char junk[64];
+
+		memset(junk, 0x5a, sizeof(junk));
+		cr_assert_eq(write(fd, junk, sizeof(junk)), 64);
+	}
+	close(fd);
+	cr_assert_null(sign_key_load(bad, err, sizeof(err)));
+	cr_assert(strstr(err, "damaged") != NULL, "err: %s", err);
+
+	/* A directory is not a key. */
+	cr_assert_null(sign_key_load(fx.dir, err, sizeof(err)));
+
+	/* A public key file in the wrong format. */
+	snprintf(bad, sizeof(bad), "%s/bad.pub", fx.dir);
+	fd = open(bad, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "ed25519 abcd\n", 13), 13);
+	close(fd);
+	{
+		unsigned char pk[32];
+
+		cr_assert_eq(sign_pubkey_load(bad, pk, err, sizeof(err)), -1);
+		cr_assert(strstr(err, "64 hex digits") != NULL, "err: %s",
+		    err);
+	}
+	fx_teardown(&fx);
+}
