@@ -7,7 +7,7 @@ DESTDIR   ?=
 SBX_STATE ?= $(CURDIR)/run
 
 CC        ?= cc
-PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 sqlite3 openssl libsodium
+PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 sqlite3 openssl libsodium jansson
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  := $(shell pkg-config --libs criterion 2>/dev/null)
@@ -28,7 +28,7 @@ XLDFLAGS :=
 endif
 
 GEN      := build/gen
-ALLCFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -Icommon -I$(GEN) $(PKG_CFLAGS)
+ALLCFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS)
 LDLIBS    = $(PKG_LIBS) -lpthread
 
 # ---- protocol ------------------------------------------------------------
@@ -63,12 +63,17 @@ SBXCTL_SRCS += sbxctl/parse.c
 SBXCTL_SRCS += sbxctl/print.c
 
 PROGS = policyd sbxctl
+PROGS += sbx-init
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIBCOMMON = $(B)/lib/libsbxcommon.a
 
 # policyd's modules without main(), for unit tests and benches.
 POLICYD_LIB_SRCS = $(filter-out policyd/policyd.c,$(POLICYD_SRCS))
+
+# launchd-sbx's modules without main(), for unit tests and test helpers.
+LAUNCHD_LIB_SRCS  = launchd-sbx/spec.c
+LAUNCHD_LIB_SRCS += launchd-sbx/seccomp.c
 
 .PHONY: all deps test test-suites test-unit test-golden test-scenario test-san bench fuzz \
         up down demo install clean proto
@@ -99,6 +104,11 @@ $(B)/lib/libpolicyd.a: $(call obj,$(POLICYD_LIB_SRCS))
 	rm -f $@
 	ar rcs $@ $^
 
+$(B)/lib/liblaunchd.a: $(call obj,$(LAUNCHD_LIB_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
 $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
@@ -107,15 +117,39 @@ $(B)/bin/sbxctl: $(call obj,$(SBXCTL_SRCS)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
+# sbx-init runs inside images it did not build: one file, plain libc,
+# linked statically.  ASan cannot link statically, so SAN=1 builds it
+# dynamically with the sanitizers for the tests instead.
+SBXINIT_CFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS)
+ifeq ($(SAN),1)
+SBXINIT_LDFLAGS = $(XLDFLAGS)
+else
+SBXINIT_LDFLAGS = -static
+endif
+$(B)/bin/sbx-init: sbx-init/sbx-init.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SBXINIT_CFLAGS) $(SBXINIT_LDFLAGS) -o $@ $<
+
 # ---- tests ---------------------------------------------------------------
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*_test.c))
 
-$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(LIBCOMMON)
+$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(CRIT_LIBS)
 
 TEST_HELPERS = $(B)/bin/frameprobe
+TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
 $(B)/bin/frameprobe: $(call obj,tests/scenario/frameprobe.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The probe runs inside sandboxes whose images it did not come from, so it
+# is static and carries no sanitizer runtime.
+$(B)/bin/probe: tests/probe/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+
+$(B)/bin/mkspec: $(call obj,tests/probe/mkspec.c) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -125,6 +159,10 @@ endif
 
 test-unit: $(UNIT_TESTS)
 	@SAN_LABEL=$(if $(SUITE_SFX),san) tests/run-unit $(UNIT_TESTS)
+
+.PHONY: test-init
+test-init: $(B)/bin/sbx-init
+	@tests/sbx-init/run $(CURDIR)/$(B)/bin/sbx-init
 
 test-golden: $(B)/bin/policyd
 	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
@@ -161,7 +199,7 @@ FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
 build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -Icommon -I$(GEN) $(PKG_CFLAGS) \
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))

@@ -41,6 +41,14 @@ uint8_t	*frame_pack(const Sbx__V1__Envelope *, size_t *lenp);
 Sbx__V1__Envelope *frame_decode(const uint8_t *, size_t, size_t max,
 	    Sbx__V1__ErrorCode *code, const char **why);
 
+/*
+ * Parse the 4-byte header the way the server does: 0 with *lenp set, or -1
+ * with *code and *why set (ERROR_MALFORMED for a zero length,
+ * ERROR_FRAME_TOO_LARGE above max; max 0: FRAME_MAX_DEFAULT).
+ */
+int	frame_parse_header(const uint8_t hdr[FRAME_HDR], size_t max,
+	    size_t *lenp, Sbx__V1__ErrorCode *code, const char **why);
+
 /* ---- server ---- */
 
 /*

@@ -1,0 +1,889 @@
+/*
+ * frame.c: the server side of framed protobuf messaging, and the codec
+ * both sides share.  A frame is a 4-byte big-endian length and an encoded
+ * sbx.v1.Envelope.  This file upholds DESIGN.md invariant 10: a socket
+ * answers only the peers on its allowlist, checked from kernel-attested
+ * credentials before a byte is read, and survives any bytes they send.  A
+ * frame that is empty, too large, undecodable, of another protocol version
+ * or without a body is answered with an Error and closes that one
+ * connection; nothing a client sends reaches another client's connection.
+ *
+ * Connection lifetime: the server owns one reference to each frame_conn
+ * until the connection ends; a handler that answers later takes its own
+ * reference with frame_conn_hold().  Once the connection has ended, sends
+ * are refused and dropped, and the memory goes when the last reference is
+ * released.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "frame.h"
+#include "log.h"
+#include "peer.h"
+#include "util.h"
+
+#define FRAME_CONNS_PER_PEER_DEFAULT	64
+#define FRAME_CONNS_DEFAULT		1024
+#define FRAME_IDLE_DEFAULT		300
+#define FRAME_BACKLOG			128
+/* Frames handled in one go before other clients get a turn. */
+#define FRAME_BATCH			64
+/* Queued replies beyond this many max-size frames stop reading requests. */
+#define FRAME_OUT_FRAMES		4
+#define FRAME_ERRMSG_MAX		512
+
+struct frame_conn {
+	TAILQ_ENTRY(frame_conn)	 fc_entry;
+	struct frame_server	*fc_srv;	/* NULL once gone */
+	struct bufferevent	*fc_bev;	/* NULL once gone */
+	struct event		*fc_resume;	/* continue a long batch */
+	struct ucred		 fc_peer;
+	unsigned		 fc_refs;
+	int			 fc_gone;	/* connection ended */
+	int			 fc_closing;	/* flushing, then gone */
+	int			 fc_paused;	/* output backlog: not reading */
+	int			 fc_eof;	/* peer has stopped sending */
+	int			 fc_pending;	/* whole frames may wait */
+};
+
+TAILQ_HEAD(frame_conns, frame_conn);
+
+struct frame_server {
+	struct event_base	*fs_base;
+	struct evconnlistener	*fs_lev;
+	struct event		*fs_retry;	/* re-enable accept after EMFILE */
+	char			*fs_name;
+	char			*fs_path;
+	const struct peer_allow	*fs_allow;
+	size_t			 fs_max_frame;
+	size_t			 fs_max_out;
+	unsigned		 fs_max_per_peer;
+	unsigned		 fs_max_conns;
+	int			 fs_idle;
+	frame_handler		 fs_handler;
+	void			*fs_arg;
+	struct frame_conns	 fs_conns;
+	unsigned		 fs_nconns;
+	uint64_t		 fs_refused;
+};
+
+static void	frame_conn_gone(struct frame_conn *);
+static int	frame_conn_drain(struct frame_conn *);
+static int	frame_conn_drain1(struct frame_conn *);
+
+/* ---- codec ---- */
+
+void
+frame_env_init(Sbx__V1__Envelope *env, uint64_t request_id)
+{
+	sbx__v1__envelope__init(env);
+	env->version = SBX_PROTO_VERSION;
+	env->request_id = request_id;
+}
+
+uint8_t *
+frame_pack(const Sbx__V1__Envelope *env, size_t *lenp)
+{
+	uint8_t	*buf;
+	size_t	 n;
+
+	n = sbx__v1__envelope__get_packed_size(env);
+	/* An empty payload is a malformed frame; so is one past 32 bits. */
+	if (n == 0 || n > UINT32_MAX)
+		return NULL;
+	buf = xmalloc(FRAME_HDR + n);
+	buf[0] = (uint8_t)(n >> 24);
+	buf[1] = (uint8_t)(n >> 16);
+	buf[2] = (uint8_t)(n >> 8);
+	buf[3] = (uint8_t)n;
+	if (sbx__v1__envelope__pack(env, buf + FRAME_HDR) != n) {
+		free(buf);
+		return NULL;
+	}
+	*lenp = FRAME_HDR + n;
+	return buf;
+}
+
+int
+frame_parse_header(const uint8_t hdr[FRAME_HDR], size_t max, size_t *lenp,
+    Sbx__V1__ErrorCode *code, const char **why)
+{
+	uint32_t	n;
+
+	if (max == 0)
+		max = FRAME_MAX_DEFAULT;
+	n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
+	    (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3];
+	if (n == 0) {
+		*code = SBX__V1__ERROR_CODE__ERROR_MALFORMED;
+		*why = "frame has length 0";
+		return -1;
+	}
+	if (n > max) {
+		*code = SBX__V1__ERROR_CODE__ERROR_FRAME_TOO_LARGE;
+		*why = "frame length exceeds this socket's maximum";
+		return -1;
+	}
+	*lenp = n;
+	return 0;
+}
+
+/*
+ * frame_decode(), also telling the caller the request id whenever the
+ * envelope decoded far enough to have one, so that an Error can echo it.
+ */
+static Sbx__V1__Envelope *
+frame_decode_id(const uint8_t *buf, size_t len, size_t max,
+    Sbx__V1__ErrorCode *code, const char **why, uint64_t *reqid)
+{
+	Sbx__V1__Envelope	*env;
+
+	*reqid = 0;
+	if (max == 0)
+		max = FRAME_MAX_DEFAULT;
+	if (len == 0) {
+		*code = SBX__V1__ERROR_CODE__ERROR_MALFORMED;
+		*why = "frame has length 0";
+		return NULL;
+	}
+	if (len > max) {
+		*code = SBX__V1__ERROR_CODE__ERROR_FRAME_TOO_LARGE;
+		*why = "frame length exceeds this socket's maximum";
+		return NULL;
+	}
+	if ((env = sbx__v1__envelope__unpack(NULL, len, buf)) == NULL) {
+		*code = SBX__V1__ERROR_CODE__ERROR_MALFORMED;
+		*why = "frame does not decode as an sbx.v1.Envelope";
+		return NULL;
+	}
+	*reqid = env->request_id;
+	if (env->version != SBX_PROTO_VERSION) {
+		*code = SBX__V1__ERROR_CODE__ERROR_UNSUPPORTED_VERSION;
+		*why = "unsupported protocol version (this side speaks 1)";
+		sbx__v1__envelope__free_unpacked(env, NULL);
+		return NULL;
+	}
+	if (env->body_case == SBX__V1__ENVELOPE__BODY__NOT_SET) {
+		*code = SBX__V1__ERROR_CODE__ERROR_MALFORMED;
+		*why = "envelope carries no message body";
+		sbx__v1__envelope__free_unpacked(env, NULL);
+		return NULL;
+	}
+	return env;
+}
+
+Sbx__V1__Envelope *
+frame_decode(const uint8_t *buf, size_t len, size_t max,
+    Sbx__V1__ErrorCode *code, const char **why)
+{
+	uint64_t	reqid;
+
+	return frame_decode_id(buf, len, max, code, why, &reqid);
+}
+
+/* ---- connections ---- */
+
+void
+frame_conn_hold(struct frame_conn *c)
+{
+	c->fc_refs++;
+}
+
+void
+frame_conn_release(struct frame_conn *c)
+{
+	if (c->fc_refs == 0)
+		fatalx("frame_conn_release: connection has no references");
+	if (--c->fc_refs == 0) {
+		/* The server's reference goes only when the conn is gone. */
+		free(c);
+		return;
+	}
+	/*
+	 * A peer that half-closed after its request waits for the reply; once
+	 * the last handler holding the connection lets go, it has it.
+	 */
+	if (c->fc_refs == 1 && c->fc_eof && !c->fc_pending && !c->fc_gone &&
+	    !c->fc_closing)
+		frame_conn_close(c);
+}
+
+int
+frame_conn_closed(const struct frame_conn *c)
+{
+	return c->fc_gone || c->fc_closing;
+}
+
+const struct ucred *
+frame_conn_peer(const struct frame_conn *c)
+{
+	return &c->fc_peer;
+}
+
+int
+frame_conn_send_packed(struct frame_conn *c, const uint8_t *buf, size_t len)
+{
+	if (c->fc_gone || c->fc_closing || c->fc_bev == NULL)
+		return -1;
+	if (bufferevent_write(c->fc_bev, buf, len) == -1)
+		return -1;
+	return 0;
+}
+
+int
+frame_conn_send(struct frame_conn *c, const Sbx__V1__Envelope *env)
+{
+	uint8_t	*buf;
+	size_t	 len;
+	int	 rv;
+
+	if (c->fc_gone || c->fc_closing)
+		return -1;
+	if ((buf = frame_pack(env, &len)) == NULL) {
+		log_warnx("frame: cannot encode a reply to peer uid %u",
+		    (unsigned)c->fc_peer.uid);
+		return -1;
+	}
+	rv = frame_conn_send_packed(c, buf, len);
+	free(buf);
+	return rv;
+}
+
+/* Cut a truncated message back to whole UTF-8 characters. */
+static void
+frame_utf8_trim(char *s)
+{
+	size_t	n = strlen(s), i = n, need;
+
+	while (i > 0 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return;
+	i--;	/* the last lead byte */
+	if (((unsigned char)s[i] & 0x80) == 0)
+		return;
+	if (((unsigned char)s[i] & 0xe0) == 0xc0)
+		need = 2;
+	else if (((unsigned char)s[i] & 0xf0) == 0xe0)
+		need = 3;
+	else
+		need = 4;
+	if (n - i < need)
+		s[i] = '\0';
+}
+
+int
+frame_conn_send_error(struct frame_conn *c, uint64_t request_id,
+    Sbx__V1__ErrorCode code, const char *rule, const char *fmt, ...)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Error		 err;
+	char			 msg[FRAME_ERRMSG_MAX];
+	va_list			 ap;
+	int			 n;
+
+	if (c->fc_gone || c->fc_closing)
+		return -1;
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		msg[0] = '\0';
+	else if ((size_t)n >= sizeof(msg))
+		frame_utf8_trim(msg);
+	sbx__v1__error__init(&err);
+	err.code = code;
+	err.message = msg;
+	err.rule = (char *)(rule != NULL ? rule : "");
+	frame_env_init(&env, request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+	env.error = &err;
+	return frame_conn_send(c, &env);
+}
+
+void
+frame_conn_close(struct frame_conn *c)
+{
+	if (c->fc_gone || c->fc_closing)
+		return;
+	c->fc_closing = 1;
+	bufferevent_disable(c->fc_bev, EV_READ);
+	/* Freeing the bufferevent would discard queued output: wait. */
+	if (evbuffer_get_length(bufferevent_get_output(c->fc_bev)) == 0)
+		frame_conn_gone(c);
+}
+
+/* The connection has ended: free the socket, drop the server's reference. */
+static void
+frame_conn_gone(struct frame_conn *c)
+{
+	struct frame_server	*srv = c->fc_srv;
+
+	if (c->fc_gone)
+		return;
+	c->fc_gone = 1;
+	if (c->fc_resume != NULL) {
+		event_free(c->fc_resume);
+		c->fc_resume = NULL;
+	}
+	if (c->fc_bev != NULL) {
+		bufferevent_free(c->fc_bev);	/* closes the socket */
+		c->fc_bev = NULL;
+	}
+	if (srv != NULL) {
+		TAILQ_REMOVE(&srv->fs_conns, c, fc_entry);
+		srv->fs_nconns--;
+		c->fc_srv = NULL;
+	}
+	frame_conn_release(c);
+}
+
+static void
+frame_conn_reject(struct frame_conn *c, uint64_t reqid,
+    Sbx__V1__ErrorCode code, const char *why)
+{
+	log_warnx("%s: peer uid %u pid %ld: %s; closing the connection",
+	    c->fc_srv->fs_name, (unsigned)c->fc_peer.uid,
+	    (long)c->fc_peer.pid, why);
+	frame_conn_send_error(c, reqid, code, NULL, "%s", why);
+	frame_conn_close(c);
+}
+
+/*
+ * Handle every complete frame in the input buffer, in order, stopping when
+ * the connection closes, its output backs up, or a batch is done (then the
+ * rest waits one turn of the loop so other clients are served meanwhile).
+ * Returns 1 when whole frames may still be waiting, else 0.
+ */
+static int
+frame_conn_drain(struct frame_conn *c)
+{
+	int	rv;
+
+	rv = frame_conn_drain1(c);
+	c->fc_pending = rv;
+	return rv;
+}
+
+static int
+frame_conn_drain1(struct frame_conn *c)
+{
+	struct frame_server	*srv;
+	struct evbuffer		*in;
+	Sbx__V1__Envelope	*env;
+	Sbx__V1__ErrorCode	 code;
+	const char		*why;
+	uint8_t			 hdr[FRAME_HDR], *payload;
+	size_t			 avail, len;
+	uint64_t		 reqid;
+	int			 handled = 0;
+
+	while (!c->fc_gone && !c->fc_closing && !c->fc_paused &&
+	    (srv = c->fc_srv) != NULL) {
+		in = bufferevent_get_input(c->fc_bev);
+		avail = evbuffer_get_length(in);
+		if (avail < FRAME_HDR)
+			return 0;
+		if (handled == FRAME_BATCH) {
+			event_active(c->fc_resume, EV_TIMEOUT, 0);
+			return 1;
+		}
+		if (evbuffer_copyout(in, hdr, FRAME_HDR) != FRAME_HDR)
+			return 0;
+		if (frame_parse_header(hdr, srv->fs_max_frame, &len, &code,
+		    &why) == -1) {
+			frame_conn_reject(c, 0, code, why);
+			return 0;
+		}
+		if (avail - FRAME_HDR < len)
+			return 0;	/* the rest of the frame is on its way */
+		evbuffer_drain(in, FRAME_HDR);
+		if ((payload = evbuffer_pullup(in, len)) == NULL) {
+			frame_conn_reject(c, 0,
+			    SBX__V1__ERROR_CODE__ERROR_INTERNAL,
+			    "out of memory reading a frame");
+			return 0;
+		}
+		env = frame_decode_id(payload, len, srv->fs_max_frame, &code,
+		    &why, &reqid);
+		evbuffer_drain(in, len);
+		if (env == NULL) {
+			frame_conn_reject(c, reqid, code, why);
+			return 0;
+		}
+		srv->fs_handler(c, env, srv->fs_arg);
+		sbx__v1__envelope__free_unpacked(env, NULL);
+		handled++;
+		if (c->fc_gone || c->fc_closing)
+			return 0;
+		if (evbuffer_get_length(bufferevent_get_output(c->fc_bev)) >
+		    srv->fs_max_out) {
+			/* It does not read its replies: stop reading requests. */
+			c->fc_paused = 1;
+			bufferevent_disable(c->fc_bev, EV_READ);
+			return 1;
+		}
+	}
+	return c->fc_paused && !c->fc_gone && !c->fc_closing;
+}
+
+/*
+ * 1 if the peer closed its end entirely rather than only its sending
+ * half: then nothing we write can reach it.
+ */
+static int
+frame_conn_hungup(struct frame_conn *c)
+{
+	struct pollfd	pfd;
+
+	pfd.fd = bufferevent_getfd(c->fc_bev);
+	pfd.events = POLLOUT;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 0) == -1)
+		return 0;
+	return (pfd.revents & (POLLHUP | POLLERR)) != 0;
+}
+
+/*
+ * The peer has stopped sending and every whole frame is handled: bytes
+ * still buffered are a frame it never finished.
+ */
+static void
+frame_conn_eof_check(struct frame_conn *c)
+{
+	size_t	left;
+
+	if (!c->fc_eof || c->fc_pending || c->fc_gone || c->fc_closing)
+		return;
+	left = evbuffer_get_length(bufferevent_get_input(c->fc_bev));
+	if (left == 0)
+		return;
+	log_warnx("%s: peer uid %u pid %ld: connection ended inside a frame "
+	    "(%zu bytes); closing", c->fc_srv->fs_name,
+	    (unsigned)c->fc_peer.uid, (long)c->fc_peer.pid, left);
+	frame_conn_send_error(c, 0, SBX__V1__ERROR_CODE__ERROR_TRUNCATED, NULL,
+	    "connection ended inside a frame (%zu bytes of it received)",
+	    left);
+	frame_conn_close(c);
+}
+
+static void
+frame_conn_readcb(struct bufferevent *bev, void *arg)
+{
+	struct frame_conn	*c = arg;
+
+	(void)bev;
+	frame_conn_hold(c);
+	frame_conn_drain(c);
+	frame_conn_release(c);
+}
+
+static void
+frame_conn_resumecb(evutil_socket_t fd, short what, void *arg)
+{
+	struct frame_conn	*c = arg;
+
+	(void)fd;
+	(void)what;
+	frame_conn_hold(c);
+	if (frame_conn_drain(c) == 0)
+		frame_conn_eof_check(c);
+	frame_conn_release(c);
+}
+
+/* All queued output has been written. */
+static void
+frame_conn_writecb(struct bufferevent *bev, void *arg)
+{
+	struct frame_conn	*c = arg;
+
+	(void)bev;
+	if (c->fc_gone)
+		return;
+	if (c->fc_closing) {
+		frame_conn_gone(c);
+		return;
+	}
+	if (c->fc_paused) {
+		c->fc_paused = 0;
+		if (!c->fc_eof)
+			bufferevent_enable(c->fc_bev, EV_READ);
+		event_active(c->fc_resume, EV_TIMEOUT, 0);
+	}
+}
+
+static void
+frame_conn_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	struct frame_conn	*c = arg;
+	struct frame_server	*srv = c->fc_srv;
+
+	if (c->fc_gone || srv == NULL)
+		return;
+	if (what & BEV_EVENT_EOF) {
+		frame_conn_hold(c);
+		c->fc_eof = 1;
+		bufferevent_disable(bev, EV_READ);
+		/* Whole frames that arrived with the EOF are still served. */
+		if (frame_conn_drain(c) == 0)
+			frame_conn_eof_check(c);
+		/*
+		 * A peer that is gone altogether hears nothing more: a reply
+		 * still owed to it is refused when it is sent.
+		 */
+		if (!c->fc_gone && !c->fc_closing && frame_conn_hungup(c))
+			frame_conn_gone(c);
+		/* Closes now unless a handler still owes this peer a reply. */
+		frame_conn_release(c);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		/*
+		 * Silence is expected while a handler works on this peer's
+		 * request; only a connection nobody is answering is idle.
+		 */
+		if ((what & BEV_EVENT_READING) && c->fc_refs > 1 &&
+		    !c->fc_closing) {
+			bufferevent_enable(bev, EV_READ);
+			return;
+		}
+		log_info("%s: peer uid %u pid %ld: idle for %d s; closing",
+		    srv->fs_name, (unsigned)c->fc_peer.uid,
+		    (long)c->fc_peer.pid, srv->fs_idle);
+		frame_conn_gone(c);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		log_debug("%s: peer uid %u pid %ld: connection error: %s",
+		    srv->fs_name, (unsigned)c->fc_peer.uid,
+		    (long)c->fc_peer.pid,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		frame_conn_gone(c);
+	}
+}
+
+/* ---- server ---- */
+
+static unsigned
+frame_server_count_uid(const struct frame_server *srv, uid_t uid)
+{
+	const struct frame_conn	*c;
+	unsigned		 n = 0;
+
+	TAILQ_FOREACH(c, &srv->fs_conns, fc_entry)
+		if (c->fc_peer.uid == uid)
+			n++;
+	return n;
+}
+
+/*
+ * Refusals close the socket without a byte of reply: a peer that may not
+ * talk to us learns nothing, not even which daemon it reached.
+ */
+static void
+frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct frame_server	*srv = arg;
+	struct frame_conn	*c;
+	struct ucred		 cred;
+	struct timeval		 tv;
+	int			 ok;
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	if ((ok = peer_allowed(fd, srv->fs_allow, &cred)) != 1) {
+		srv->fs_refused++;
+		if (ok == -1)
+			log_warn("%s: refused a connection: cannot read the "
+			    "peer's credentials", srv->fs_name);
+		else
+			log_warnx("%s: refused peer uid %u gid %u pid %ld: "
+			    "not on the socket's allowlist", srv->fs_name,
+			    (unsigned)cred.uid, (unsigned)cred.gid,
+			    (long)cred.pid);
+		close(fd);
+		return;
+	}
+	if (srv->fs_nconns >= srv->fs_max_conns) {
+		srv->fs_refused++;
+		log_warnx("%s: refused peer uid %u gid %u pid %ld: %u "
+		    "connections open (max_conns)", srv->fs_name,
+		    (unsigned)cred.uid, (unsigned)cred.gid, (long)cred.pid,
+		    srv->fs_nconns);
+		close(fd);
+		return;
+	}
+	if (frame_server_count_uid(srv, cred.uid) >= srv->fs_max_per_peer) {
+		srv->fs_refused++;
+		log_warnx("%s: refused peer uid %u gid %u pid %ld: it has %u "
+		    "connections open (max_conns_per_peer)", srv->fs_name,
+		    (unsigned)cred.uid, (unsigned)cred.gid, (long)cred.pid,
+		    srv->fs_max_per_peer);
+		close(fd);
+		return;
+	}
+
+	c = xcalloc(1, sizeof(*c));
+	c->fc_peer = cred;
+	c->fc_refs = 1;		/* the server's */
+	c->fc_bev = bufferevent_socket_new(srv->fs_base, fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	c->fc_resume = event_new(srv->fs_base, -1, 0, frame_conn_resumecb, c);
+	if (c->fc_bev == NULL || c->fc_resume == NULL) {
+		log_warnx("%s: peer uid %u: cannot set up the connection",
+		    srv->fs_name, (unsigned)cred.uid);
+		if (c->fc_bev != NULL)
+			bufferevent_free(c->fc_bev);
+		else
+			close(fd);
+		if (c->fc_resume != NULL)
+			event_free(c->fc_resume);
+		free(c);
+		return;
+	}
+	c->fc_srv = srv;
+	TAILQ_INSERT_TAIL(&srv->fs_conns, c, fc_entry);
+	srv->fs_nconns++;
+
+	bufferevent_setcb(c->fc_bev, frame_conn_readcb, frame_conn_writecb,
+	    frame_conn_eventcb, c);
+	/* Never buffer more than one frame's worth of unread request. */
+	bufferevent_setwatermark(c->fc_bev, EV_READ, FRAME_HDR,
+	    srv->fs_max_frame + FRAME_HDR);
+	tv.tv_sec = srv->fs_idle;
+	tv.tv_usec = 0;
+	bufferevent_set_timeouts(c->fc_bev, &tv, &tv);
+	bufferevent_enable(c->fc_bev, EV_READ | EV_WRITE);
+	log_debug("%s: accepted peer uid %u gid %u pid %ld", srv->fs_name,
+	    (unsigned)cred.uid, (unsigned)cred.gid, (long)cred.pid);
+}
+
+static void
+frame_server_retrycb(evutil_socket_t fd, short what, void *arg)
+{
+	struct frame_server	*srv = arg;
+
+	(void)fd;
+	(void)what;
+	evconnlistener_enable(srv->fs_lev);
+}
+
+/*
+ * accept() failed for want of descriptors or memory.  Retrying at once
+ * would spin; pause accepting for a second while current clients finish.
+ */
+static void
+frame_server_errorcb(struct evconnlistener *lev, void *arg)
+{
+	struct frame_server	*srv = arg;
+	struct timeval		 tv = { 1, 0 };
+
+	log_warn("%s: accept on %s", srv->fs_name, srv->fs_path);
+	evconnlistener_disable(lev);
+	evtimer_add(srv->fs_retry, &tv);
+}
+
+/* 1 if something answers on the socket path: another server is running. */
+static int
+frame_socket_live(const struct sockaddr_un *sun)
+{
+	int	fd, live;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1)
+		return 0;
+	live = connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0 ||
+	    errno == EAGAIN || errno == EINPROGRESS;
+	close(fd);
+	return live;
+}
+
+static int
+frame_server_socket(const struct frame_server_config *cfg)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 st;
+	mode_t			 mode;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(cfg->path) >= sizeof(sun.sun_path)) {
+		log_warnx("%s: socket path %s is longer than %zu bytes",
+		    cfg->name, cfg->path, sizeof(sun.sun_path) - 1);
+		return -1;
+	}
+	memcpy(sun.sun_path, cfg->path, strlen(cfg->path) + 1);
+
+	if (lstat(cfg->path, &st) == 0) {
+		/* Replace only a dead socket, never a file or a live peer. */
+		if (!S_ISSOCK(st.st_mode)) {
+			log_warnx("%s: %s exists and is not a socket",
+			    cfg->name, cfg->path);
+			return -1;
+		}
+		if (frame_socket_live(&sun)) {
+			log_warnx("%s: %s: another server is listening there",
+			    cfg->name, cfg->path);
+			return -1;
+		}
+		if (unlink(cfg->path) == -1) {
+			log_warn("%s: unlink stale socket %s", cfg->name,
+			    cfg->path);
+			return -1;
+		}
+	} else if (errno != ENOENT) {
+		log_warn("%s: %s", cfg->name, cfg->path);
+		return -1;
+	}
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1) {
+		log_warn("%s: socket", cfg->name);
+		return -1;
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		log_warn("%s: bind %s", cfg->name, cfg->path);
+		close(fd);
+		return -1;
+	}
+	/* Mode 0 would lock everyone out: read it as owner-only. */
+	mode = cfg->mode != 0 ? cfg->mode : 0600;
+	if (chmod(cfg->path, mode) == -1) {
+		log_warn("%s: chmod %s", cfg->name, cfg->path);
+		goto fail;
+	}
+	if ((cfg->owner != (uid_t)-1 || cfg->group != (gid_t)-1) &&
+	    chown(cfg->path, cfg->owner, cfg->group) == -1) {
+		log_warn("%s: chown %s", cfg->name, cfg->path);
+		goto fail;
+	}
+	if (listen(fd, FRAME_BACKLOG) == -1) {
+		log_warn("%s: listen %s", cfg->name, cfg->path);
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	unlink(cfg->path);
+	return -1;
+}
+
+struct frame_server *
+frame_server_listen(struct event_base *base,
+    const struct frame_server_config *cfg, frame_handler handler, void *arg)
+{
+	struct frame_server	*srv;
+	const char		*name;
+	int			 fd;
+
+	name = cfg->name != NULL ? cfg->name : "frame";
+	if (cfg->path == NULL || handler == NULL) {
+		log_warnx("%s: no socket path or no handler", name);
+		return NULL;
+	}
+	if (cfg->allow == NULL) {
+		/* Fail closed: a socket without an allowlist answers no one. */
+		log_warnx("%s: %s has no peer allowlist", name, cfg->path);
+		return NULL;
+	}
+	/*
+	 * libevent writes replies with writev(), which cannot say
+	 * MSG_NOSIGNAL: a peer that hangs up must cost us an EPIPE, never
+	 * the process.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+
+	srv = xcalloc(1, sizeof(*srv));
+	srv->fs_base = base;
+	srv->fs_name = xstrdup(name);
+	srv->fs_path = xstrdup(cfg->path);
+	srv->fs_allow = cfg->allow;
+	srv->fs_max_frame = cfg->max_frame != 0 ? cfg->max_frame :
+	    FRAME_MAX_DEFAULT;
+	if (srv->fs_max_frame > UINT32_MAX)
+		srv->fs_max_frame = UINT32_MAX;
+	srv->fs_max_out = srv->fs_max_frame * FRAME_OUT_FRAMES;
+	srv->fs_max_per_peer = cfg->max_conns_per_peer != 0 ?
+	    cfg->max_conns_per_peer : FRAME_CONNS_PER_PEER_DEFAULT;
+	srv->fs_max_conns = cfg->max_conns != 0 ? cfg->max_conns :
+	    FRAME_CONNS_DEFAULT;
+	srv->fs_idle = cfg->idle_timeout > 0 ? cfg->idle_timeout :
+	    FRAME_IDLE_DEFAULT;
+	srv->fs_handler = handler;
+	srv->fs_arg = arg;
+	TAILQ_INIT(&srv->fs_conns);
+
+	if ((srv->fs_retry = evtimer_new(base, frame_server_retrycb,
+	    srv)) == NULL) {
+		log_warnx("%s: cannot create a timer", name);
+		goto fail;
+	}
+	if ((fd = frame_server_socket(cfg)) == -1)
+		goto fail;
+	srv->fs_lev = evconnlistener_new(base, frame_server_acceptcb, srv,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (srv->fs_lev == NULL) {
+		log_warnx("%s: cannot listen on %s with libevent", name,
+		    cfg->path);
+		close(fd);
+		unlink(cfg->path);
+		goto fail;
+	}
+	evconnlistener_set_error_cb(srv->fs_lev, frame_server_errorcb);
+	log_debug("%s: listening on %s", name, cfg->path);
+	return srv;
+fail:
+	if (srv->fs_retry != NULL)
+		event_free(srv->fs_retry);
+	free(srv->fs_name);
+	free(srv->fs_path);
+	free(srv);
+	return NULL;
+}
+
+void
+frame_server_free(struct frame_server *srv)
+{
+	struct frame_conn	*c;
+
+	if (srv == NULL)
+		return;
+	if (srv->fs_lev != NULL) {
+		evconnlistener_free(srv->fs_lev);
+		unlink(srv->fs_path);
+	}
+	event_free(srv->fs_retry);
+	/* Handlers still holding a conn see it closed; sends are dropped. */
+	while ((c = TAILQ_FIRST(&srv->fs_conns)) != NULL)
+		frame_conn_gone(c);
+	free(srv->fs_name);
+	free(srv->fs_path);
+	free(srv);
+}
+
+uint64_t
+frame_server_refused(const struct frame_server *srv)
+{
+	return srv->fs_refused;
+}

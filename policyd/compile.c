@@ -1,0 +1,480 @@
+/*
+ * compile.c: a task into a policy, exactly as the reference text's
+ * compile_policy: the task type selects a template, the task's datasets
+ * become the inputs only where the user may read them (else a policy error
+ * and nothing runs), network rules stay only where the user may call the
+ * host, credentials go with their host, limits are clamped to the plan.
+ *
+ * The invariant: compilation only removes capabilities.  Every step below
+ * copies the template and then filters or lowers; nothing is ever added
+ * that the template (after ${task.*} substitution) did not grant, and the
+ * values substituted are checked names, so they cannot smuggle in a
+ * placeholder or a path.  compile_policy() is the pure part; compile_task()
+ * adds the task binding, the execution count, the signature and the
+ * records, all inside the store's open batch.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "log.h"
+#include "util.h"
+#include "policyd.h"
+
+#define DATASET_REF	"${task.dataset_ref}"
+
+void
+compile_error(Sbx__V1__Error *err, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg;
+
+	compile_error_clear(err);
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) == -1)
+		fatal("vasprintf");
+	va_end(ap);
+	err->code = code;
+	err->message = msg;
+	err->rule = xstrdup(rule != NULL ? rule : "");
+}
+
+void
+compile_error_clear(Sbx__V1__Error *err)
+{
+	if (err->message != NULL && err->message != protobuf_c_empty_string)
+		free(err->message);
+	if (err->rule != NULL && err->rule != protobuf_c_empty_string)
+		free(err->rule);
+	sbx__v1__error__init(err);
+}
+
+void
+compile_count_denial(struct policyd_metrics *m, const char *rule)
+{
+	size_t	 i;
+
+	for (i = 0; i < m->ndenials; i++) {
+		if (strcmp(m->denials[i].rule, rule) == 0) {
+			m->denials[i].n++;
+			return;
+		}
+	}
+	if (m->ndenials == sizeof(m->denials) / sizeof(m->denials[0]))
+		return;
+	/* Rule ids are the RULE_* literals, which live forever. */
+	m->denials[m->ndenials].rule = rule;
+	m->denials[m->ndenials].n = 1;
+	m->ndenials++;
+}
+
+static int
+compile_field_ok(const char *what, const char *v, Sbx__V1__Error *err)
+{
+	if (name_ok(v))
+		return 1;
+	compile_error(err, SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+	    "%s \"%.128s\" is not a valid name: want 1..128 of "
+	    "[A-Za-z0-9._@:-]", what, v != NULL ? v : "");
+	return 0;
+}
+
+int
+compile_validate(const Sbx__V1__Task *t, Sbx__V1__Error *err)
+{
+	char	 what[64];
+	size_t	 i;
+
+	if (t == NULL) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+		    "request has no task");
+		return -1;
+	}
+	if (!compile_field_ok("task.id", t->id, err) ||
+	    !compile_field_ok("task.type", t->type, err) ||
+	    !compile_field_ok("task.tenant", t->tenant, err) ||
+	    !compile_field_ok("task.user", t->user, err))
+		return -1;
+	for (i = 0; i < t->n_datasets; i++) {
+		snprintf(what, sizeof(what), "task.datasets[%zu]", i);
+		if (!compile_field_ok(what, t->datasets[i], err))
+			return -1;
+	}
+	for (i = 0; i < t->n_outputs; i++) {
+		snprintf(what, sizeof(what), "task.outputs[%zu]", i);
+		if (!compile_field_ok(what, t->outputs[i], err))
+			return -1;
+	}
+	return 0;
+}
+
+/* Replace every ${task.id|type|tenant|user} in *s.  Values are name_ok,
+ * so the result cannot contain a new placeholder. */
+static void
+compile_subst_str(char **s, const Sbx__V1__Task *t)
+{
+	static const char *const keys[] = {
+		"${task.id}", "${task.type}", "${task.tenant}", "${task.user}"
+	};
+	const char	*vals[4] = { t->id, t->type, t->tenant, t->user };
+	const char	*p, *q;
+	char		*out;
+	size_t		 len, cap, i, k;
+
+	if (strstr(*s, "${task.") == NULL)
+		return;
+	cap = strlen(*s) + 1;
+	for (i = 0; i < 4; i++)
+		cap += strlen(vals[i]) * 4;	/* grown below when needed */
+	out = xmalloc(cap);
+	len = 0;
+	for (p = *s; *p != '\0'; ) {
+		const char	*val = NULL;
+		size_t		 klen = 0, vlen;
+
+		if (p[0] == '$' && p[1] == '{') {
+			for (k = 0; k < 4; k++) {
+				klen = strlen(keys[k]);
+				if (strncmp(p, keys[k], klen) == 0) {
+					val = vals[k];
+					break;
+				}
+			}
+		}
+		if (val == NULL) {
+			q = p;
+			klen = 1;
+			vlen = 1;
+		} else {
+			q = val;
+			vlen = strlen(val);
+		}
+		if (len + vlen + 1 > cap) {
+			cap = (len + vlen + 1) * 2;
+			out = xreallocarray(out, cap, 1);
+		}
+		memcpy(out + len, q, vlen);
+		len += vlen;
+		p += klen;
+	}
+	out[len] = '\0';
+	free(*s);
+	*s = out;
+}
+
+static Sbx__V1__Input *
+compile_input(const char *dataset)
+{
+	Sbx__V1__Input	*in = xmalloc(sizeof(*in));
+
+	sbx__v1__input__init(in);
+	in->dataset = xstrdup(dataset);
+	return in;
+}
+
+int
+compile_substitute(Sbx__V1__Policy *pol, const Sbx__V1__Task *t,
+    Sbx__V1__Error *err)
+{
+	Sbx__V1__Input	**inputs = NULL;
+	size_t		  n = 0, i, j;
+	int		  expanded = 0;
+
+	for (i = 0; i < pol->network->n_allow; i++) {
+		Sbx__V1__AllowRule *r = pol->network->allow[i];
+
+		for (j = 0; j < r->n_paths; j++)
+			compile_subst_str(&r->paths[j], t);
+	}
+	for (i = 0; i < pol->n_credentials; i++)
+		compile_subst_str(&pol->credentials[i]->secret, t);
+
+	for (i = 0; i < pol->n_inputs; i++)
+		if (strcmp(pol->inputs[i]->dataset, DATASET_REF) == 0)
+			expanded = 1;
+	if (t->n_datasets > 0 && !expanded) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+		    RULE_NOT_READABLE, "template %s@%u takes no task "
+		    "datasets, and the task names %zu", pol->name,
+		    pol->version, t->n_datasets);
+		return -1;
+	}
+	if (!expanded)
+		return 0;
+	inputs = xreallocarray(NULL, pol->n_inputs + t->n_datasets + 1,
+	    sizeof(*inputs));
+	expanded = 0;
+	for (i = 0; i < pol->n_inputs; i++) {
+		if (strcmp(pol->inputs[i]->dataset, DATASET_REF) != 0) {
+			inputs[n++] = pol->inputs[i];
+			continue;
+		}
+		/* One ${task.dataset_ref} stands for all the task's
+		 * datasets; a second one adds nothing. */
+		if (!expanded)
+			for (j = 0; j < t->n_datasets; j++)
+				inputs[n++] = compile_input(t->datasets[j]);
+		expanded = 1;
+		sbx__v1__input__free_unpacked(pol->inputs[i], NULL);
+	}
+	free(pol->inputs);
+	pol->inputs = inputs;
+	pol->n_inputs = n;
+	return 0;
+}
+
+static uint32_t
+compile_clamp(uint32_t tmpl, uint32_t plan)
+{
+	/* The plan caps where it sets a value; the template is the ceiling
+	 * everywhere else. */
+	if (plan != 0 && (tmpl == 0 || tmpl > plan))
+		return plan;
+	return tmpl;
+}
+
+static int
+compile_has_rule(const Sbx__V1__Network *net, const char *host)
+{
+	for (size_t i = 0; i < net->n_allow; i++)
+		if (strcmp(net->allow[i]->host, host) == 0)
+			return 1;
+	return 0;
+}
+
+Sbx__V1__Policy *
+compile_policy(const struct tmpl *tm, const Sbx__V1__Task *t,
+    const struct entitle_eff *eff, Sbx__V1__Error *err)
+{
+	Sbx__V1__Policy		*pol;
+	Sbx__V1__Network	*net;
+	Sbx__V1__Limits		*l;
+	size_t			 i, n;
+
+	if (!eff->found) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+		    RULE_NO_ENTITLEMENT, "%s/%s has no entitlement (neither a "
+		    "user row nor a tenant-wide \"*\" row)", t->tenant,
+		    t->user);
+		return NULL;
+	}
+	if ((pol = policy_dup(tm->policy)) == NULL) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "template %s@%u cannot be copied", tm->name, tm->version);
+		return NULL;
+	}
+	if (compile_substitute(pol, t, err) == -1)
+		goto fail;
+
+	/* Inputs: every one readable, or nothing runs. */
+	for (i = 0; i < pol->n_inputs; i++) {
+		if (!entitle_can_read(eff, pol->inputs[i]->dataset)) {
+			compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+			    RULE_NOT_READABLE, "dataset \"%s\" is not readable "
+			    "by %s/%s", pol->inputs[i]->dataset, t->tenant,
+			    t->user);
+			goto fail;
+		}
+	}
+
+	/* Network: keep a rule only where the user may call its host. */
+	net = pol->network;
+	for (i = n = 0; i < net->n_allow; i++) {
+		if (entitle_can_call(eff, net->allow[i]->host))
+			net->allow[n++] = net->allow[i];
+		else
+			sbx__v1__allow_rule__free_unpacked(net->allow[i],
+			    NULL);
+	}
+	net->n_allow = n;
+
+	/* A credential is bound to a host; without the host it goes. */
+	for (i = n = 0; i < pol->n_credentials; i++) {
+		if (compile_has_rule(net, pol->credentials[i]->host))
+			pol->credentials[n++] = pol->credentials[i];
+		else
+			sbx__v1__credential__free_unpacked(
+			    pol->credentials[i], NULL);
+	}
+	pol->n_credentials = n;
+
+	l = pol->limits;
+	l->cpus_milli = compile_clamp(l->cpus_milli, eff->plan.cpus_milli);
+	l->memory_mb = compile_clamp(l->memory_mb, eff->plan.memory_mb);
+	l->pids = compile_clamp(l->pids, eff->plan.pids);
+	l->wall_seconds = compile_clamp(l->wall_seconds,
+	    eff->plan.wall_seconds);
+	l->scratch_mb = compile_clamp(l->scratch_mb, eff->plan.scratch_mb);
+
+	policy_normalize(pol);
+	return pol;
+fail:
+	policy_free(pol);
+	return NULL;
+}
+
+void
+compile_out_clear(struct compile_out *out)
+{
+	policy_free(out->policy);
+	free(out->template);
+	sign_signed_clear(&out->signed_);
+	memset(out, 0, sizeof(*out));
+}
+
+/* Record a denial in the open batch.  A denial that cannot be recorded
+ * fails the whole batch: invariant 6 says every denial is audited. */
+static void
+compile_audit(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
+    const char *action, const char *execution_id, const char *hash,
+    const char *rule, const char *detail)
+{
+	Sbx__V1__AuditEvent	 ev;
+
+	sbx__v1__audit_event__init(&ev);
+	ev.task_id = (char *)t->id;
+	ev.execution_id = (char *)(execution_id != NULL ? execution_id : "");
+	ev.policy_hash = (char *)(hash != NULL ? hash : "");
+	ev.action = (char *)action;
+	ev.rule = (char *)(rule != NULL ? rule : "");
+	ev.detail = (char *)(detail != NULL ? detail : "");
+	ev.actor = (char *)(actor != NULL ? actor : "");
+	if (audit_add(store_audit(pd->store), &ev) == -1) {
+		log_warnx("task %s: cannot record the %s event", t->id, action);
+		store_poison(pd->store);
+		return;
+	}
+	audit_event_clear(&ev);
+}
+
+static int
+compile_deny(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
+    const char *hash, Sbx__V1__Error *err)
+{
+	compile_audit(pd, t, actor, "deny", NULL, hash, err->rule,
+	    err->message);
+	log_debug("task %s: denied: %s: %s", t->id, err->rule, err->message);
+	return -1;
+}
+
+static int
+compile_internal(struct policyd *pd, const Sbx__V1__Task *t,
+    Sbx__V1__Error *err, const char *what)
+{
+	store_poison(pd->store);
+	compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+	    "task %s: %s", t->id, what);
+	return -1;
+}
+
+int
+compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
+    struct compile_out *out, Sbx__V1__Error *err)
+{
+	const struct tmpl	*tm;
+	struct store_task	 bound;
+	struct entitle_eff	 eff;
+	Sbx__V1__PolicyGrant	 grant;
+	int64_t			 used;
+	int			 known;
+	char			*detail;
+
+	memset(out, 0, sizeof(*out));
+	if (compile_validate(t, err) == -1)
+		return -1;
+	if (store_begin(pd->store) == -1) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "policyd.db: cannot begin a transaction");
+		return -1;
+	}
+
+	if ((tm = template_active(pd->reg, t->type)) == NULL) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+		    RULE_UNKNOWN_TASK_TYPE, "no template for task type "
+		    "\"%s\"", t->type);
+		return compile_deny(pd, t, actor, NULL, err);
+	}
+
+	if ((known = store_task_get(pd->store, t->id, &bound)) == -1)
+		return compile_internal(pd, t, err, "cannot read the task");
+	if (known && (strcmp(bound.tenant, t->tenant) != 0 ||
+	    strcmp(bound.user, t->user) != 0 ||
+	    strcmp(bound.type, t->type) != 0)) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+		    RULE_TASK_MISMATCH, "task %s was compiled for %s/%s type "
+		    "%s; this request says %s/%s type %s", t->id, bound.tenant,
+		    bound.user, bound.type, t->tenant, t->user, t->type);
+		return compile_deny(pd, t, actor, NULL, err);
+	}
+
+	if (entitle_get(pd->ent, t->tenant, t->user, &eff) == -1)
+		return compile_internal(pd, t, err,
+		    "cannot read the entitlements");
+	out->policy = compile_policy(tm, t, &eff, err);
+	entitle_eff_clear(&eff);
+	if (out->policy == NULL) {
+		if (err->code == SBX__V1__ERROR_CODE__ERROR_INTERNAL) {
+			store_poison(pd->store);
+			return -1;
+		}
+		return compile_deny(pd, t, actor, NULL, err);
+	}
+	if (policy_hash(out->policy, out->hash) == -1) {
+		compile_out_clear(out);
+		return compile_internal(pd, t, err, "cannot hash the policy");
+	}
+
+	if ((used = store_executions_count(pd->store, t->id)) == -1) {
+		compile_out_clear(out);
+		return compile_internal(pd, t, err,
+		    "cannot count the executions");
+	}
+	if (used >= (int64_t)out->policy->executions_per_task) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_LIMIT,
+		    RULE_EXHAUSTED, "task %s has used its %u execution%s "
+		    "(executions_per_task of %s@%u)", t->id,
+		    out->policy->executions_per_task,
+		    out->policy->executions_per_task == 1 ? "" : "s",
+		    tm->name, tm->version);
+		compile_deny(pd, t, actor, out->hash, err);
+		compile_out_clear(out);
+		return -1;
+	}
+
+	random_id("x", out->execution_id, sizeof(out->execution_id));
+	xasprintf(&out->template, "%s@%u", tm->name, tm->version);
+	out->issued_at = now_s();
+	out->expires_at = out->issued_at + pd->ttl;
+	sbx__v1__policy_grant__init(&grant);
+	grant.policy = out->policy;
+	grant.policy_hash = out->hash;
+	grant.task_id = t->id;
+	grant.execution_id = out->execution_id;
+	grant.tenant = t->tenant;
+	grant.user = t->user;
+	grant.issued_at = out->issued_at;
+	grant.expires_at = out->expires_at;
+	if (sign_grant(pd->key, &grant, &out->signed_) == -1) {
+		compile_out_clear(out);
+		return compile_internal(pd, t, err, "cannot sign the policy");
+	}
+
+	if ((!known && store_task_insert(pd->store, t) == -1) ||
+	    store_execution_insert(pd->store, out->execution_id, t->id,
+	    out->hash, tm->name, tm->version, out->issued_at,
+	    out->expires_at) == -1) {
+		compile_out_clear(out);
+		return compile_internal(pd, t, err,
+		    "cannot record the execution");
+	}
+	xasprintf(&detail, "template %s", out->template);
+	compile_audit(pd, t, actor, "compile", out->execution_id, out->hash,
+	    NULL, detail);
+	free(detail);
+	log_debug("task %s: execution %s policy %s hash %s", t->id,
+	    out->execution_id, out->template, out->hash);
+	return 0;
+}

@@ -1,0 +1,645 @@
+/*
+ * control.c: policyd's two sockets.  The orchestrator socket compiles
+ * (and, in a later issue, runs) tasks and answers audit questions; the
+ * admin socket also manages entitlements, lists templates and reports
+ * metrics.  Framing, peer checks, frame caps and version checks are
+ * common/frame.c's; this file dispatches.
+ *
+ * The invariant it upholds: nothing is acknowledged before it is on disk.
+ * A request that writes (a compile, an entitlement change) joins the open
+ * batch transaction and its reply is packed at once but held; a
+ * low-priority event, which libevent runs only after every ready socket
+ * has been read in this pass of the loop, commits the batch with one
+ * fsync and only then sends the held replies.  If the commit fails, every
+ * held client gets ERROR_INTERNAL instead and nothing is acknowledged.  A
+ * reply that does not write flushes the batch first, so each connection
+ * still gets its replies in order.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "audit.h"
+#include "frame.h"
+#include "log.h"
+#include "util.h"
+#include "policyd.h"
+
+#define CONTROL_PRIO_FLUSH	2	/* of 3: after all I/O in a pass */
+
+enum held_kind {
+	HELD_OTHER,
+	HELD_EXECUTION,
+	HELD_DENIAL,
+};
+
+struct held {
+	struct frame_conn	*conn;
+	uint8_t			*buf;
+	size_t			 len;
+	uint64_t		 request_id;
+	enum held_kind		 kind;
+	const char		*rule;		/* HELD_DENIAL */
+};
+
+struct control_sock {
+	struct control		*ctl;
+	int			 admin;
+};
+
+struct control {
+	struct policyd		*pd;
+	struct frame_server	*orch;
+	struct frame_server	*admin;
+	struct control_sock	 orch_arg;
+	struct control_sock	 admin_arg;
+	struct event		*flush_ev;
+	int			 flush_pending;
+	struct held		*held;
+	size_t			 nheld;
+	size_t			 capheld;
+};
+
+static const char *const control_rules[] = {
+	RULE_UNKNOWN_TASK_TYPE, RULE_TASK_MISMATCH, RULE_NO_ENTITLEMENT,
+	RULE_NOT_READABLE, RULE_EXHAUSTED, NULL
+};
+
+/* The static spelling of a rule id, for the metrics table. */
+static const char *
+control_rule(const char *rule)
+{
+	for (size_t i = 0; control_rules[i] != NULL; i++)
+		if (strcmp(control_rules[i], rule) == 0)
+			return control_rules[i];
+	return NULL;
+}
+
+static void
+control_actor(struct frame_conn *c, char *buf, size_t len)
+{
+	const struct ucred	*cr = frame_conn_peer(c);
+
+	if (cr != NULL)
+		snprintf(buf, len, "uid:%u", (unsigned)cr->uid);
+	else
+		snprintf(buf, len, "uid:?");
+}
+
+static void
+control_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	control_flush(arg);
+}
+
+/* Hold a reply until the batch commits. */
+static void
+control_hold(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule)
+{
+	struct held	*h;
+	uint8_t		*buf;
+	size_t		 len;
+
+	if ((buf = frame_pack(env, &len)) == NULL) {
+		/* Still wait for the commit: an error sent now could
+		 * overtake this client's earlier held replies. */
+		Sbx__V1__Envelope	e;
+		Sbx__V1__Error		err;
+
+		sbx__v1__error__init(&err);
+		err.code = SBX__V1__ERROR_CODE__ERROR_INTERNAL;
+		err.message = (char *)"reply cannot be encoded";
+		frame_env_init(&e, env->request_id);
+		e.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+		e.error = &err;
+		if ((buf = frame_pack(&e, &len)) == NULL)
+			fatalx("cannot encode an error reply");
+		kind = HELD_OTHER;
+	}
+	if (ctl->nheld == ctl->capheld) {
+		ctl->capheld = ctl->capheld ? ctl->capheld * 2 : 64;
+		ctl->held = xreallocarray(ctl->held, ctl->capheld,
+		    sizeof(*ctl->held));
+	}
+	h = &ctl->held[ctl->nheld++];
+	h->conn = c;
+	h->buf = buf;
+	h->len = len;
+	h->request_id = env->request_id;
+	h->kind = kind;
+	h->rule = rule;
+	frame_conn_hold(c);
+	if (!ctl->flush_pending) {
+		ctl->flush_pending = 1;
+		event_active(ctl->flush_ev, EV_TIMEOUT, 0);
+	}
+}
+
+void
+control_flush(struct control *ctl)
+{
+	struct policyd	*pd = ctl->pd;
+	size_t		 i, n = ctl->nheld;
+	int		 ok;
+
+	ctl->flush_pending = 0;
+	if (n == 0 && (pd->store == NULL || !store_in_batch(pd->store)))
+		return;
+	ok = store_commit(pd->store) == 0;
+	if (ok)
+		pd->metrics.commits++;
+	if (!ok)
+		log_warnx("policyd.db: batch of %zu not committed; every "
+		    "waiting client gets an error", n);
+	/* Take the list first: a send can run callbacks. */
+	ctl->nheld = 0;
+	for (i = 0; i < n; i++) {
+		struct held *h = &ctl->held[i];
+
+		if (ok) {
+			if (h->kind == HELD_EXECUTION) {
+				pd->metrics.compiles++;
+				pd->metrics.executions++;
+			} else if (h->kind == HELD_DENIAL) {
+				pd->metrics.compiles++;
+				if (h->rule != NULL)
+					compile_count_denial(&pd->metrics,
+					    h->rule);
+			}
+			frame_conn_send_packed(h->conn, h->buf, h->len);
+		} else
+			frame_conn_send_error(h->conn, h->request_id,
+			    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+			    "policyd.db: the record could not be committed; "
+			    "nothing was done");
+		free(h->buf);
+		frame_conn_release(h->conn);
+	}
+}
+
+/* Send now, after anything this or another client is still owed. */
+static void
+control_send(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *env)
+{
+	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
+		control_flush(ctl);
+	frame_conn_send(c, env);
+}
+
+static void
+control_send_error(struct control *ctl, struct frame_conn *c, uint64_t id,
+    Sbx__V1__ErrorCode code, const char *rule, const char *msg)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Error		 err;
+
+	sbx__v1__error__init(&err);
+	err.code = code;
+	err.message = (char *)msg;
+	err.rule = (char *)(rule != NULL ? rule : "");
+	frame_env_init(&env, id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+	env.error = &err;
+	control_send(ctl, c, &env);
+}
+
+static void
+control_compile(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task)
+{
+	struct policyd		*pd = ctl->pd;
+	struct compile_out	 out;
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__CompileReply	 rep;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	char			 actor[32];
+
+	control_actor(c, actor, sizeof(actor));
+	frame_env_init(&env, req->request_id);
+	if (compile_task(pd, task, actor, &out, &err) == -1) {
+		env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+		env.error = &err;
+		if (store_in_batch(pd->store))
+			control_hold(ctl, c, &env, err.code ==
+			    SBX__V1__ERROR_CODE__ERROR_POLICY || err.code ==
+			    SBX__V1__ERROR_CODE__ERROR_LIMIT ? HELD_DENIAL :
+			    HELD_OTHER, control_rule(err.rule));
+		else
+			control_send(ctl, c, &env);
+		compile_error_clear(&err);
+		return;
+	}
+	sbx__v1__compile_reply__init(&rep);
+	rep.signed_ = &out.signed_;
+	rep.policy = out.policy;
+	rep.policy_hash = out.hash;
+	rep.execution_id = out.execution_id;
+	rep.expires_at = out.expires_at;
+	env.body_case = SBX__V1__ENVELOPE__BODY_COMPILED;
+	env.compiled = &rep;
+	control_hold(ctl, c, &env, HELD_EXECUTION, NULL);
+	compile_out_clear(&out);
+}
+
+static void
+control_entitlement(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const Sbx__V1__Entitlement *m, int add)
+{
+	struct policyd		*pd = ctl->pd;
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Ack		 ack;
+	Sbx__V1__AuditEvent	 ev;
+	char			 err[256], actor[32], *detail;
+	int			 rc;
+
+	if (m == NULL || entitle_check(m, err, sizeof(err)) == -1) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", m == NULL ?
+		    "request has no entitlement" : err);
+		return;
+	}
+	if (store_begin(pd->store) == -1) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "policyd.db: cannot begin a transaction");
+		return;
+	}
+	rc = add ? entitle_add(pd->ent, m, err, sizeof(err)) :
+	    entitle_remove(pd->ent, m, err, sizeof(err));
+	if (rc == -1) {
+		/* The savepoint undid the change; the batch is intact. */
+		control_flush(ctl);
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", err);
+		return;
+	}
+	if (rc == 1) {
+		control_flush(ctl);
+		char msg[300];
+		snprintf(msg, sizeof(msg), "no entitlement for %s/%s",
+		    m->tenant, m->user);
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND, "", msg);
+		return;
+	}
+	xasprintf(&detail, "%s %s/%s: %zu dataset%s, %zu host%s%s%s",
+	    add ? "add" : "remove", m->tenant, m->user, m->n_datasets,
+	    m->n_datasets == 1 ? "" : "s", m->n_hosts,
+	    m->n_hosts == 1 ? "" : "s",
+	    add && m->max_limits != NULL ? ", limits" : "",
+	    add && m->replace ? ", replace" : "");
+	control_actor(c, actor, sizeof(actor));
+	sbx__v1__audit_event__init(&ev);
+	ev.action = (char *)"entitlement";
+	ev.detail = detail;
+	ev.actor = actor;
+	if (audit_add(store_audit(pd->store), &ev) == -1)
+		store_poison(pd->store);
+	else
+		audit_event_clear(&ev);
+	log_info("entitlement %s by %s", detail, actor);
+
+	sbx__v1__ack__init(&ack);
+	ack.detail = detail;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ACK;
+	env.ack = &ack;
+	control_hold(ctl, c, &env, HELD_OTHER, NULL);
+	free(detail);
+}
+
+static void
+control_entitlement_list(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__EntitlementList	*q = req->entitlement_list;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__Entitlements		 list;
+	Sbx__V1__Entitlement		**v;
+	size_t				 n;
+
+	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
+		control_flush(ctl);
+	if (entitle_list(ctl->pd->ent, q->tenant, q->user, &v, &n) == -1) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "entitlements cannot be read");
+		return;
+	}
+	sbx__v1__entitlements__init(&list);
+	list.entitlements = v;
+	list.n_entitlements = n;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ENTITLEMENTS;
+	env.entitlements = &list;
+	control_send(ctl, c, &env);
+	entitle_list_free(v, n);
+}
+
+static void
+control_template_info(const struct tmpl_registry *r, const struct tmpl *t,
+    Sbx__V1__TemplateInfo *ti)
+{
+	const char	**types;
+
+	sbx__v1__template_info__init(ti);
+	ti->name = t->name;
+	ti->version = t->version;
+	ti->file = t->file;
+	ti->hash = (char *)t->hash;
+	ti->n_active_for = template_active_for(r, t, &types);
+	ti->active_for = (char **)types;
+}
+
+static void
+control_template_list(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const struct tmpl_registry	*r = ctl->pd->reg;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__Templates		 list;
+	Sbx__V1__TemplateInfo		*infos, **ptrs;
+	size_t				 i;
+
+	infos = xcalloc(r->n + 1, sizeof(*infos));
+	ptrs = xcalloc(r->n + 1, sizeof(*ptrs));
+	for (i = 0; i < r->n; i++) {
+		control_template_info(r, r->t[i], &infos[i]);
+		ptrs[i] = &infos[i];
+	}
+	sbx__v1__templates__init(&list);
+	list.templates = ptrs;
+	list.n_templates = r->n;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_TEMPLATES;
+	env.templates = &list;
+	control_send(ctl, c, &env);
+	for (i = 0; i < r->n; i++)
+		free(infos[i].active_for);
+	free(infos);
+	free(ptrs);
+}
+
+static void
+control_template_get(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__TemplateGet	*q = req->template_get;
+	const struct tmpl		*t;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__TemplateReply		 rep;
+	Sbx__V1__TemplateInfo		 info;
+	char				 msg[300];
+
+	if ((t = template_find(ctl->pd->reg, q->name, q->version)) == NULL) {
+		if (q->version != 0)
+			snprintf(msg, sizeof(msg), "no template %.128s "
+			    "version %u", q->name, q->version);
+		else
+			snprintf(msg, sizeof(msg), "no template %.128s",
+			    q->name);
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND, "", msg);
+		return;
+	}
+	control_template_info(ctl->pd->reg, t, &info);
+	sbx__v1__template_reply__init(&rep);
+	rep.info = &info;
+	rep.policy = t->policy;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_TEMPLATE;
+	env.template_ = &rep;
+	control_send(ctl, c, &env);
+	free(info.active_for);
+}
+
+static void
+control_audit_query(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__AuditQuery	*q = req->audit_query;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__AuditRecords		 recs;
+	Sbx__V1__AuditEvent		**v = NULL;
+	size_t				 n = 0;
+
+	/* Read only what is committed: never show a record that might
+	 * still roll back. */
+	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
+		control_flush(ctl);
+	if (audit_query(store_audit(ctl->pd->store), q->task_id, q->limit,
+	    &v, &n) == -1) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "audit log cannot be read");
+		return;
+	}
+	sbx__v1__audit_records__init(&recs);
+	recs.events = v;
+	recs.n_events = n;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
+	env.audit_records = &recs;
+	control_send(ctl, c, &env);
+	audit_events_free(v, n);
+}
+
+static void
+control_audit_verify(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__AuditVerifyReply	 r;
+
+	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
+		control_flush(ctl);
+	sbx__v1__audit_verify_reply__init(&r);
+	if (audit_verify(store_audit(ctl->pd->store), &r) == -1) {
+		audit_verify_clear(&r);
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "audit log cannot be read");
+		return;
+	}
+	if (r.daemon == NULL || r.daemon[0] == '\0')
+		r.daemon = xstrdup("policyd");
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
+	env.audit_verified = &r;
+	control_send(ctl, c, &env);
+	audit_verify_clear(&r);
+}
+
+char *
+control_metrics(const struct policyd *pd)
+{
+	const struct policyd_metrics	*m = &pd->metrics;
+	char				*s, *t;
+
+	xasprintf(&s,
+	    "# HELP sbx_policyd_compiles_total Compile requests decided.\n"
+	    "# TYPE sbx_policyd_compiles_total counter\n"
+	    "sbx_policyd_compiles_total %llu\n"
+	    "# HELP sbx_policyd_denials_total Compiles refused, by rule.\n"
+	    "# TYPE sbx_policyd_denials_total counter\n",
+	    (unsigned long long)m->compiles);
+	for (size_t i = 0; i < m->ndenials; i++) {
+		xasprintf(&t, "%ssbx_policyd_denials_total{rule=\"%s\"} "
+		    "%llu\n", s, m->denials[i].rule,
+		    (unsigned long long)m->denials[i].n);
+		free(s);
+		s = t;
+	}
+	xasprintf(&t, "%s"
+	    "# HELP sbx_policyd_executions_total Signed policies issued.\n"
+	    "# TYPE sbx_policyd_executions_total counter\n"
+	    "sbx_policyd_executions_total %llu\n"
+	    "# HELP sbx_policyd_commits_total Durable group commits.\n"
+	    "# TYPE sbx_policyd_commits_total counter\n"
+	    "sbx_policyd_commits_total %llu\n", s,
+	    (unsigned long long)m->executions,
+	    (unsigned long long)m->commits);
+	free(s);
+	return t;
+}
+
+static void
+control_send_metrics(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Metrics	 m;
+
+	/* Count what is waiting, so the figures include it. */
+	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
+		control_flush(ctl);
+	sbx__v1__metrics__init(&m);
+	m.text = control_metrics(ctl->pd);
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_METRICS;
+	env.metrics = &m;
+	control_send(ctl, c, &env);
+	free(m.text);
+}
+
+static void
+control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct control_sock	*cs = arg;
+	struct control		*ctl = cs->ctl;
+
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_COMPILE:
+		control_compile(ctl, c, req, req->compile->task);
+		return;
+	case SBX__V1__ENVELOPE__BODY_RUN:
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE, "",
+		    "launchd-sbx is not configured");
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		control_audit_query(ctl, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+		control_audit_verify(ctl, c, req);
+		return;
+	default:
+		break;
+	}
+	if (cs->admin) {
+		switch (req->body_case) {
+		case SBX__V1__ENVELOPE__BODY_ENTITLEMENT_ADD:
+			control_entitlement(ctl, c, req,
+			    req->entitlement_add->entitlement, 1);
+			return;
+		case SBX__V1__ENVELOPE__BODY_ENTITLEMENT_REMOVE:
+			control_entitlement(ctl, c, req,
+			    req->entitlement_remove->entitlement, 0);
+			return;
+		case SBX__V1__ENVELOPE__BODY_ENTITLEMENT_LIST:
+			control_entitlement_list(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_TEMPLATE_LIST:
+			control_template_list(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_TEMPLATE_GET:
+			control_template_get(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+			control_send_metrics(ctl, c, req);
+			return;
+		default:
+			break;
+		}
+	}
+	control_send_error(ctl, c, req->request_id,
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", cs->admin ?
+	    "the admin socket does not take this message" :
+	    "the orchestrator socket does not take this message");
+}
+
+static struct frame_server *
+control_listen(struct control *ctl, const struct policyd_sock_conf *sc,
+    const char *name, struct control_sock *arg)
+{
+	struct frame_server_config	 cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = name;
+	cfg.path = sc->path;
+	cfg.mode = sc->mode;
+	cfg.owner = (uid_t)-1;
+	cfg.group = sc->group;
+	cfg.allow = &sc->allow;
+	cfg.max_frame = (size_t)ctl->pd->conf->max_frame_kb * 1024;
+	return frame_server_listen(ctl->pd->base, &cfg, control_dispatch, arg);
+}
+
+struct control *
+control_start(struct policyd *pd)
+{
+	struct control	*ctl;
+
+	ctl = xcalloc(1, sizeof(*ctl));
+	ctl->pd = pd;
+	ctl->orch_arg.ctl = ctl;
+	ctl->orch_arg.admin = 0;
+	ctl->admin_arg.ctl = ctl;
+	ctl->admin_arg.admin = 1;
+	if ((ctl->flush_ev = event_new(pd->base, -1, 0, control_flush_cb,
+	    ctl)) == NULL ||
+	    event_priority_set(ctl->flush_ev, CONTROL_PRIO_FLUSH) == -1) {
+		log_warnx("cannot set up the commit event (was "
+		    "event_base_priority_init called?)");
+		control_stop(ctl);
+		return NULL;
+	}
+	if ((ctl->orch = control_listen(ctl, &pd->conf->orch, "orchestrator",
+	    &ctl->orch_arg)) == NULL ||
+	    (ctl->admin = control_listen(ctl, &pd->conf->admin, "admin",
+	    &ctl->admin_arg)) == NULL) {
+		control_stop(ctl);
+		return NULL;
+	}
+	return ctl;
+}
+
+void
+control_stop(struct control *ctl)
+{
+	if (ctl == NULL)
+		return;
+	control_flush(ctl);
+	frame_server_free(ctl->orch);
+	frame_server_free(ctl->admin);
+	if (ctl->flush_ev != NULL)
+		event_free(ctl->flush_ev);
+	free(ctl->held);
+	free(ctl);
+}

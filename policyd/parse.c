@@ -1,0 +1,401 @@
+/*
+ * parse.c: policyd.yaml into struct policyd_conf, with every check.  Every
+ * problem is recorded (never only the first) as file:line:col: key:
+ * message, unknown keys are errors, and user and group names are resolved
+ * here so a typo is reported at start-up rather than when a peer connects.
+ * Relative paths are relative to the config file's directory.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+#include "yaml.h"
+#include "policyd.h"
+
+#define TTL_MIN		60
+#define TTL_MAX		86400
+#define TTL_DEFAULT	900
+#define FRAME_KB_DEFAULT 1024
+
+static const char *const top_keys[] = {
+	"user", "state_dir", "templates", "task_types", "signing_key",
+	"public_key", "policy_ttl", "max_frame_kb", "sockets", NULL
+};
+static const char *const top_required[] = {
+	"state_dir", "templates", "task_types", "sockets", NULL
+};
+static const char *const sockets_keys[] = { "orchestrator", "admin", NULL };
+static const char *const sock_keys[] = {
+	"path", "mode", "group", "allow", NULL
+};
+static const char *const sock_required[] = { "path", "allow", NULL };
+static const char *const allow_keys[] = { "users", "groups", NULL };
+static const char *const type_keys[] = { "template", "version", NULL };
+static const char *const type_required[] = { "template", NULL };
+
+char *
+parse_path(const char *dir, const char *path)
+{
+	char	*p;
+
+	if (path[0] == '/' || dir == NULL || dir[0] == '\0')
+		return xstrdup(path);
+	xasprintf(&p, "%s/%s", dir, path);
+	return p;
+}
+
+/* The directory of the config file, absolute, without resolving symlinks
+ * (messages keep the path the operator wrote). */
+static char *
+parse_dir(const char *file)
+{
+	char		 cwd[PATH_MAX];
+	const char	*slash = strrchr(file, '/');
+	char		*dir, *abs;
+
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == file)
+		dir = xstrdup("/");
+	else {
+		dir = xstrdup(file);
+		dir[slash - file] = '\0';
+	}
+	if (dir[0] == '/')
+		return dir;
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		return dir;
+	if (strcmp(dir, ".") == 0)
+		abs = xstrdup(cwd);
+	else
+		xasprintf(&abs, "%s/%s", cwd, dir);
+	free(dir);
+	return abs;
+}
+
+static int
+parse_number(const char *s, unsigned long *out)
+{
+	char	*end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || *out > INT_MAX)
+		return -1;
+	return 0;
+}
+
+/* An optional path key, joined to the config directory. */
+static void
+parse_pathkey(struct ydoc *doc, const struct ynode *map, const char *key,
+    const char *dir, char **out)
+{
+	const struct ynode	*n = ymap_get(map, key);
+	const char		*s = NULL;
+
+	if (n == NULL)
+		return;
+	if (yget_str(doc, n, key, &s) == -1)
+		return;
+	if (s[0] == '\0') {
+		yerr(doc, n, key, "empty path");
+		return;
+	}
+	*out = parse_path(dir, s);
+}
+
+static void
+parse_mode(struct ydoc *doc, const struct ynode *n, const char *key,
+    mode_t *out)
+{
+	const char	*s, *p;
+	unsigned long	 v = 0;
+
+	if (n == NULL)
+		return;
+	if (yget_str(doc, n, key, &s) == -1)
+		return;
+	/* Written as 0660 the YAML integer would be read as decimal 660 or
+	 * octal by different parsers; the config means octal, always. */
+	for (p = s; *p != '\0'; p++) {
+		if (*p < '0' || *p > '7' || v > 07777) {
+			yerr(doc, n, key, "bad mode \"%s\": want octal "
+			    "digits such as 0660", s);
+			return;
+		}
+		v = v * 8 + (unsigned long)(*p - '0');
+	}
+	if (p == s || v > 0777) {
+		yerr(doc, n, key, "bad mode \"%s\": want octal 0000..0777", s);
+		return;
+	}
+	*out = (mode_t)v;
+}
+
+static void
+parse_allow(struct ydoc *doc, const struct ynode *n, const char *what,
+    struct peer_allow *allow)
+{
+	const char	**names = NULL;
+	size_t		  nnames = 0, i;
+	unsigned long	  num;
+	char		  key[128];
+
+	if (n == NULL)
+		return;
+	if (ymap_check(doc, n, what, allow_keys, NULL) != 0)
+		return;
+	snprintf(key, sizeof(key), "%s.users", what);
+	if (yget_strseq(doc, ymap_get(n, "users"), key, &names,
+	    &nnames) == 0) {
+		for (i = 0; i < nnames; i++) {
+			if (parse_number(names[i], &num) == 0)
+				peer_allow_uid(allow, (uid_t)num);
+			else if (peer_allow_user(allow, names[i]) == -1)
+				yerr(doc, ymap_get(n, "users"), key,
+				    "no such user \"%s\"", names[i]);
+		}
+	}
+	free(names);
+	names = NULL;
+	nnames = 0;
+	snprintf(key, sizeof(key), "%s.groups", what);
+	if (yget_strseq(doc, ymap_get(n, "groups"), key, &names,
+	    &nnames) == 0) {
+		for (i = 0; i < nnames; i++) {
+			if (parse_number(names[i], &num) == 0)
+				peer_allow_gid(allow, (gid_t)num);
+			else if (peer_allow_group(allow, names[i]) == -1)
+				yerr(doc, ymap_get(n, "groups"), key,
+				    "no such group \"%s\"", names[i]);
+		}
+	}
+	free(names);
+	if (allow->nuids == 0 && allow->ngids == 0 &&
+	    ymap_get(n, "users") == NULL && ymap_get(n, "groups") == NULL)
+		yerr(doc, n, what, "names no user or group: nobody could "
+		    "connect");
+}
+
+static void
+parse_socket(struct ydoc *doc, const struct ynode *n, const char *name,
+    const char *dir, struct policyd_sock_conf *sc)
+{
+	char		 what[64], key[96];
+	const char	*g;
+	unsigned long	 num;
+	struct group	*gr;
+
+	snprintf(what, sizeof(what), "sockets.%s", name);
+	sc->mode = 0660;
+	sc->group = (gid_t)-1;
+	if (n == NULL) {
+		yerr(doc, NULL, what, "missing");
+		return;
+	}
+	if (ymap_check(doc, n, what, sock_keys, sock_required) != 0)
+		return;
+	snprintf(key, sizeof(key), "%s.path", what);
+	parse_pathkey(doc, n, "path", dir, &sc->path);
+	if (sc->path == NULL && ymap_get(n, "path") != NULL)
+		return;
+	snprintf(key, sizeof(key), "%s.mode", what);
+	parse_mode(doc, ymap_get(n, "mode"), key, &sc->mode);
+	snprintf(key, sizeof(key), "%s.group", what);
+	if (ymap_get(n, "group") != NULL &&
+	    yget_str(doc, ymap_get(n, "group"), key, &g) == 0) {
+		if (parse_number(g, &num) == 0)
+			sc->group = (gid_t)num;
+		else if ((gr = getgrnam(g)) == NULL)
+			yerr(doc, ymap_get(n, "group"), key,
+			    "no such group \"%s\"", g);
+		else
+			sc->group = gr->gr_gid;
+		sc->group_name = xstrdup(g);
+	}
+	snprintf(key, sizeof(key), "%s.allow", what);
+	parse_allow(doc, ymap_get(n, "allow"), key, &sc->allow);
+}
+
+static void
+parse_types(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
+{
+	const char	*tname;
+	char		 what[192];
+	uint64_t	 v;
+	size_t		 i;
+
+	if (n == NULL)
+		return;
+	if (n->type != YN_MAP) {
+		yerr(doc, n, "task_types", "want a map of task type to "
+		    "{template: NAME, version: N}");
+		return;
+	}
+	if (n->n == 0) {
+		yerr(doc, n, "task_types", "names no task type");
+		return;
+	}
+	c->types = xcalloc(n->n, sizeof(*c->types));
+	for (i = 0; i < n->n; i++) {
+		struct policyd_task_type *tt = &c->types[c->ntypes];
+		const struct ynode	*e = n->items[i];
+
+		snprintf(what, sizeof(what), "task_types.%.128s",
+		    n->keys[i]->scalar);
+		if (!name_ok(n->keys[i]->scalar)) {
+			yerr(doc, n->keys[i], what, "bad task type name: "
+			    "want 1..128 of [A-Za-z0-9._@:-]");
+			continue;
+		}
+		if (ymap_check(doc, e, what, type_keys, type_required) != 0)
+			continue;
+		char key[256];
+		snprintf(key, sizeof(key), "%s.template", what);
+		if (yget_str(doc, ymap_get(e, "template"), key, &tname) == -1)
+			continue;
+		if (!name_ok(tname)) {
+			yerr(doc, ymap_get(e, "template"), key,
+			    "bad template name \"%s\"", tname);
+			continue;
+		}
+		snprintf(key, sizeof(key), "%s.version", what);
+		v = 0;
+		if (yget_uint(doc, ymap_get(e, "version"), key, 1, UINT32_MAX,
+		    &v) == -1)
+			continue;
+		tt->type = xstrdup(n->keys[i]->scalar);
+		tt->template = xstrdup(tname);
+		tt->version = (uint32_t)v;
+		tt->line = e->line;
+		tt->col = e->col;
+		c->ntypes++;
+	}
+}
+
+struct policyd_conf *
+parse_config(const char *file, struct yerrs *errs)
+{
+	struct ydoc		*doc;
+	struct policyd_conf	*c;
+	const struct ynode	*root, *n, *socks;
+	const char		*s;
+	struct passwd		*pw;
+	uint64_t		 v;
+	size_t			 nerr = errs->n;
+
+	if ((doc = yaml_load_file(file, errs)) == NULL)
+		return NULL;
+	c = xcalloc(1, sizeof(*c));
+	c->file = xstrdup(file);
+	c->dir = parse_dir(file);
+	c->uid = (uid_t)-1;
+	c->gid = (gid_t)-1;
+	c->policy_ttl = TTL_DEFAULT;
+	c->max_frame_kb = FRAME_KB_DEFAULT;
+	root = doc->root;
+	if (root == NULL) {
+		yerr(doc, NULL, "policyd.yaml", "empty configuration");
+		goto done;
+	}
+	if (ymap_check(doc, root, "", top_keys,
+	    top_required) != 0 && root->type != YN_MAP)
+		goto done;
+
+	if ((n = ymap_get(root, "user")) != NULL &&
+	    yget_str(doc, n, "user", &s) == 0) {
+		if ((pw = getpwnam(s)) == NULL)
+			yerr(doc, n, "user", "no such user \"%s\"", s);
+		else {
+			c->user = xstrdup(s);
+			c->uid = pw->pw_uid;
+			c->gid = pw->pw_gid;
+		}
+	}
+	parse_pathkey(doc, root, "state_dir", c->dir, &c->state_dir);
+	parse_pathkey(doc, root, "templates", c->dir, &c->templates);
+	if ((n = ymap_get(root, "templates")) != NULL) {
+		c->templates_line = n->line;
+		c->templates_col = n->col;
+	}
+	parse_types(doc, ymap_get(root, "task_types"), c);
+	parse_pathkey(doc, root, "signing_key", c->dir, &c->signing_key);
+	parse_pathkey(doc, root, "public_key", c->dir, &c->public_key);
+	if (c->state_dir != NULL) {
+		if (c->signing_key == NULL)
+			xasprintf(&c->signing_key, "%s/signing.key",
+			    c->state_dir);
+		if (c->public_key == NULL)
+			xasprintf(&c->public_key, "%s/policyd.pub",
+			    c->state_dir);
+	}
+	if (yget_uint(doc, ymap_get(root, "policy_ttl"), "policy_ttl",
+	    TTL_MIN, TTL_MAX, &v) == 0 && ymap_get(root, "policy_ttl") != NULL)
+		c->policy_ttl = (uint32_t)v;
+	if (yget_uint(doc, ymap_get(root, "max_frame_kb"), "max_frame_kb",
+	    1, 65536, &v) == 0 && ymap_get(root, "max_frame_kb") != NULL)
+		c->max_frame_kb = (uint32_t)v;
+	if ((socks = ymap_get(root, "sockets")) != NULL &&
+	    ymap_check(doc, socks, "sockets", sockets_keys, NULL) == 0) {
+		parse_socket(doc, ymap_get(socks, "orchestrator"),
+		    "orchestrator", c->dir, &c->orch);
+		parse_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
+		    &c->admin);
+		if (c->orch.path != NULL && c->admin.path != NULL &&
+		    strcmp(c->orch.path, c->admin.path) == 0)
+			yerr(doc, ymap_get(ymap_get(socks, "admin"), "path"),
+			    "sockets.admin.path", "same path as the "
+			    "orchestrator socket");
+	}
+done:
+	ydoc_free(doc);
+	if (errs->n != nerr) {
+		parse_config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+parse_sock_free(struct policyd_sock_conf *sc)
+{
+	free(sc->path);
+	free(sc->group_name);
+	peer_allow_free(&sc->allow);
+}
+
+void
+parse_config_free(struct policyd_conf *c)
+{
+	size_t	 i;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->ntypes; i++) {
+		free(c->types[i].type);
+		free(c->types[i].template);
+	}
+	free(c->types);
+	free(c->file);
+	free(c->dir);
+	free(c->user);
+	free(c->state_dir);
+	free(c->templates);
+	free(c->signing_key);
+	free(c->public_key);
+	parse_sock_free(&c->orch);
+	parse_sock_free(&c->admin);
+	free(c);
+}

@@ -1,0 +1,314 @@
+/*
+ * policyd.c: main.  Reads like the daemon's table of contents: options,
+ * config and templates (every error reported, -n stops there), the
+ * signing key, the sockets, the database, the privilege drop, the event
+ * loop.  What needs root (creating files for the daemon's user, binding
+ * sockets under /run) happens before the drop, which is verified; after it
+ * policyd holds only its own files and the key in memory.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "util.h"
+#include "yaml.h"
+#include "policyd.h"
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: policyd [-dnv] [-f file]\n");
+	exit(1);
+}
+
+static void
+policyd_errors(const struct yerrs *errs)
+{
+	for (size_t i = 0; i < errs->n; i++)
+		fprintf(stderr, "%s\n", errs->msgs[i]);
+	fflush(stderr);
+}
+
+static int
+policyd_root(void)
+{
+	return geteuid() == 0;
+}
+
+/* Create the state directory for the daemon's user (0700). */
+static void
+policyd_state_dir(const struct policyd_conf *c)
+{
+	struct stat	 st;
+
+	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST)
+		fatal("state_dir %s", c->state_dir);
+	if (stat(c->state_dir, &st) == -1)
+		fatal("state_dir %s", c->state_dir);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("state_dir %s: not a directory", c->state_dir);
+	if (policyd_root() && c->user != NULL &&
+	    chown(c->state_dir, c->uid, c->gid) == -1)
+		fatal("chown %s to %s", c->state_dir, c->user);
+}
+
+static void
+policyd_write_pubkey(const char *path, const struct sign_key *key)
+{
+	char	 hex[65], *tmp;
+	FILE	*f;
+	int	 fd;
+
+	hex_encode(key->pk, sizeof(key->pk), hex);
+	xasprintf(&tmp, "%s.tmp", path);
+	(void)unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0644)) == -1)
+		fatal("public_key %s", tmp);
+	if (fchmod(fd, 0644) == -1 || (f = fdopen(fd, "w")) == NULL)
+		fatal("public_key %s", tmp);
+	if (fprintf(f, "ed25519 %s\n", hex) < 0 || fflush(f) != 0 ||
+	    fsync(fileno(f)) == -1)
+		fatal("public_key %s", tmp);
+	fclose(f);
+	if (rename(tmp, path) == -1)
+		fatal("public_key %s", path);
+	free(tmp);
+}
+
+static struct sign_key *
+policyd_key(const struct policyd_conf *c)
+{
+	struct sign_key	*key;
+	char		 err[512];
+
+	if (access(c->signing_key, F_OK) == -1) {
+		if (errno != ENOENT)
+			fatal("signing_key %s", c->signing_key);
+		if (sign_keygen(c->signing_key, c->public_key, err,
+		    sizeof(err)) == -1)
+			fatalx("signing_key %s: %s", c->signing_key, err);
+		if (policyd_root() && c->user != NULL &&
+		    chown(c->signing_key, c->uid, c->gid) == -1)
+			fatal("chown %s to %s", c->signing_key, c->user);
+		log_info("created signing key %s", c->signing_key);
+	}
+	if ((key = sign_key_load(c->signing_key, err, sizeof(err))) == NULL)
+		fatalx("signing_key: %s", err);
+	policyd_write_pubkey(c->public_key, key);
+	log_info("signing key %s, public key %s", key->key_id, c->public_key);
+	return key;
+}
+
+static void
+policyd_chown_db(const struct policyd_conf *c)
+{
+	static const char *const files[] = {
+		POLICYD_DB, POLICYD_DB "-wal", POLICYD_DB "-shm", NULL
+	};
+
+	if (!policyd_root() || c->user == NULL)
+		return;
+	for (size_t i = 0; files[i] != NULL; i++)
+		if (chown(files[i], c->uid, c->gid) == -1 && errno != ENOENT)
+			fatal("chown %s/%s to %s", c->state_dir, files[i],
+			    c->user);
+}
+
+static void
+policyd_drop(const struct policyd_conf *c)
+{
+	uid_t	 ru, eu, su;
+	gid_t	 rg, eg, sg;
+
+	if (!policyd_root()) {
+		if (c->user != NULL)
+			log_debug("not root: keeping uid %u rather than "
+			    "switching to %s", (unsigned)getuid(), c->user);
+		return;
+	}
+	if (c->user == NULL) {
+		log_warnx("running as root: set user in %s", c->file);
+		return;
+	}
+	if (setgroups(1, &c->gid) == -1 ||
+	    setresgid(c->gid, c->gid, c->gid) == -1 ||
+	    setresuid(c->uid, c->uid, c->uid) == -1)
+		fatal("cannot drop privileges to %s", c->user);
+	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
+	    ru != c->uid || eu != c->uid || su != c->uid ||
+	    rg != c->gid || eg != c->gid || sg != c->gid)
+		fatalx("privilege drop to %s did not take", c->user);
+	if (setuid(0) != -1)
+		fatalx("privilege drop to %s can be undone", c->user);
+	log_debug("running as %s (uid %u gid %u)", c->user,
+	    (unsigned)c->uid, (unsigned)c->gid);
+}
+
+static void
+policyd_reload(struct policyd *pd)
+{
+	struct yerrs		 errs = { NULL, 0 };
+	struct tmpl_registry	*reg;
+
+	/* Replies in the batch were compiled from the old templates;
+	 * commit them before the templates change under them. */
+	control_flush(pd->ctl);
+	if ((reg = template_load(pd->conf, &errs)) == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_warnx("%s", errs.msgs[i]);
+		log_warnx("reload: %zu error%s; keeping the %zu templates "
+		    "loaded", errs.n, errs.n == 1 ? "" : "s", pd->reg->n);
+		yerrs_free(&errs);
+		return;
+	}
+	template_registry_free(pd->reg);
+	pd->reg = reg;
+	log_info("reload: %zu templates, %zu task types", reg->n,
+	    reg->nactive);
+	yerrs_free(&errs);
+}
+
+static void
+policyd_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct policyd	*pd = arg;
+
+	(void)what;
+	switch (sig) {
+	case SIGHUP:
+		policyd_reload(pd);
+		break;
+	case SIGTERM:
+	case SIGINT:
+		log_info("exiting on signal %d", (int)sig);
+		event_base_loopbreak(pd->base);
+		break;
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct policyd	 pd;
+	struct yerrs	 errs = { NULL, 0 };
+	struct event	*sigs[3];
+	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
+	const char	*file = POLICYD_CONF_DEFAULT;
+	char		 err[512];
+	int		 ch, debug = 0, noaction = 0, verbose = 0;
+
+	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			noaction = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init("policyd", 1, noaction ? 0 : verbose);
+
+	memset(&pd, 0, sizeof(pd));
+	if ((pd.conf = parse_config(file, &errs)) != NULL)
+		pd.reg = template_load(pd.conf, &errs);
+	if (errs.n > 0) {
+		policyd_errors(&errs);
+		fprintf(stderr, "policyd: %s: %zu error%s\n", file, errs.n,
+		    errs.n == 1 ? "" : "s");
+		yerrs_free(&errs);
+		template_registry_free(pd.reg);
+		parse_config_free(pd.conf);
+		return 1;
+	}
+	yerrs_free(&errs);
+	if (noaction) {
+		if (verbose)
+			template_print(pd.reg);
+		printf("configuration OK\n");
+		template_registry_free(pd.reg);
+		parse_config_free(pd.conf);
+		return 0;
+	}
+	pd.ttl = pd.conf->policy_ttl;
+
+	signal(SIGPIPE, SIG_IGN);
+	/* The database, its journal and the key are policyd's alone; the
+	 * public key and the sockets get their modes explicitly. */
+	umask(077);
+	policyd_state_dir(pd.conf);
+	pd.key = policyd_key(pd.conf);
+
+	if ((pd.base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	/* Three queues: signals and sockets run at the default (1), the
+	 * batch commit at 2, after every ready socket has been read. */
+	if (event_base_priority_init(pd.base, 3) == -1)
+		fatalx("cannot set event priorities");
+	if ((pd.ctl = control_start(&pd)) == NULL)
+		fatalx("cannot listen on the sockets");
+	if (!debug) {
+		if (daemon(1, 0) == -1)
+			fatal("daemon");
+		log_foreground(0);
+		if (event_reinit(pd.base) == -1)
+			fatalx("cannot reinitialise the event loop");
+	}
+
+	if (chdir(pd.conf->state_dir) == -1)
+		fatal("chdir %s", pd.conf->state_dir);
+	if ((pd.store = store_open(POLICYD_DB, err, sizeof(err))) == NULL)
+		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
+	if ((pd.ent = entitle_open(store_db(pd.store), err,
+	    sizeof(err))) == NULL)
+		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
+	policyd_chown_db(pd.conf);
+	policyd_drop(pd.conf);
+
+	for (int i = 0; i < 3; i++) {
+		if ((sigs[i] = evsignal_new(pd.base, signos[i],
+		    policyd_signal, &pd)) == NULL ||
+		    event_add(sigs[i], NULL) == -1)
+			fatalx("cannot handle signal %d", signos[i]);
+	}
+	log_info("started: %zu templates, %zu task types, orchestrator %s, "
+	    "admin %s", pd.reg->n, pd.reg->nactive, pd.conf->orch.path,
+	    pd.conf->admin.path);
+
+	if (event_base_dispatch(pd.base) == -1)
+		log_warnx("event loop failed");
+
+	control_stop(pd.ctl);
+	for (int i = 0; i < 3; i++)
+		event_free(sigs[i]);
+	entitle_close(pd.ent);
+	store_close(pd.store);
+	sign_key_free(pd.key);
+	template_registry_free(pd.reg);
+	parse_config_free(pd.conf);
+	event_base_free(pd.base);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,275 @@
+/*
+ * policyd.h: policyd's structures and the prototypes of its modules.
+ * policyd turns a task into a compiled, canonical, hashed and signed
+ * policy.  The one invariant everything here serves: compilation only ever
+ * removes capabilities from the template, and no reply acknowledges an
+ * execution before its record and audit event are on disk.
+ */
+#ifndef SBX_POLICYD_H
+#define SBX_POLICYD_H
+
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "peer.h"
+#include "policy.h"
+#include "sign.h"
+
+#include "sbx/v1/admin.pb-c.h"
+#include "sbx/v1/envelope.pb-c.h"
+#include "sbx/v1/task.pb-c.h"
+
+#define POLICYD_CONF_DEFAULT	"/etc/sbx/policyd.yaml"
+#define POLICYD_DB		"policyd.db"
+#define POLICYD_USER_ALL	"*"	/* entitlement row for every user */
+
+struct sqlite3;
+struct audit;
+struct event_base;
+struct yerrs;
+
+/* ---- parse.c ---- */
+
+struct policyd_sock_conf {
+	char			*path;
+	mode_t			 mode;
+	char			*group_name;	/* NULL: leave the group */
+	gid_t			 group;		/* (gid_t)-1 when unset */
+	struct peer_allow	 allow;
+};
+
+struct policyd_task_type {
+	char		*type;
+	char		*template;
+	uint32_t	 version;	/* 0: the highest loaded */
+	int		 line, col;	/* where the entry is, for messages */
+};
+
+struct policyd_conf {
+	char			*file;		/* as given */
+	char			*dir;		/* its directory */
+	char			*user;		/* NULL: no drop */
+	uid_t			 uid;
+	gid_t			 gid;
+	char			*state_dir;
+	char			*templates;
+	int			 templates_line, templates_col;
+	struct policyd_task_type *types;
+	size_t			 ntypes;
+	char			*signing_key;
+	char			*public_key;
+	uint32_t		 policy_ttl;
+	uint32_t		 max_frame_kb;
+	struct policyd_sock_conf orch;
+	struct policyd_sock_conf admin;
+};
+
+/* Parse and check a config file; every problem goes to errs.  Returns
+ * NULL if there was any. */
+struct policyd_conf *parse_config(const char *file, struct yerrs *);
+void		 parse_config_free(struct policyd_conf *);
+/* Join a path to the config directory unless it is absolute (malloc'd). */
+char		*parse_path(const char *dir, const char *path);
+
+/* ---- template.c ---- */
+
+struct tmpl {
+	char		*name;
+	uint32_t	 version;
+	char		*file;
+	char		 hash[POLICY_HASH_HEX];	/* of the template as written */
+	Sbx__V1__Policy	*policy;		/* normalised */
+	int		 takes_datasets;	/* has a ${task.dataset_ref} input */
+};
+
+struct tmpl_active {
+	char		*type;
+	struct tmpl	*tmpl;
+};
+
+struct tmpl_registry {
+	struct tmpl	**t;		/* sorted by name, then version */
+	size_t		  n;
+	struct tmpl_active *active;	/* sorted by type */
+	size_t		  nactive;
+};
+
+/* Load every *.yaml in conf->templates and bind conf's task types.  NULL
+ * after recording every error in errs. */
+struct tmpl_registry *template_load(const struct policyd_conf *,
+		    struct yerrs *);
+struct tmpl_registry *template_registry_new(void);
+/* Add a parsed template (ownership passes); -1 if name@version exists. */
+int		 template_registry_add(struct tmpl_registry *,
+		    Sbx__V1__Policy *, const char *file);
+/* Bind a task type; version 0 means the highest.  -1 if not loaded. */
+int		 template_registry_activate(struct tmpl_registry *,
+		    const char *type, const char *name, uint32_t version);
+void		 template_registry_free(struct tmpl_registry *);
+const struct tmpl *template_active(const struct tmpl_registry *,
+		    const char *type);
+/* version 0: the highest loaded. */
+const struct tmpl *template_find(const struct tmpl_registry *,
+		    const char *name, uint32_t version);
+/* Task types bound to t (malloc'd array of pointers into the registry). */
+size_t		 template_active_for(const struct tmpl_registry *,
+		    const struct tmpl *, const char ***out);
+/* The -n -v listing. */
+void		 template_print(const struct tmpl_registry *);
+
+/* ---- store.c ---- */
+
+struct store;
+
+struct store_task {
+	char	 tenant[129];
+	char	 user[129];
+	char	 type[129];
+};
+
+struct store	*store_open(const char *path, char *err, size_t errlen);
+void		 store_close(struct store *);
+struct sqlite3	*store_db(struct store *);
+struct audit	*store_audit(struct store *);
+/* The group-commit transaction.  store_begin() is a no-op inside one. */
+int		 store_begin(struct store *);
+int		 store_in_batch(const struct store *);
+/* Mark the open batch as failed: its commit becomes a rollback. */
+void		 store_poison(struct store *);
+/* Commit (durable) and return 0, or roll back and return -1. */
+int		 store_commit(struct store *);
+void		 store_rollback(struct store *);
+/* 1 found, 0 not found, -1 error. */
+int		 store_task_get(struct store *, const char *task_id,
+		    struct store_task *);
+int		 store_task_insert(struct store *, const Sbx__V1__Task *);
+/* Executions recorded for a task (in this batch too); -1 on error. */
+int64_t		 store_executions_count(struct store *, const char *task_id);
+int		 store_execution_insert(struct store *, const char *execution_id,
+		    const char *task_id, const char *hash, const char *template,
+		    uint32_t version, int64_t issued_at, int64_t expires_at);
+/* 1 if the execution exists, 0 if not, -1 on error. */
+int		 store_execution_exists(struct store *, const char *execution_id);
+
+/* ---- entitle.c ---- */
+
+struct entitle;
+
+/* What one (tenant, user) may do: the union of the user's row and the
+ * tenant's "*" row. */
+struct entitle_eff {
+	int		 found;		/* a user row or a "*" row exists */
+	char		**datasets;	/* sorted */
+	size_t		  ndatasets;
+	char		**hosts;	/* sorted, lower case */
+	size_t		  nhosts;
+	Sbx__V1__Limits	  plan;		/* 0 fields: no cap */
+};
+
+struct entitle	*entitle_open(struct sqlite3 *, char *err, size_t errlen);
+void		 entitle_close(struct entitle *);
+/* Validate an Entitlement message (names, hosts); 0 or -1 with err. */
+int		 entitle_check(const Sbx__V1__Entitlement *, char *err,
+		    size_t errlen);
+/* Merge (or with e->replace, replace the user's row).  0 or -1. */
+int		 entitle_add(struct entitle *, const Sbx__V1__Entitlement *,
+		    char *err, size_t errlen);
+/* Remove the named datasets/hosts, or the row when none are named.
+ * 0, 1 when there was no such row, -1 on error. */
+int		 entitle_remove(struct entitle *, const Sbx__V1__Entitlement *,
+		    char *err, size_t errlen);
+/* Rows matching tenant/user (NULL or "": all), sorted.  Free with
+ * entitle_list_free. */
+int		 entitle_list(struct entitle *, const char *tenant,
+		    const char *user, Sbx__V1__Entitlement ***out, size_t *n);
+void		 entitle_list_free(Sbx__V1__Entitlement **, size_t);
+int		 entitle_get(struct entitle *, const char *tenant,
+		    const char *user, struct entitle_eff *);
+void		 entitle_eff_clear(struct entitle_eff *);
+int		 entitle_can_read(const struct entitle_eff *, const char *dataset);
+int		 entitle_can_call(const struct entitle_eff *, const char *host);
+
+/* ---- compile.c ---- */
+
+struct policyd_metrics {
+	uint64_t	 compiles;
+	uint64_t	 executions;
+	uint64_t	 commits;	/* batches committed */
+	struct {
+		const char	*rule;
+		uint64_t	 n;
+	}		 denials[8];
+	size_t		 ndenials;
+};
+
+struct policyd {
+	struct policyd_conf	*conf;
+	struct tmpl_registry	*reg;
+	struct sign_key		*key;
+	struct store		*store;
+	struct entitle		*ent;
+	struct event_base	*base;
+	struct control		*ctl;
+	struct policyd_metrics	 metrics;
+	uint32_t		 ttl;
+};
+
+struct compile_out {
+	Sbx__V1__Policy		*policy;
+	char			 hash[POLICY_HASH_HEX];
+	char			 execution_id[40];
+	char			*template;	/* NAME@V */
+	int64_t			 issued_at;
+	int64_t			 expires_at;
+	Sbx__V1__SignedPolicy	 signed_;
+};
+
+/* Rule ids. */
+#define RULE_UNKNOWN_TASK_TYPE	"unknown-task-type"
+#define RULE_TASK_MISMATCH	"task-mismatch"
+#define RULE_NO_ENTITLEMENT	"no-entitlement"
+#define RULE_NOT_READABLE	"dataset-not-readable"
+#define RULE_EXHAUSTED		"executions-exhausted"
+
+
+/* Validate the task fields (step 1).  0, or -1 with err (ERROR_INVALID). */
+int		 compile_validate(const Sbx__V1__Task *, Sbx__V1__Error *err);
+/* Step 4 on pol in place: ${task.*} in paths and credential secrets, and
+ * ${task.dataset_ref} inputs expanded to the task's datasets. */
+int		 compile_substitute(Sbx__V1__Policy *, const Sbx__V1__Task *,
+		    Sbx__V1__Error *err);
+/*
+ * Steps 4 to 8, pure: a new policy (normalised) from template t for task
+ * and entitlement eff, or NULL with err set.
+ */
+Sbx__V1__Policy	*compile_policy(const struct tmpl *, const Sbx__V1__Task *,
+		    const struct entitle_eff *, Sbx__V1__Error *err);
+/*
+ * The whole compile, inside the store's open batch (begun here if
+ * needed): records the task, the execution and the audit event (or a
+ * denial event).  The caller commits before it replies.  0, or -1 with err.
+ */
+int		 compile_task(struct policyd *, const Sbx__V1__Task *,
+		    const char *actor, struct compile_out *,
+		    Sbx__V1__Error *err);
+void		 compile_out_clear(struct compile_out *);
+/* Set err (code, rule, message); the strings are malloc'd. */
+void		 compile_error(Sbx__V1__Error *, Sbx__V1__ErrorCode,
+		    const char *rule, const char *fmt, ...)
+		    __attribute__((format(printf, 4, 5)));
+void		 compile_error_clear(Sbx__V1__Error *);
+void		 compile_count_denial(struct policyd_metrics *, const char *rule);
+
+/* ---- control.c ---- */
+
+struct control;
+
+struct control	*control_start(struct policyd *);
+/* Commit the open batch and send its replies. */
+void		 control_flush(struct control *);
+void		 control_stop(struct control *);
+/* Prometheus text (malloc'd). */
+char		*control_metrics(const struct policyd *);
+
+#endif

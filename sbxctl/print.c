@@ -1,0 +1,429 @@
+/*
+ * print.c: how sbxctl shows what the daemons answered: YAML for documents
+ * a person may feed back (policies, entitlements in the import format),
+ * aligned tables for lists, and JSON (-j) for programs.  Every string that
+ * came from a daemon is escaped on the way out, so a task id or a detail
+ * cannot forge lines in a terminal or break a JSON reader.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "policy.h"
+#include "util.h"
+#include "sbxctl.h"
+
+void
+print_iso_time(char *buf, size_t len, int64_t sec, long nsec)
+{
+	struct tm	 tm;
+	time_t		 t = (time_t)sec;
+	char		 base[32];
+
+	if (gmtime_r(&t, &tm) == NULL) {
+		snprintf(buf, len, "%" PRId64, sec);
+		return;
+	}
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (nsec < 0)
+		snprintf(buf, len, "%sZ", base);
+	else
+		snprintf(buf, len, "%s.%03ldZ", base, nsec / 1000000);
+}
+
+/* Plain when it is unambiguous in YAML, double-quoted otherwise. */
+void
+print_yaml_scalar(FILE *fp, const char *s)
+{
+	int	 plain = *s != '\0';
+
+	for (const char *p = s; *p != '\0' && plain; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+		    *p == '-' || (*p == '@' && p != s) || *p == '/'))
+			plain = 0;
+	if (*s == '-' || *s == '.')
+		plain = 0;
+	if (plain) {
+		fputs(s, fp);
+		return;
+	}
+	print_json_string(fp, s);	/* a JSON string is a YAML scalar */
+}
+
+void
+print_json_string(FILE *fp, const char *s)
+{
+	fputc('"', fp);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", fp);
+			break;
+		case '\\':
+			fputs("\\\\", fp);
+			break;
+		case '\n':
+			fputs("\\n", fp);
+			break;
+		case '\t':
+			fputs("\\t", fp);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(fp, "\\u%04x", *p);
+			else
+				fputc(*p, fp);
+		}
+	}
+	fputc('"', fp);
+}
+
+/* Table cells: control characters become '?', empty becomes '-'. */
+static void
+print_cell(FILE *fp, const char *s, int width)
+{
+	int	 n = 0;
+
+	if (s == NULL || *s == '\0')
+		s = "-";
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++, n++)
+		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, fp);
+	for (; n < width; n++)
+		fputc(' ', fp);
+}
+
+static void
+print_yaml_list(FILE *fp, char **v, size_t n)
+{
+	fputc('[', fp);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			fputs(", ", fp);
+		print_yaml_scalar(fp, v[i]);
+	}
+	fputc(']', fp);
+}
+
+static void
+print_json_list(FILE *fp, char **v, size_t n)
+{
+	fputc('[', fp);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			fputs(", ", fp);
+		print_json_string(fp, v[i]);
+	}
+	fputc(']', fp);
+}
+
+static void
+print_cpus(FILE *fp, uint32_t milli)
+{
+	if (milli % 1000 == 0)
+		fprintf(fp, "%u", milli / 1000);
+	else {
+		char	 buf[32];
+		size_t	 n;
+
+		snprintf(buf, sizeof(buf), "%u.%03u", milli / 1000,
+		    milli % 1000);
+		n = strlen(buf);
+		while (buf[n - 1] == '0')
+			buf[--n] = '\0';
+		fputs(buf, fp);
+	}
+}
+
+void
+print_compiled(FILE *fp, const Sbx__V1__CompileReply *r, int json)
+{
+	char	*yaml = NULL, when[64];
+
+	if (r->policy != NULL)
+		yaml = policy_to_yaml(r->policy);
+	print_iso_time(when, sizeof(when), r->expires_at, -1);
+	if (json) {
+		fputs("{\"policy\": {\"name\": ", fp);
+		print_json_string(fp, r->policy ? r->policy->name : "");
+		fprintf(fp, ", \"version\": %u, \"hash\": ",
+		    r->policy ? r->policy->version : 0);
+		print_json_string(fp, r->policy_hash);
+		fputs("}, \"execution_id\": ", fp);
+		print_json_string(fp, r->execution_id);
+		fputs(", \"expires\": ", fp);
+		print_json_string(fp, when);
+		fputs(", \"policy_yaml\": ", fp);
+		print_json_string(fp, yaml ? yaml : "");
+		fputs("}\n", fp);
+	} else {
+		if (yaml != NULL) {
+			fputs(yaml, fp);
+			if (*yaml != '\0' && yaml[strlen(yaml) - 1] != '\n')
+				fputc('\n', fp);
+		}
+		fprintf(fp, "hash: %s\n", r->policy_hash);
+		fprintf(fp, "execution: %s\n", r->execution_id);
+		fprintf(fp, "expires: %s\n", when);
+	}
+	free(yaml);
+}
+
+/* The same shape `entitlement import` reads, so a list can be edited and
+ * imported back. */
+void
+print_entitlements(FILE *fp, const Sbx__V1__Entitlements *es, int json)
+{
+	static const char *const names[] = {
+		"memory_mb", "pids", "wall_seconds", "scratch_mb"
+	};
+
+	if (json)
+		fputs("{\"entitlements\": [", fp);
+	else
+		fputs(es->n_entitlements ? "entitlements:\n" :
+		    "entitlements: []\n", fp);
+	for (size_t i = 0; i < es->n_entitlements; i++) {
+		const Sbx__V1__Entitlement	*e = es->entitlements[i];
+		const Sbx__V1__Limits		*l = e->max_limits;
+		uint32_t			 vals[4] = { 0 };
+		int				 any = 0;
+
+		if (l != NULL) {
+			vals[0] = l->memory_mb;
+			vals[1] = l->pids;
+			vals[2] = l->wall_seconds;
+			vals[3] = l->scratch_mb;
+		}
+		if (json) {
+			fputs(i ? ",\n  {\"tenant\": " : "\n  {\"tenant\": ",
+			    fp);
+			print_json_string(fp, e->tenant);
+			fputs(", \"user\": ", fp);
+			print_json_string(fp, e->user);
+			fputs(", \"datasets\": ", fp);
+			print_json_list(fp, e->datasets, e->n_datasets);
+			fputs(", \"hosts\": ", fp);
+			print_json_list(fp, e->hosts, e->n_hosts);
+			fputs(", \"plan\": {", fp);
+			if (l != NULL && l->cpus_milli) {
+				fputs("\"cpus\": ", fp);
+				print_cpus(fp, l->cpus_milli);
+				any = 1;
+			}
+			for (size_t k = 0; k < 4; k++)
+				if (vals[k]) {
+					fprintf(fp, "%s\"%s\": %u",
+					    any ? ", " : "", names[k],
+					    vals[k]);
+					any = 1;
+				}
+			fputs("}}", fp);
+			continue;
+		}
+		fputs("  - tenant: ", fp);
+		print_yaml_scalar(fp, e->tenant);
+		fputs("\n    user: ", fp);
+		print_yaml_scalar(fp, e->user);
+		fputs("\n    datasets: ", fp);
+		print_yaml_list(fp, e->datasets, e->n_datasets);
+		fputs("\n    hosts: ", fp);
+		print_yaml_list(fp, e->hosts, e->n_hosts);
+		fputs("\n    plan: {", fp);
+		if (l != NULL && l->cpus_milli) {
+			fputs("cpus: ", fp);
+			print_cpus(fp, l->cpus_milli);
+			any = 1;
+		}
+		for (size_t k = 0; k < 4; k++)
+			if (vals[k]) {
+				fprintf(fp, "%s%s: %u", any ? ", " : "",
+				    names[k], vals[k]);
+				any = 1;
+			}
+		fputs("}\n", fp);
+	}
+	if (json)
+		fputs(es->n_entitlements ? "\n]}\n" : "]}\n", fp);
+}
+
+void
+print_templates(FILE *fp, const Sbx__V1__Templates *ts, int json)
+{
+	int	 wname = 4;
+
+	if (json) {
+		fputs("{\"templates\": [", fp);
+		for (size_t i = 0; i < ts->n_templates; i++) {
+			const Sbx__V1__TemplateInfo	*t = ts->templates[i];
+
+			fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", fp);
+			print_json_string(fp, t->name);
+			fprintf(fp, ", \"version\": %u, \"hash\": ",
+			    t->version);
+			print_json_string(fp, t->hash);
+			fputs(", \"file\": ", fp);
+			print_json_string(fp, t->file);
+			fputs(", \"active_for\": ", fp);
+			print_json_list(fp, t->active_for, t->n_active_for);
+			fputc('}', fp);
+		}
+		fputs(ts->n_templates ? "\n]}\n" : "]}\n", fp);
+		return;
+	}
+	for (size_t i = 0; i < ts->n_templates; i++)
+		if ((int)strlen(ts->templates[i]->name) > wname)
+			wname = (int)strlen(ts->templates[i]->name);
+	fprintf(fp, "%-*s  %-7s  %-16s  %-16s  %s\n", wname, "NAME", "VERSION",
+	    "HASH", "ACTIVE-FOR", "FILE");
+	for (size_t i = 0; i < ts->n_templates; i++) {
+		const Sbx__V1__TemplateInfo	*t = ts->templates[i];
+		char				 active[256] = "", hash[17];
+		size_t				 off = 0;
+
+		for (size_t k = 0; k < t->n_active_for &&
+		    off < sizeof(active); k++) {
+			int	 w = snprintf(active + off,
+			    sizeof(active) - off, "%s%s", k ? "," : "",
+			    t->active_for[k]);
+
+			if (w < 0)
+				break;
+			off += (size_t)w;
+		}
+		snprintf(hash, sizeof(hash), "%s", t->hash);
+		print_cell(fp, t->name, wname);
+		fprintf(fp, "  %-7u  ", t->version);
+		print_cell(fp, hash, 16);
+		fputs("  ", fp);
+		print_cell(fp, active, 16);
+		fputs("  ", fp);
+		print_cell(fp, t->file, 0);
+		fputc('\n', fp);
+	}
+}
+
+void
+print_template(FILE *fp, const Sbx__V1__TemplateReply *r)
+{
+	char	*yaml;
+
+	if (r->info != NULL) {
+		fprintf(fp, "# template %s version %u\n", r->info->name,
+		    r->info->version);
+		fprintf(fp, "# hash %s\n", r->info->hash);
+		if (r->info->file[0] != '\0')
+			fprintf(fp, "# file %s\n", r->info->file);
+		for (size_t k = 0; k < r->info->n_active_for; k++)
+			fprintf(fp, "# active for task type %s\n",
+			    r->info->active_for[k]);
+	}
+	if (r->policy == NULL)
+		return;
+	yaml = policy_to_yaml(r->policy);
+	fputs(yaml, fp);
+	if (*yaml != '\0' && yaml[strlen(yaml) - 1] != '\n')
+		fputc('\n', fp);
+	free(yaml);
+}
+
+void
+print_audit(FILE *fp, Sbx__V1__AuditEvent *const *ev, size_t n, int json)
+{
+	char	 when[64];
+
+	if (json) {
+		fputs("{\"events\": [", fp);
+		for (size_t i = 0; i < n; i++) {
+			const Sbx__V1__AuditEvent	*e = ev[i];
+
+			print_iso_time(when, sizeof(when),
+			    e->time_ns / 1000000000,
+			    (long)(e->time_ns % 1000000000));
+			fputs(i ? ",\n  {\"time\": " : "\n  {\"time\": ", fp);
+			print_json_string(fp, when);
+			fprintf(fp, ", \"seq\": %" PRIu64 ", \"daemon\": ",
+			    e->seq);
+			print_json_string(fp, e->daemon);
+			fputs(", \"action\": ", fp);
+			print_json_string(fp, e->action);
+			fputs(", \"rule\": ", fp);
+			print_json_string(fp, e->rule);
+			fputs(", \"task_id\": ", fp);
+			print_json_string(fp, e->task_id);
+			fputs(", \"execution_id\": ", fp);
+			print_json_string(fp, e->execution_id);
+			fputs(", \"policy_hash\": ", fp);
+			print_json_string(fp, e->policy_hash);
+			fputs(", \"actor\": ", fp);
+			print_json_string(fp, e->actor);
+			fputs(", \"detail\": ", fp);
+			print_json_string(fp, e->detail);
+			fputc('}', fp);
+		}
+		fputs(n ? "\n]}\n" : "]}\n", fp);
+		return;
+	}
+	/* The hash is shown in full: it is what a reader greps for. */
+	fprintf(fp, "%-24s  %-8s  %-11s  %-20s  %-26s  %-64s  %s\n", "TIME",
+	    "DAEMON", "ACTION", "RULE", "EXECUTION", "HASH", "DETAIL");
+	for (size_t i = 0; i < n; i++) {
+		const Sbx__V1__AuditEvent	*e = ev[i];
+
+		print_iso_time(when, sizeof(when), e->time_ns / 1000000000,
+		    (long)(e->time_ns % 1000000000));
+		print_cell(fp, when, 24);
+		fputs("  ", fp);
+		print_cell(fp, e->daemon, 8);
+		fputs("  ", fp);
+		print_cell(fp, e->action, 11);
+		fputs("  ", fp);
+		print_cell(fp, e->rule, 20);
+		fputs("  ", fp);
+		print_cell(fp, e->execution_id, 26);
+		fputs("  ", fp);
+		print_cell(fp, e->policy_hash, 64);
+		fputs("  ", fp);
+		print_cell(fp, e->detail, 0);
+		fputc('\n', fp);
+	}
+}
+
+void
+print_verify(FILE *fp, Sbx__V1__AuditVerifyReply *const *v, size_t n,
+    int json)
+{
+	if (json)
+		fputs("{\"chains\": [", fp);
+	for (size_t i = 0; i < n; i++) {
+		const Sbx__V1__AuditVerifyReply	*r = v[i];
+
+		if (json) {
+			fputs(i ? ",\n  {\"daemon\": " : "\n  {\"daemon\": ",
+			    fp);
+			print_json_string(fp, r->daemon);
+			fprintf(fp, ", \"ok\": %s, \"records\": %" PRIu64,
+			    r->ok ? "true" : "false", r->records);
+			if (!r->ok) {
+				fprintf(fp, ", \"first_bad_seq\": %" PRIu64
+				    ", \"problem\": ", r->first_bad_seq);
+				print_json_string(fp, r->problem);
+			}
+			fputc('}', fp);
+			continue;
+		}
+		print_cell(fp, r->daemon, 0);
+		if (r->ok)
+			fprintf(fp, ": ok %" PRIu64 " records\n", r->records);
+		else {
+			fprintf(fp, ": BROKEN at seq %" PRIu64 ": ",
+			    r->first_bad_seq);
+			print_cell(fp, r->problem, 0);
+			fputc('\n', fp);
+		}
+	}
+	if (json)
+		fputs(n ? "\n]}\n" : "]}\n", fp);
+}

@@ -1,0 +1,814 @@
+/*
+ * sbxctl.c: the command-line client for orchestrators and operators.  It
+ * reads a command, sends one request to the daemon that owns the answer,
+ * prints the reply, and exits with a status that says what happened
+ * (DESIGN.md): 0 ok, 3 policy refused, 4 launch refused, 5 daemon
+ * unreachable, 1 other errors, 2 usage.  sbxctl holds no authority of its
+ * own: the daemons check who is calling (SO_PEERCRED) and decide; a refusal
+ * is printed with the daemon's rule id and message, never softened.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "log.h"
+#include "policy.h"
+#include "util.h"
+#include "yaml.h"
+#include "sbxctl.h"
+
+/* Replies may carry a whole audit log; the daemons cap what they send. */
+#define SBXCTL_REPLY_MAX	(64 * 1024 * 1024)
+
+/*
+ * Every daemon that keeps an audit chain, with the socket sbxctl asks it
+ * on.  `audit` and `audit verify` walk this list; later daemons add a line.
+ * A daemon marked optional whose socket does not exist is skipped (not
+ * installed here); one that exists but does not answer is an error.
+ */
+struct ctl_daemon {
+	const char	*name;
+	const char	*socket;	/* file name under $SBX_STATE/sockets */
+	int		 optional;
+};
+
+static const struct ctl_daemon ctl_audit_daemons[] = {
+	{ "policyd", "policyd.sock", 0 },
+};
+#define CTL_NDAEMONS	(sizeof(ctl_audit_daemons) / sizeof(ctl_audit_daemons[0]))
+
+static struct {
+	char		*state;
+	char		*orch_sock;	/* policyd's orchestrator socket */
+	char		*admin_sock;	/* policyd's admin socket */
+	int		 json;
+	int		 quiet;		/* do not report unreachable */
+	uint64_t	 request_id;
+} ctl;
+
+static const char usage_text[] =
+"usage: sbxctl [-hj] [-s state] [-S socket] [-A socket] command [arg ...]\n"
+"       sbxctl compile taskfile\n"
+"       sbxctl entitlement add --tenant T --user U [--dataset D ...]\n"
+"              [--host H ...] [--limit key=value ...]\n"
+"       sbxctl entitlement remove --tenant T --user U [--dataset D ...]\n"
+"              [--host H ...]\n"
+"       sbxctl entitlement list [--tenant T] [--user U]\n"
+"       sbxctl entitlement import file\n"
+"       sbxctl template list\n"
+"       sbxctl template show name[@version]\n"
+"       sbxctl template diff a b\n"
+"       sbxctl audit task-id\n"
+"       sbxctl audit verify\n"
+"       sbxctl metrics\n";
+
+static int
+ctl_usage(const char *why)
+{
+	if (why != NULL)
+		fprintf(stderr, "sbxctl: %s\n", why);
+	fputs(usage_text, stderr);
+	return SBXCTL_USAGE;
+}
+
+static const char *
+ctl_code_name(Sbx__V1__ErrorCode c)
+{
+	switch (c) {
+	case SBX__V1__ERROR_CODE__ERROR_MALFORMED:
+		return "malformed request";
+	case SBX__V1__ERROR_CODE__ERROR_FRAME_TOO_LARGE:
+		return "request too large";
+	case SBX__V1__ERROR_CODE__ERROR_TRUNCATED:
+		return "truncated request";
+	case SBX__V1__ERROR_CODE__ERROR_UNSUPPORTED_VERSION:
+		return "unsupported protocol version";
+	case SBX__V1__ERROR_CODE__ERROR_UNEXPECTED:
+		return "request not accepted on this socket";
+	case SBX__V1__ERROR_CODE__ERROR_INVALID:
+		return "invalid request";
+	case SBX__V1__ERROR_CODE__ERROR_POLICY:
+	case SBX__V1__ERROR_CODE__ERROR_LIMIT:
+		return "policy refused";
+	case SBX__V1__ERROR_CODE__ERROR_NOT_FOUND:
+		return "not found";
+	case SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE:
+		return "unavailable";
+	case SBX__V1__ERROR_CODE__ERROR_INTERNAL:
+		return "internal error";
+	case SBX__V1__ERROR_CODE__ERROR_DENIED:
+		return "denied";
+	case SBX__V1__ERROR_CODE__ERROR_LAUNCH:
+		return "launch refused";
+	default:
+		return "error";
+	}
+}
+
+/* Print a daemon's Error and map it to an exit status. */
+static int
+ctl_server_error(const char *daemon, const Sbx__V1__Error *e)
+{
+	const char	*what = ctl_code_name(e->code);
+	int		 rc = SBXCTL_ERR;
+
+	if (e->code == SBX__V1__ERROR_CODE__ERROR_POLICY ||
+	    e->code == SBX__V1__ERROR_CODE__ERROR_LIMIT)
+		rc = SBXCTL_POLICY;
+	else if (e->code == SBX__V1__ERROR_CODE__ERROR_LAUNCH)
+		rc = SBXCTL_LAUNCH;
+	if (rc != SBXCTL_ERR) {
+		if (e->rule[0] != '\0')
+			log_warnx("%s (%s): %s", what, e->rule, e->message);
+		else
+			log_warnx("%s: %s", what, e->message);
+	} else if (e->rule[0] != '\0')
+		log_warnx("%s: %s (%s): %s", daemon, what, e->rule,
+		    e->message);
+	else
+		log_warnx("%s: %s: %s", daemon, what, e->message);
+	return rc;
+}
+
+/*
+ * Send req on the socket at path and read one reply of type want.
+ * Returns an exit status; on SBXCTL_OK *reply holds the reply.
+ */
+static int
+ctl_call(const char *daemon, const char *path, Sbx__V1__Envelope *req,
+    Sbx__V1__Envelope__BodyCase want, Sbx__V1__Envelope **reply)
+{
+	Sbx__V1__Envelope	*rep = NULL;
+	int			 fd, r, rc;
+
+	*reply = NULL;
+	/* Not frame_env_init(): that would clear the body already set. */
+	req->version = SBX_PROTO_VERSION;
+	req->request_id = ++ctl.request_id;
+	if ((fd = frame_client_connect(path)) == -1) {
+		if (ctl.quiet)
+			return SBXCTL_UNREACHABLE;
+		log_warnx("%s unreachable: cannot connect to %s: %s", daemon,
+		    path, strerror(errno));
+		return SBXCTL_UNREACHABLE;
+	}
+	r = frame_client_call(fd, req, &rep, SBXCTL_REPLY_MAX);
+	close(fd);
+	if (r == -2) {
+		log_warnx("%s at %s sent a reply that does not decode",
+		    daemon, path);
+		return SBXCTL_ERR;
+	}
+	if (r == -1) {
+		/* A daemon closes without a word on a peer it does not
+		 * allow (DESIGN.md invariant 10), so say that too. */
+		if (ctl.quiet)
+			return SBXCTL_UNREACHABLE;
+		if (errno == EPIPE || errno == ECONNRESET || errno == 0)
+			log_warnx("%s unreachable: %s closed the connection "
+			    "without a reply (is uid %u allowed on it?)",
+			    daemon, path, (unsigned)getuid());
+		else
+			log_warnx("%s unreachable: %s: %s", daemon, path,
+			    strerror(errno));
+		return SBXCTL_UNREACHABLE;
+	}
+	if (rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR &&
+	    rep->error != NULL) {
+		rc = ctl_server_error(daemon, rep->error);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+		return rc;
+	}
+	if (rep->body_case != want) {
+		log_warnx("%s at %s answered with an unexpected message "
+		    "(body %d, expected %d)", daemon, path,
+		    (int)rep->body_case, (int)want);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+		return SBXCTL_ERR;
+	}
+	*reply = rep;
+	return SBXCTL_OK;
+}
+
+static void
+ctl_print_yerrs(struct yerrs *errs)
+{
+	for (size_t i = 0; i < errs->n; i++)
+		fprintf(stderr, "%s\n", errs->msgs[i]);
+}
+
+/* ---- compile ---- */
+
+static int
+ctl_compile(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__CompileRequest	 creq = SBX__V1__COMPILE_REQUEST__INIT;
+	struct yerrs		 errs = { 0 };
+	int			 rc;
+
+	if (argc != 2)
+		return ctl_usage("compile takes one task file");
+	if ((creq.task = parse_task_file(argv[1], &errs)) == NULL) {
+		ctl_print_yerrs(&errs);
+		yerrs_free(&errs);
+		log_warnx("%s: task file not sent", argv[1]);
+		return SBXCTL_ERR;
+	}
+	yerrs_free(&errs);
+	req.body_case = SBX__V1__ENVELOPE__BODY_COMPILE;
+	req.compile = &creq;
+	rc = ctl_call("policyd", ctl.orch_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_COMPILED, &rep);
+	sbx__v1__task__free_unpacked(creq.task, NULL);
+	if (rc != SBXCTL_OK)
+		return rc;
+	print_compiled(stdout, rep->compiled, ctl.json);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
+/* ---- entitlement ---- */
+
+static int
+ctl_ent_send_add(Sbx__V1__Entitlement *e, int remove, char **detail)
+{
+	Sbx__V1__Envelope		 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__EntitlementAdd		 add = SBX__V1__ENTITLEMENT_ADD__INIT;
+	Sbx__V1__EntitlementRemove	 rm = SBX__V1__ENTITLEMENT_REMOVE__INIT;
+	int				 rc;
+
+	if (remove) {
+		rm.entitlement = e;
+		req.body_case = SBX__V1__ENVELOPE__BODY_ENTITLEMENT_REMOVE;
+		req.entitlement_remove = &rm;
+	} else {
+		add.entitlement = e;
+		req.body_case = SBX__V1__ENVELOPE__BODY_ENTITLEMENT_ADD;
+		req.entitlement_add = &add;
+	}
+	rc = ctl_call("policyd", ctl.admin_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_ACK, &rep);
+	if (rc != SBXCTL_OK)
+		return rc;
+	if (detail != NULL)
+		*detail = xstrdup(rep->ack && rep->ack->detail ?
+		    rep->ack->detail : "");
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
+enum { OPT_TENANT = 1, OPT_USER, OPT_DATASET, OPT_HOST, OPT_LIMIT };
+
+static const struct option ent_opts[] = {
+	{ "tenant",	required_argument, NULL, OPT_TENANT },
+	{ "user",	required_argument, NULL, OPT_USER },
+	{ "dataset",	required_argument, NULL, OPT_DATASET },
+	{ "host",	required_argument, NULL, OPT_HOST },
+	{ "limit",	required_argument, NULL, OPT_LIMIT },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* Flags of add/remove/list into e; which flags are allowed is `allowed`,
+ * a bit per OPT_*. */
+static int
+ctl_ent_flags(int argc, char **argv, Sbx__V1__Entitlement *e, int allowed)
+{
+	char	 err[256];
+	int	 ch;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "", ent_opts, NULL)) != -1) {
+		if (ch == '?' || ch == ':') {
+			snprintf(err, sizeof(err), "%s: unknown flag or "
+			    "missing value", argv[optind - 1]);
+			return ctl_usage(err);
+		}
+		if (!(allowed & (1 << ch))) {
+			snprintf(err, sizeof(err), "entitlement %s does not "
+			    "take --%s", argv[0], ent_opts[ch - 1].name);
+			return ctl_usage(err);
+		}
+		switch (ch) {
+		case OPT_TENANT:
+		case OPT_USER:
+			if (!name_ok(optarg) && !(ch == OPT_USER &&
+			    strcmp(optarg, "*") == 0)) {
+				log_warnx("--%s \"%s\": not a valid name "
+				    "(1-128 of A-Z a-z 0-9 . _ - @ :%s)",
+				    ent_opts[ch - 1].name, optarg,
+				    ch == OPT_USER ? ", or \"*\"" : "");
+				return SBXCTL_USAGE;
+			}
+			if (ch == OPT_TENANT) {
+				if (e->tenant[0] != '\0')
+					free(e->tenant);
+				e->tenant = xstrdup(optarg);
+			} else {
+				if (e->user[0] != '\0')
+					free(e->user);
+				e->user = xstrdup(optarg);
+			}
+			break;
+		case OPT_DATASET:
+		case OPT_HOST:
+			if (!name_ok(optarg)) {
+				log_warnx("--%s \"%s\": not a valid name",
+				    ent_opts[ch - 1].name, optarg);
+				return SBXCTL_USAGE;
+			}
+			if (ch == OPT_DATASET)
+				parse_strv_add(&e->datasets, &e->n_datasets,
+				    optarg);
+			else
+				parse_strv_add(&e->hosts, &e->n_hosts, optarg);
+			break;
+		case OPT_LIMIT:
+			if (parse_limit(optarg, e->max_limits, err,
+			    sizeof(err)) == -1) {
+				log_warnx("%s", err);
+				return SBXCTL_USAGE;
+			}
+			break;
+		}
+	}
+	if (optind != argc) {
+		snprintf(err, sizeof(err), "entitlement %s: unexpected "
+		    "argument \"%s\"", argv[0], argv[optind]);
+		return ctl_usage(err);
+	}
+	return SBXCTL_OK;
+}
+
+static int
+ctl_ent_addremove(int argc, char **argv, int remove)
+{
+	Sbx__V1__Entitlement	*e = parse_entitlement_new();
+	char			*detail = NULL;
+	int			 rc, allowed;
+
+	allowed = 1 << OPT_TENANT | 1 << OPT_USER | 1 << OPT_DATASET |
+	    1 << OPT_HOST;
+	if (!remove)
+		allowed |= 1 << OPT_LIMIT;
+	if ((rc = ctl_ent_flags(argc, argv, e, allowed)) != SBXCTL_OK)
+		goto out;
+	if (e->tenant[0] == '\0' || e->user[0] == '\0') {
+		rc = ctl_usage("entitlement add/remove need --tenant and "
+		    "--user");
+		goto out;
+	}
+	/* policyd's acknowledgement says what changed; echo it. */
+	if ((rc = ctl_ent_send_add(e, remove, &detail)) == SBXCTL_OK) {
+		if (detail[0] != '\0')
+			printf("%s\n", detail);
+		else
+			printf("%s %s/%s\n", remove ? "removed from" :
+			    "added to", e->tenant, e->user);
+	}
+ out:
+	free(detail);
+	sbx__v1__entitlement__free_unpacked(e, NULL);
+	return rc;
+}
+
+static int
+ctl_ent_list(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__EntitlementList list = SBX__V1__ENTITLEMENT_LIST__INIT;
+	Sbx__V1__Entitlement	*e = parse_entitlement_new();
+	int			 rc;
+
+	rc = ctl_ent_flags(argc, argv, e, 1 << OPT_TENANT | 1 << OPT_USER);
+	if (rc != SBXCTL_OK)
+		goto out;
+	list.tenant = e->tenant;
+	list.user = e->user;
+	req.body_case = SBX__V1__ENVELOPE__BODY_ENTITLEMENT_LIST;
+	req.entitlement_list = &list;
+	rc = ctl_call("policyd", ctl.admin_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_ENTITLEMENTS, &rep);
+	if (rc == SBXCTL_OK) {
+		print_entitlements(stdout, rep->entitlements, ctl.json);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+	}
+ out:
+	sbx__v1__entitlement__free_unpacked(e, NULL);
+	return rc;
+}
+
+/* Every entry replaces its (tenant, user) row; the file is checked whole
+ * before the first is sent, so a typo never half-applies a file. */
+static int
+ctl_ent_import(int argc, char **argv)
+{
+	Sbx__V1__Entitlement	**v;
+	struct yerrs		  errs = { 0 };
+	size_t			  n;
+	int			  rc = SBXCTL_OK;
+
+	if (argc != 2)
+		return ctl_usage("entitlement import takes one file");
+	if (parse_entitlements_file(argv[1], &v, &n, &errs) == -1) {
+		ctl_print_yerrs(&errs);
+		yerrs_free(&errs);
+		log_warnx("%s: nothing imported", argv[1]);
+		return SBXCTL_ERR;
+	}
+	yerrs_free(&errs);
+	for (size_t i = 0; i < n; i++) {
+		if ((rc = ctl_ent_send_add(v[i], 0, NULL)) != SBXCTL_OK) {
+			log_warnx("%s: stopped at entry %zu (%s/%s); %zu of "
+			    "%zu imported", argv[1], i, v[i]->tenant,
+			    v[i]->user, i, n);
+			break;
+		}
+	}
+	if (rc == SBXCTL_OK)
+		printf("imported %zu entitlement%s from %s\n", n,
+		    n == 1 ? "" : "s", argv[1]);
+	parse_entitlements_free(v, n);
+	return rc;
+}
+
+static int
+ctl_entitlement(int argc, char **argv)
+{
+	if (argc < 2)
+		return ctl_usage("entitlement needs add, remove, list or "
+		    "import");
+	if (strcmp(argv[1], "add") == 0)
+		return ctl_ent_addremove(argc - 1, argv + 1, 0);
+	if (strcmp(argv[1], "remove") == 0)
+		return ctl_ent_addremove(argc - 1, argv + 1, 1);
+	if (strcmp(argv[1], "list") == 0)
+		return ctl_ent_list(argc - 1, argv + 1);
+	if (strcmp(argv[1], "import") == 0)
+		return ctl_ent_import(argc - 1, argv + 1);
+	return ctl_usage("entitlement needs add, remove, list or import");
+}
+
+/* ---- template ---- */
+
+static int
+ctl_template_fetch(const char *name, uint32_t version,
+    Sbx__V1__Envelope **rep)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT;
+	Sbx__V1__TemplateGet	 get = SBX__V1__TEMPLATE_GET__INIT;
+
+	get.name = (char *)name;
+	get.version = version;
+	req.body_case = SBX__V1__ENVELOPE__BODY_TEMPLATE_GET;
+	req.template_get = &get;
+	return ctl_call("policyd", ctl.admin_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_TEMPLATE, rep);
+}
+
+/* A diff side: a template file parsed here, or NAME@VERSION from policyd.
+ * Returns an exit status; *pol is the caller's to policy_free(). */
+static int
+ctl_template_side(const char *arg, Sbx__V1__Policy **pol)
+{
+	Sbx__V1__Envelope	*rep;
+	struct yerrs		 errs = { 0 };
+	char			*name, err[256];
+	uint32_t		 version;
+	int			 rc;
+
+	*pol = NULL;
+	if (parse_is_path(arg)) {
+		if ((*pol = policy_parse_file(arg, &errs)) == NULL) {
+			ctl_print_yerrs(&errs);
+			log_warnx("%s: not a valid template", arg);
+		}
+		yerrs_free(&errs);
+		return *pol == NULL ? SBXCTL_ERR : SBXCTL_OK;
+	}
+	if (parse_template_ref(arg, &name, &version, err, sizeof(err)) == -1)
+		return ctl_usage(err);
+	rc = ctl_template_fetch(name, version, &rep);
+	free(name);
+	if (rc != SBXCTL_OK)
+		return rc;
+	if (rep->template_ == NULL || rep->template_->policy == NULL) {
+		log_warnx("policyd sent template %s without a policy", arg);
+		rc = SBXCTL_ERR;
+	} else
+		*pol = policy_dup(rep->template_->policy);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int
+ctl_template_diff(const char *a, const char *b)
+{
+	Sbx__V1__Policy		*pa, *pb;
+	struct policy_change	*ch;
+	size_t			 n, nwide = 0;
+	int			 rc;
+
+	if ((rc = ctl_template_side(a, &pa)) != SBXCTL_OK)
+		return rc;
+	if ((rc = ctl_template_side(b, &pb)) != SBXCTL_OK) {
+		policy_free(pa);
+		return rc;
+	}
+	n = policy_diff(pa, pb, &ch);
+	for (size_t i = 0; i < n; i++) {
+		printf("%s\n", ch[i].text);
+		if (ch[i].widening)
+			nwide++;
+	}
+	if (nwide > 0)
+		printf("%s widens %s: %zu of %zu change%s grant%s more\n", b,
+		    a, nwide, n, n == 1 ? "" : "s", nwide == 1 ? "s" : "");
+	else if (n > 0)
+		printf("no widening: %s grants nothing %s does not (%zu "
+		    "change%s, none widening)\n", b, a, n, n == 1 ? "" : "s");
+	else
+		printf("no widening: %s and %s grant the same\n", a, b);
+	policy_changes_free(ch, n);
+	policy_free(pa);
+	policy_free(pb);
+	return nwide > 0 ? SBXCTL_ERR : SBXCTL_OK;
+}
+
+static int
+ctl_template(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__TemplateList	 list = SBX__V1__TEMPLATE_LIST__INIT;
+	char			*name, err[256];
+	uint32_t		 version;
+	int			 rc;
+
+	if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+		if (argc != 2)
+			return ctl_usage("template list takes no arguments");
+		req.body_case = SBX__V1__ENVELOPE__BODY_TEMPLATE_LIST;
+		req.template_list = &list;
+		rc = ctl_call("policyd", ctl.admin_sock, &req,
+		    SBX__V1__ENVELOPE__BODY_TEMPLATES, &rep);
+		if (rc != SBXCTL_OK)
+			return rc;
+		print_templates(stdout, rep->templates, ctl.json);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+		return SBXCTL_OK;
+	}
+	if (argc >= 2 && strcmp(argv[1], "show") == 0) {
+		if (argc != 3)
+			return ctl_usage("template show takes one "
+			    "name[@version]");
+		if (parse_template_ref(argv[2], &name, &version, err,
+		    sizeof(err)) == -1)
+			return ctl_usage(err);
+		rc = ctl_template_fetch(name, version, &rep);
+		free(name);
+		if (rc != SBXCTL_OK)
+			return rc;
+		print_template(stdout, rep->template_);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+		return SBXCTL_OK;
+	}
+	if (argc >= 2 && strcmp(argv[1], "diff") == 0) {
+		if (argc != 4)
+			return ctl_usage("template diff takes two templates "
+			    "(name@version or file)");
+		return ctl_template_diff(argv[2], argv[3]);
+	}
+	return ctl_usage("template needs list, show or diff");
+}
+
+/* ---- audit ---- */
+
+static char *
+ctl_daemon_socket(const struct ctl_daemon *d)
+{
+	char	*p;
+
+	if (strcmp(d->name, "policyd") == 0)
+		return xstrdup(ctl.orch_sock);
+	xasprintf(&p, "%s/sockets/%s", ctl.state, d->socket);
+	return p;
+}
+
+static int
+ctl_event_cmp(const void *a, const void *b)
+{
+	const Sbx__V1__AuditEvent	*x = *(Sbx__V1__AuditEvent *const *)a;
+	const Sbx__V1__AuditEvent	*y = *(Sbx__V1__AuditEvent *const *)b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (strcmp(x->daemon, y->daemon) != 0)
+		return strcmp(x->daemon, y->daemon);
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Ask every daemon on the list; collect the replies of type want. */
+static int
+ctl_audit_each(Sbx__V1__Envelope *req, Sbx__V1__Envelope__BodyCase want,
+    Sbx__V1__Envelope ***reps, size_t *nreps)
+{
+	int	 rc = SBXCTL_OK;
+
+	*reps = xcalloc(CTL_NDAEMONS, sizeof(**reps));
+	*nreps = 0;
+	for (size_t i = 0; i < CTL_NDAEMONS; i++) {
+		const struct ctl_daemon	*d = &ctl_audit_daemons[i];
+		char			*path = ctl_daemon_socket(d);
+		Sbx__V1__Envelope	*rep;
+		int			 r;
+
+		if (d->optional && access(path, F_OK) == -1) {
+			free(path);
+			continue;
+		}
+		/* Operators may be on policyd's admin socket only: try it
+		 * when the orchestrator socket will not have us. */
+		if (strcmp(d->name, "policyd") == 0) {
+			ctl.quiet = 1;
+			r = ctl_call(d->name, path, req, want, &rep);
+			ctl.quiet = 0;
+			if (r == SBXCTL_UNREACHABLE) {
+				ctl.quiet = 1;
+				r = ctl_call(d->name, ctl.admin_sock, req,
+				    want, &rep);
+				ctl.quiet = 0;
+			}
+			/* Neither: report the orchestrator socket. */
+			if (r == SBXCTL_UNREACHABLE)
+				r = ctl_call(d->name, path, req, want, &rep);
+		} else
+			r = ctl_call(d->name, path, req, want, &rep);
+		free(path);
+		if (r != SBXCTL_OK) {
+			rc = r;
+			continue;
+		}
+		(*reps)[(*nreps)++] = rep;
+	}
+	return rc;
+}
+
+static int
+ctl_audit(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, **reps;
+	Sbx__V1__AuditQuery	 q = SBX__V1__AUDIT_QUERY__INIT;
+	Sbx__V1__AuditVerify	 v = SBX__V1__AUDIT_VERIFY__INIT;
+	Sbx__V1__AuditEvent	**ev = NULL;
+	Sbx__V1__AuditVerifyReply **vr;
+	size_t			 nreps, nev = 0;
+	int			 rc, broken = 0;
+
+	if (argc != 2)
+		return ctl_usage("audit takes a task id, or verify");
+	if (strcmp(argv[1], "verify") == 0) {
+		req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY;
+		req.audit_verify = &v;
+		rc = ctl_audit_each(&req, SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED,
+		    &reps, &nreps);
+		vr = xcalloc(nreps, sizeof(*vr));
+		for (size_t i = 0; i < nreps; i++) {
+			vr[i] = reps[i]->audit_verified;
+			if (!vr[i]->ok)
+				broken = 1;
+		}
+		print_verify(stdout, vr, nreps, ctl.json);
+		free(vr);
+		goto done;
+	}
+	if (!name_ok(argv[1])) {
+		log_warnx("\"%s\" is not a valid task id", argv[1]);
+		return SBXCTL_USAGE;
+	}
+	q.task_id = argv[1];
+	req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+	req.audit_query = &q;
+	rc = ctl_audit_each(&req, SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS, &reps,
+	    &nreps);
+	for (size_t i = 0; i < nreps; i++) {
+		Sbx__V1__AuditRecords	*r = reps[i]->audit_records;
+
+		ev = xreallocarray(ev, nev + r->n_events + 1, sizeof(*ev));
+		for (size_t k = 0; k < r->n_events; k++)
+			ev[nev++] = r->events[k];
+	}
+	if (nev > 0)
+		qsort(ev, nev, sizeof(*ev), ctl_event_cmp);
+	if (rc == SBXCTL_OK || nev > 0)
+		print_audit(stdout, ev, nev, ctl.json);
+	if (rc == SBXCTL_OK && nev == 0)
+		log_warnx("no audit records for task %s", argv[1]);
+	free(ev);
+ done:
+	for (size_t i = 0; i < nreps; i++)
+		sbx__v1__envelope__free_unpacked(reps[i], NULL);
+	free(reps);
+	if (rc == SBXCTL_OK && broken)
+		rc = SBXCTL_ERR;
+	return rc;
+}
+
+/* ---- metrics ---- */
+
+static int
+ctl_metrics(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__MetricsRequest	 m = SBX__V1__METRICS_REQUEST__INIT;
+	int			 rc;
+
+	(void)argv;
+	if (argc != 1)
+		return ctl_usage("metrics takes no arguments");
+	req.body_case = SBX__V1__ENVELOPE__BODY_METRICS_REQUEST;
+	req.metrics_request = &m;
+	rc = ctl_call("policyd", ctl.admin_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_METRICS, &rep);
+	if (rc != SBXCTL_OK)
+		return rc;
+	fputs(rep->metrics->text, stdout);
+	if (rep->metrics->text[0] != '\0' &&
+	    rep->metrics->text[strlen(rep->metrics->text) - 1] != '\n')
+		fputc('\n', stdout);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char	*state, *orch = NULL, *admin = NULL;
+	int		 ch, rc;
+
+	log_init("sbxctl", 1, 0);
+	if ((state = getenv("SBX_STATE")) == NULL || *state == '\0')
+		state = "./run";
+	while ((ch = getopt(argc, argv, "+hjs:S:A:")) != -1) {
+		switch (ch) {
+		case 'j':
+			ctl.json = 1;
+			break;
+		case 's':
+			state = optarg;
+			break;
+		case 'S':
+			orch = optarg;
+			break;
+		case 'A':
+			admin = optarg;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return SBXCTL_OK;
+		default:
+			return ctl_usage(NULL);
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1)
+		return ctl_usage("no command given");
+	ctl.state = xstrdup(state);
+	if (orch != NULL)
+		ctl.orch_sock = xstrdup(orch);
+	else
+		xasprintf(&ctl.orch_sock, "%s/sockets/policyd.sock", state);
+	if (admin != NULL)
+		ctl.admin_sock = xstrdup(admin);
+	else
+		xasprintf(&ctl.admin_sock, "%s/sockets/policyd-admin.sock",
+		    state);
+	ctl.request_id = ((uint64_t)getpid() << 32);
+
+	if (strcmp(argv[0], "compile") == 0)
+		rc = ctl_compile(argc, argv);
+	else if (strcmp(argv[0], "entitlement") == 0)
+		rc = ctl_entitlement(argc, argv);
+	else if (strcmp(argv[0], "template") == 0)
+		rc = ctl_template(argc, argv);
+	else if (strcmp(argv[0], "audit") == 0)
+		rc = ctl_audit(argc, argv);
+	else if (strcmp(argv[0], "metrics") == 0)
+		rc = ctl_metrics(argc, argv);
+	else {
+		char	 why[160];
+
+		snprintf(why, sizeof(why), "unknown command \"%s\"", argv[0]);
+		rc = ctl_usage(why);
+	}
+	free(ctl.state);
+	free(ctl.orch_sock);
+	free(ctl.admin_sock);
+	return rc;
+}

@@ -1,0 +1,798 @@
+/*
+ * compile_test.c: policyd's compiler against a real store (a temporary
+ * policyd.db) and a real signing key, without sockets.  The property that
+ * matters most is tried hardest: over hundreds of random templates,
+ * entitlements and tasks, a compiled policy is always a subset of its
+ * (substituted) template, keeps only entitled hosts and readable inputs,
+ * and never exceeds the plan.  The rest checks each rule id, the
+ * execution cap (also inside one group-commit batch), and that the audit
+ * record matches the reply.
+ */
+#include <sys/stat.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "audit.h"
+#include "policy.h"
+#include "sign.h"
+#include "util.h"
+#include "yaml.h"
+#include "policyd/policyd.h"
+
+static char		 tdir[] = "/tmp/compile_test.XXXXXX";
+static struct policyd	 pd;
+
+static const char tmpl_analytics[] =
+    "policy: analytics-readonly\n"
+    "version: 7\n"
+    "isolation: gvisor\n"
+    "image: sandbox/py@sha256:"
+    "a2297711e96bea7cb00cd4dfdd083b1a568acfbf7c8e991512f488901936caed\n"
+    "limits: {cpus: 1, memory_mb: 1024, pids: 128, wall_seconds: 60,"
+    " scratch_mb: 256}\n"
+    "inputs:\n"
+    "  - dataset: \"${task.dataset_ref}\"\n"
+    "network:\n"
+    "  default: deny\n"
+    "  allow:\n"
+    "    - {host: api.fx-rates.internal, methods: [GET],"
+    " paths: [\"/v1/${task.tenant}/${task.user}/\"], max_response_kb: 512}\n"
+    "    - {host: api.other.internal, methods: [GET, POST]}\n"
+    "credentials:\n"
+    "  - {host: api.fx-rates.internal, secret: \"fx-${task.tenant}\","
+    " header: Authorization}\n"
+    "  - {host: api.other.internal, secret: other, header: X-Key}\n"
+    "outputs:\n"
+    "  allowed_types: [text/csv, image/png]\n"
+    "  max_total_kb: 2048\n"
+    "  destination: agent\n"
+    "executions_per_task: 15\n";
+
+static const char tmpl_report[] =
+    "policy: report-basic\n"
+    "version: 1\n"
+    "isolation: container\n"
+    "image: sandbox/rep@sha256:"
+    "0000000000000000000000000000000000000000000000000000000000000001\n"
+    "limits: {cpus: 0.5, memory_mb: 256, pids: 32, wall_seconds: 30,"
+    " scratch_mb: 64}\n"
+    "inputs:\n"
+    "  - dataset: report-fixtures\n"
+    "network:\n"
+    "  default: deny\n"
+    "outputs:\n"
+    "  allowed_types: [text/plain]\n"
+    "  max_total_kb: 64\n"
+    "  destination: user\n"
+    "executions_per_task: 3\n";
+
+static void
+add_template(const char *yaml, const char *type)
+{
+	struct yerrs	 errs = { NULL, 0 };
+	Sbx__V1__Policy	*p;
+	char		*name;
+	uint32_t	 v;
+
+	p = policy_parse_buf("test.yaml", yaml, strlen(yaml), &errs);
+	cr_assert_not_null(p, "template does not parse: %s",
+	    errs.n > 0 ? errs.msgs[0] : "?");
+	yerrs_free(&errs);
+	name = xstrdup(p->name);
+	v = p->version;
+	cr_assert_eq(template_registry_add(pd.reg, p, "test.yaml"), 0);
+	cr_assert_eq(template_registry_activate(pd.reg, type, name, v), 0);
+	free(name);
+}
+
+static void
+setup(void)
+{
+	char	 err[256], sk[300], pk[300], db[300];
+
+	cr_assert_not_null(mkdtemp(tdir));
+	snprintf(sk, sizeof(sk), "%s/signing.key", tdir);
+	snprintf(pk, sizeof(pk), "%s/policyd.pub", tdir);
+	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
+	memset(&pd, 0, sizeof(pd));
+	pd.ttl = 900;
+	cr_assert_eq(sign_keygen(sk, pk, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not_null(pd.key = sign_key_load(sk, err, sizeof(err)),
+	    "%s", err);
+	cr_assert_not_null(pd.store = store_open(db, err, sizeof(err)), "%s",
+	    err);
+	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), err,
+	    sizeof(err)), "%s", err);
+	pd.reg = template_registry_new();
+	add_template(tmpl_analytics, "analytics");
+	add_template(tmpl_report, "report");
+}
+
+static void
+teardown(void)
+{
+	char	 cmd[300];
+
+	entitle_close(pd.ent);
+	store_close(pd.store);
+	sign_key_free(pd.key);
+	template_registry_free(pd.reg);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", tdir);
+}
+
+TestSuite(compile, .init = setup, .fini = teardown);
+
+/* ---- helpers ---- */
+
+static void
+entitle(const char *tenant, const char *user, const char **datasets,
+    const char **hosts, const Sbx__V1__Limits *plan)
+{
+	Sbx__V1__Entitlement	 m = SBX__V1__ENTITLEMENT__INIT;
+	Sbx__V1__Limits		 l = SBX__V1__LIMITS__INIT;
+	char			 err[256];
+
+	m.tenant = (char *)tenant;
+	m.user = (char *)user;
+	for (; datasets != NULL && datasets[m.n_datasets] != NULL; )
+		m.n_datasets++;
+	m.datasets = (char **)datasets;
+	for (; hosts != NULL && hosts[m.n_hosts] != NULL; )
+		m.n_hosts++;
+	m.hosts = (char **)hosts;
+	m.max_limits = plan != NULL ? (Sbx__V1__Limits *)plan : &l;
+	cr_assert_eq(entitle_add(pd.ent, &m, err, sizeof(err)), 0, "%s", err);
+}
+
+static void
+task_init(Sbx__V1__Task *t, const char *id, const char *type,
+    const char *tenant, const char *user, const char **datasets)
+{
+	sbx__v1__task__init(t);
+	t->id = (char *)id;
+	t->type = (char *)type;
+	t->tenant = (char *)tenant;
+	t->user = (char *)user;
+	t->datasets = (char **)datasets;
+	for (; datasets != NULL && datasets[t->n_datasets] != NULL; )
+		t->n_datasets++;
+}
+
+/* Compile and commit; returns compile_task's result. */
+static int
+compile(const Sbx__V1__Task *t, struct compile_out *out, Sbx__V1__Error *err)
+{
+	int	 rc;
+
+	sbx__v1__error__init(err);
+	rc = compile_task(&pd, t, "uid:1000", out, err);
+	if (store_in_batch(pd.store))
+		cr_assert_eq(store_commit(pd.store), 0, "commit failed");
+	return rc;
+}
+
+static const char *alice_ds[] = { "supplier-2026-q3", NULL };
+static const char *fx_host[] = { "api.fx-rates.internal", NULL };
+
+/* ---- the property: compile never adds a capability ---- */
+
+static const char *const pool_ds[] = {
+	"d-alpha", "d-beta", "d-gamma", "d-delta", "d-eps"
+};
+static const char *const pool_hosts[] = {
+	"a.example.com", "b.example.com", "c.internal", "d.internal",
+	"e.example.org", "f.example.org"
+};
+static const char *const pool_methods[] = { "GET", "POST", "PUT", "DELETE" };
+static const char *const pool_paths[] = {
+	"/v1/", "/v2/${task.tenant}/", "/u/${task.user}/x", "/t/${task.id}",
+	"/type/${task.type}/"
+};
+static const char *const pool_types[] = {
+	"text/csv", "image/png", "application/json", "text/plain"
+};
+
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+
+static unsigned
+rnd(unsigned n)
+{
+	return (unsigned)random() % n;
+}
+
+static char **
+strv_add(char **v, size_t *n, const char *s)
+{
+	v = xreallocarray(v, *n + 1, sizeof(*v));
+	v[(*n)++] = xstrdup(s);
+	return v;
+}
+
+static Sbx__V1__Policy *
+random_template(unsigned i)
+{
+	Sbx__V1__Policy	*p = policy_new();
+	char		 img[128], hex[65];
+	unsigned char	 dg[32];
+
+	free(p->name);
+	p->name = xstrdup("rand");
+	p->version = i + 1;
+	p->isolation = 1 + rnd(3);
+	for (size_t k = 0; k < sizeof(dg); k++)
+		dg[k] = (unsigned char)random();
+	hex_encode(dg, sizeof(dg), hex);
+	snprintf(img, sizeof(img), "img/r@sha256:%s", hex);
+	free(p->image);
+	p->image = xstrdup(img);
+	p->limits->cpus_milli = 1 + rnd(4000);
+	p->limits->memory_mb = 16 + rnd(4096);
+	p->limits->pids = 1 + rnd(512);
+	p->limits->wall_seconds = 1 + rnd(600);
+	p->limits->scratch_mb = 1 + rnd(1024);
+
+	if (rnd(10) < 7) {
+		p->inputs = xreallocarray(p->inputs, p->n_inputs + 1,
+		    sizeof(*p->inputs));
+		p->inputs[p->n_inputs] = xmalloc(sizeof(Sbx__V1__Input));
+		sbx__v1__input__init(p->inputs[p->n_inputs]);
+		p->inputs[p->n_inputs++]->dataset =
+		    xstrdup("${task.dataset_ref}");
+	}
+	for (unsigned k = rnd(3); k > 0; k--) {
+		p->inputs = xreallocarray(p->inputs, p->n_inputs + 1,
+		    sizeof(*p->inputs));
+		p->inputs[p->n_inputs] = xmalloc(sizeof(Sbx__V1__Input));
+		sbx__v1__input__init(p->inputs[p->n_inputs]);
+		p->inputs[p->n_inputs++]->dataset =
+		    xstrdup(pool_ds[rnd(NELEM(pool_ds))]);
+	}
+
+	for (unsigned k = rnd(5); k > 0; k--) {
+		Sbx__V1__AllowRule	*r = xmalloc(sizeof(*r));
+		int			 dup = 0;
+
+		sbx__v1__allow_rule__init(r);
+		r->host = xstrdup(pool_hosts[rnd(NELEM(pool_hosts))]);
+		for (size_t j = 0; j < p->network->n_allow; j++)
+			dup |= strcmp(p->network->allow[j]->host, r->host) == 0;
+		if (dup) {
+			sbx__v1__allow_rule__free_unpacked(r, NULL);
+			continue;
+		}
+		for (size_t j = 0; j < NELEM(pool_methods); j++)
+			if (rnd(2) || (j == 0 && r->n_methods == 0))
+				r->methods = strv_add(r->methods,
+				    &r->n_methods, pool_methods[j]);
+		for (unsigned j = rnd(3); j > 0; j--)
+			r->paths = strv_add(r->paths, &r->n_paths,
+			    pool_paths[rnd(NELEM(pool_paths))]);
+		r->max_request_kb = rnd(64);
+		r->max_response_kb = rnd(4096);
+		p->network->allow = xreallocarray(p->network->allow,
+		    p->network->n_allow + 1, sizeof(*p->network->allow));
+		p->network->allow[p->network->n_allow++] = r;
+	}
+	p->network->max_out_kb = rnd(1024);
+
+	for (unsigned k = rnd(4); k > 0; k--) {
+		Sbx__V1__Credential	*c = xmalloc(sizeof(*c));
+		char			 secret[64];
+
+		sbx__v1__credential__init(c);
+		/* Credentials bind to a host the template allows (the
+		 * template parser insists), so pick from the rules. */
+		if (p->network->n_allow == 0) {
+			free(c);
+			break;
+		}
+		c->host = xstrdup(p->network->allow[rnd(
+		    (unsigned)p->network->n_allow)]->host);
+		snprintf(secret, sizeof(secret), rnd(2) ? "s%u-${task.user}" :
+		    "s%u", rnd(100));
+		c->secret = xstrdup(secret);
+		c->header = xstrdup(rnd(2) ? "Authorization" : "X-Api-Key");
+		c->kind = rnd(2);
+		p->credentials = xreallocarray(p->credentials,
+		    p->n_credentials + 1, sizeof(*p->credentials));
+		p->credentials[p->n_credentials++] = c;
+	}
+
+	for (size_t j = 0; j < NELEM(pool_types); j++)
+		if (rnd(2))
+			p->outputs->allowed_types = strv_add(
+			    p->outputs->allowed_types,
+			    &p->outputs->n_allowed_types, pool_types[j]);
+	p->outputs->max_total_kb = 1 + rnd(8192);
+	p->outputs->destination = 1 + rnd(3);
+	p->executions_per_task = 1 + rnd(20);
+	return p;
+}
+
+/* A random subset of pool, NULL-terminated, each kept with chance pct. */
+static const char **
+random_subset(const char *const *pool, size_t n, unsigned pct)
+{
+	const char	**v = xcalloc(n + 1, sizeof(*v));
+	size_t		  k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (rnd(100) < pct)
+			v[k++] = pool[i];
+	return v;
+}
+
+static uint32_t
+random_cap(uint32_t around)
+{
+	/* A third no cap, else anywhere from a tenth to twice the value. */
+	if (rnd(3) == 0)
+		return 0;
+	return 1 + rnd(around * 2);
+}
+
+Test(compile, never_adds_a_capability)
+{
+	unsigned	 ok = 0, denied = 0, n = 600;
+
+	srandom(20260101);
+	for (unsigned i = 0; i < n; i++) {
+		Sbx__V1__Policy		*tp = random_template(i);
+		Sbx__V1__Policy		*sub;
+		const struct tmpl	*tm;
+		struct compile_out	 out;
+		struct entitle_eff	 eff;
+		Sbx__V1__Error		 err;
+		Sbx__V1__Task		 t;
+		Sbx__V1__Limits		 plan = SBX__V1__LIMITS__INIT;
+		const char		**uds, **uhosts, **ads, **ahosts;
+		const char		**tds;
+		char			 user[32], id[32], why[256];
+		int			 rc;
+
+		cr_assert_eq(template_registry_add(pd.reg, tp, "rand.yaml"), 0);
+		cr_assert_eq(template_registry_activate(pd.reg, "rand", "rand",
+		    i + 1), 0);
+		tm = template_active(pd.reg, "rand");
+
+		snprintf(user, sizeof(user), "u%u", i);
+		snprintf(id, sizeof(id), "t-%u", i);
+		uds = random_subset(pool_ds, NELEM(pool_ds), 80);
+		uhosts = random_subset(pool_hosts, NELEM(pool_hosts), 50);
+		plan.cpus_milli = random_cap(2000);
+		plan.memory_mb = random_cap(2048);
+		plan.pids = random_cap(256);
+		plan.wall_seconds = random_cap(300);
+		plan.scratch_mb = random_cap(512);
+		if (rnd(10) != 0)
+			entitle("rnd", user, uds, uhosts, &plan);
+		/* The tenant-wide row changes between runs too. */
+		ads = random_subset(pool_ds, NELEM(pool_ds), 20);
+		ahosts = random_subset(pool_hosts, NELEM(pool_hosts), 20);
+		{
+			Sbx__V1__Entitlement	 m = SBX__V1__ENTITLEMENT__INIT;
+			Sbx__V1__Limits		 al = SBX__V1__LIMITS__INIT;
+			char			 err2[256];
+
+			al.memory_mb = random_cap(1024);
+			al.pids = random_cap(128);
+			m.tenant = (char *)"rnd";
+			m.user = (char *)"*";
+			for (; ads[m.n_datasets] != NULL; )
+				m.n_datasets++;
+			m.datasets = (char **)ads;
+			for (; ahosts[m.n_hosts] != NULL; )
+				m.n_hosts++;
+			m.hosts = (char **)ahosts;
+			m.max_limits = &al;
+			m.replace = 1;
+			cr_assert_eq(entitle_add(pd.ent, &m, err2,
+			    sizeof(err2)), 0);
+		}
+		tds = random_subset(pool_ds, NELEM(pool_ds), 25);
+		task_init(&t, id, "rand", "rnd", user, tds);
+
+		cr_assert_eq(entitle_get(pd.ent, "rnd", user, &eff), 0);
+		rc = compile(&t, &out, &err);
+		sub = policy_dup(tm->policy);
+		if (rc == 0) {
+			Sbx__V1__Error	 serr = SBX__V1__ERROR__INIT;
+
+			ok++;
+			cr_assert_eq(compile_substitute(sub, &t, &serr), 0);
+			cr_assert(policy_is_subset(out.policy, sub, why,
+			    sizeof(why)), "run %u: compiled policy is wider "
+			    "than its template: %s", i, why);
+			for (size_t k = 0; k < out.policy->network->n_allow;
+			    k++)
+				cr_assert(entitle_can_call(&eff,
+				    out.policy->network->allow[k]->host),
+				    "run %u: host %s kept but not entitled",
+				    i, out.policy->network->allow[k]->host);
+			for (size_t k = 0; k < out.policy->n_inputs; k++)
+				cr_assert(entitle_can_read(&eff,
+				    out.policy->inputs[k]->dataset),
+				    "run %u: input %s not readable", i,
+				    out.policy->inputs[k]->dataset);
+			for (size_t k = 0; k < out.policy->n_credentials;
+			    k++) {
+				int has = 0;
+
+				for (size_t j = 0;
+				    j < out.policy->network->n_allow; j++)
+					has |= strcmp(out.policy->network->
+					    allow[j]->host, out.policy->
+					    credentials[k]->host) == 0;
+				cr_assert(has, "run %u: credential for %s "
+				    "without its host", i,
+				    out.policy->credentials[k]->host);
+			}
+			for (size_t k = 0; k < out.policy->n_credentials; k++)
+				cr_assert_null(strstr(out.policy->
+				    credentials[k]->secret, "${"));
+#define CAP(f) \
+			if (eff.plan.f != 0) \
+				cr_assert_leq(out.policy->limits->f, \
+				    eff.plan.f, "run %u: " #f " over the plan", \
+				    i)
+			CAP(cpus_milli);
+			CAP(memory_mb);
+			CAP(pids);
+			CAP(wall_seconds);
+			CAP(scratch_mb);
+#undef CAP
+			compile_out_clear(&out);
+		} else {
+			Sbx__V1__Error	 serr = SBX__V1__ERROR__INIT;
+			int		 justified = 0;
+
+			denied++;
+			/* A denial must be one the inputs justify. */
+			if (!eff.found)
+				justified = strcmp(err.rule,
+				    RULE_NO_ENTITLEMENT) == 0;
+			else if (compile_substitute(sub, &t, &serr) == -1)
+				justified = strcmp(serr.rule,
+				    RULE_NOT_READABLE) == 0;
+			else
+				for (size_t k = 0; k < sub->n_inputs; k++)
+					justified |= !entitle_can_read(&eff,
+					    sub->inputs[k]->dataset);
+			cr_assert(justified, "run %u: denied without cause: "
+			    "%s: %s", i, err.rule, err.message);
+			cr_assert_eq(store_executions_count(pd.store, id), 0);
+			compile_error_clear(&serr);
+		}
+		compile_error_clear(&err);
+		policy_free(sub);
+		entitle_eff_clear(&eff);
+		free(uds);
+		free(uhosts);
+		free(ads);
+		free(ahosts);
+		free(tds);
+	}
+	cr_assert_gt(ok, n / 5, "only %u of %u compiled: the property was "
+	    "hardly exercised", ok, n);
+	cr_assert_gt(denied, 0, "no run was denied");
+}
+
+/* ---- rules ---- */
+
+Test(compile, unreadable_dataset_is_refused_and_not_recorded)
+{
+	static const char	*ds[] = { "payroll-2026", NULL };
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	Sbx__V1__AuditEvent	**ev;
+	size_t			 n;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-deny", "analytics", "acme", "alice", ds);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_POLICY);
+	cr_assert_str_eq(err.rule, "dataset-not-readable");
+	cr_assert_str_eq(err.message, "dataset \"payroll-2026\" is not "
+	    "readable by acme/alice");
+	cr_assert_eq(store_executions_count(pd.store, "t-deny"), 0,
+	    "an execution row exists for a refused task");
+	/* The denial itself is audited. */
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-deny", 0, &ev, &n),
+	    0);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(ev[0]->action, "deny");
+	cr_assert_str_eq(ev[0]->rule, "dataset-not-readable");
+	cr_assert_str_eq(ev[0]->execution_id, "");
+	audit_events_free(ev, n);
+	compile_error_clear(&err);
+}
+
+Test(compile, template_without_dataset_ref_takes_no_datasets)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	entitle("acme", "alice", (const char *[]){ "report-fixtures",
+	    "supplier-2026-q3", NULL }, NULL, NULL);
+	task_init(&t, "t-r", "report", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "dataset-not-readable");
+	cr_assert_not_null(strstr(err.message, "takes no task datasets"),
+	    "%s", err.message);
+	compile_error_clear(&err);
+
+	/* Without datasets the literal input stays. */
+	task_init(&t, "t-r2", "report", "acme", "alice", NULL);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->n_inputs, 1);
+	cr_assert_str_eq(out.policy->inputs[0]->dataset, "report-fixtures");
+	compile_out_clear(&out);
+}
+
+Test(compile, executions_cap_holds)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	entitle("acme", "alice", (const char *[]){ "report-fixtures", NULL },
+	    NULL, NULL);
+	task_init(&t, "t-cap", "report", "acme", "alice", NULL);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(compile(&t, &out, &err), 0, "compile %d: %s",
+		    i + 1, err.message);
+		compile_out_clear(&out);
+	}
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_LIMIT);
+	cr_assert_str_eq(err.rule, "executions-exhausted");
+	cr_assert_eq(store_executions_count(pd.store, "t-cap"), 3);
+	compile_error_clear(&err);
+}
+
+Test(compile, executions_cap_holds_inside_one_batch)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task		 t;
+	int			 okn = 0;
+
+	entitle("acme", "alice", (const char *[]){ "report-fixtures", NULL },
+	    NULL, NULL);
+	task_init(&t, "t-batch", "report", "acme", "alice", NULL);
+	/* Group commit: five compiles of one task before one commit. */
+	for (int i = 0; i < 5; i++) {
+		if (compile_task(&pd, &t, "uid:0", &out, &err) == 0) {
+			okn++;
+			compile_out_clear(&out);
+		} else
+			cr_assert_str_eq(err.rule, "executions-exhausted");
+		compile_error_clear(&err);
+	}
+	cr_assert(store_in_batch(pd.store));
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(okn, 3);
+	cr_assert_eq(store_executions_count(pd.store, "t-batch"), 3);
+}
+
+Test(compile, nothing_is_kept_when_the_batch_rolls_back)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task		 t;
+	char			 xid[40];
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-rb", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0);
+	snprintf(xid, sizeof(xid), "%s", out.execution_id);
+	compile_out_clear(&out);
+	store_poison(pd.store);
+	cr_assert_eq(store_commit(pd.store), -1);
+	cr_assert_eq(store_execution_exists(pd.store, xid), 0);
+	cr_assert_eq(store_executions_count(pd.store, "t-rb"), 0);
+}
+
+Test(compile, task_mismatch)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	entitle("acme", "bob", alice_ds, fx_host, NULL);
+	task_init(&t, "t-m", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	compile_out_clear(&out);
+
+	task_init(&t, "t-m", "analytics", "acme", "bob", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_POLICY);
+	cr_assert_str_eq(err.rule, "task-mismatch");
+	compile_error_clear(&err);
+
+	entitle("acme", "alice", (const char *[]){ "report-fixtures", NULL },
+	    NULL, NULL);
+	task_init(&t, "t-m", "report", "acme", "alice", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "task-mismatch");
+	compile_error_clear(&err);
+	cr_assert_eq(store_executions_count(pd.store, "t-m"), 1);
+}
+
+Test(compile, unknown_task_type)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-u", "mining", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_POLICY);
+	cr_assert_str_eq(err.rule, "unknown-task-type");
+	cr_assert_not_null(strstr(err.message, "\"mining\""));
+	compile_error_clear(&err);
+}
+
+Test(compile, no_entitlement_then_tenant_wide_row)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	task_init(&t, "t-n", "analytics", "acme", "carol", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "no-entitlement");
+	compile_error_clear(&err);
+
+	/* A "*" row covers every user of the tenant... */
+	entitle("acme", "*", NULL, fx_host, NULL);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->network->n_allow, 1);
+	compile_out_clear(&out);
+	/* ...and no one else's. */
+	task_init(&t, "t-n2", "analytics", "other", "carol", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "no-entitlement");
+	compile_error_clear(&err);
+}
+
+Test(compile, limits_clamped_to_the_plan)
+{
+	Sbx__V1__Limits		 up = SBX__V1__LIMITS__INIT;
+	Sbx__V1__Limits		 ap = SBX__V1__LIMITS__INIT;
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	up.memory_mb = 512;		/* below the template's 1024 */
+	up.pids = 4096;			/* above the template's 128 */
+	ap.wall_seconds = 20;		/* tenant-wide, the user sets none */
+	ap.memory_mb = 100;		/* the user's own value wins */
+	entitle("acme", "alice", alice_ds, fx_host, &up);
+	entitle("acme", "*", NULL, NULL, &ap);
+	task_init(&t, "t-l", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->limits->memory_mb, 512);
+	cr_assert_eq(out.policy->limits->pids, 128);
+	cr_assert_eq(out.policy->limits->wall_seconds, 20);
+	cr_assert_eq(out.policy->limits->cpus_milli, 1000);
+	cr_assert_eq(out.policy->limits->scratch_mb, 256);
+	compile_out_clear(&out);
+}
+
+Test(compile, task_placeholders_substituted)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-s", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->network->n_allow, 1);
+	cr_assert_eq(out.policy->network->allow[0]->n_paths, 1);
+	cr_assert_str_eq(out.policy->network->allow[0]->paths[0],
+	    "/v1/acme/alice/");
+	cr_assert_eq(out.policy->n_credentials, 1);
+	cr_assert_str_eq(out.policy->credentials[0]->secret, "fx-acme");
+	cr_assert_eq(out.policy->n_inputs, 1);
+	cr_assert_str_eq(out.policy->inputs[0]->dataset, "supplier-2026-q3");
+	compile_out_clear(&out);
+}
+
+Test(compile, credential_dropped_with_its_host)
+{
+	static const char	*other[] = { "api.other.internal", NULL };
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+
+	entitle("acme", "dave", NULL, other, NULL);
+	task_init(&t, "t-c", "analytics", "acme", "dave", NULL);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->network->n_allow, 1);
+	cr_assert_str_eq(out.policy->network->allow[0]->host,
+	    "api.other.internal");
+	cr_assert_eq(out.policy->n_credentials, 1);
+	cr_assert_str_eq(out.policy->credentials[0]->host,
+	    "api.other.internal");
+	cr_assert_eq(out.policy->n_inputs, 0);
+	compile_out_clear(&out);
+}
+
+Test(compile, invalid_task_names_the_field)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	static const char	*bad[] = { "../etc/passwd", NULL };
+
+	task_init(&t, "t 1", "analytics", "acme", "alice", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_INVALID);
+	cr_assert_not_null(strstr(err.message, "task.id"), "%s", err.message);
+	compile_error_clear(&err);
+	task_init(&t, "t-1", "analytics", "acme", "*", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_not_null(strstr(err.message, "task.user"), "%s",
+	    err.message);
+	compile_error_clear(&err);
+	task_init(&t, "t-1", "analytics", "acme", "alice", bad);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_not_null(strstr(err.message, "task.datasets[0]"), "%s",
+	    err.message);
+	compile_error_clear(&err);
+}
+
+Test(compile, audit_record_matches_the_reply)
+{
+	struct compile_out		 out;
+	Sbx__V1__Error			 err;
+	Sbx__V1__Task			 t;
+	Sbx__V1__AuditEvent		**ev;
+	Sbx__V1__AuditVerifyReply	 vr = SBX__V1__AUDIT_VERIFY_REPLY__INIT;
+	Sbx__V1__PolicyGrant		*g;
+	char				 why[256], hash[POLICY_HASH_HEX];
+	size_t				 n;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-a", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-a", 0, &ev, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(ev[0]->action, "compile");
+	cr_assert_str_eq(ev[0]->task_id, "t-a");
+	cr_assert_str_eq(ev[0]->execution_id, out.execution_id);
+	cr_assert_str_eq(ev[0]->policy_hash, out.hash);
+	cr_assert_str_eq(ev[0]->detail, "template analytics-readonly@7");
+	audit_events_free(ev, n);
+	cr_assert_eq(store_execution_exists(pd.store, out.execution_id), 1);
+
+	cr_assert_eq(audit_verify(store_audit(pd.store), &vr), 0);
+	cr_assert(vr.ok, "audit chain: %s", vr.problem);
+	audit_verify_clear(&vr);
+
+	/* The signed grant carries the same hash and verifies. */
+	g = sign_verify(pd.key->pk, &out.signed_, now_s(), why, sizeof(why));
+	cr_assert_not_null(g, "%s", why);
+	cr_assert_str_eq(g->policy_hash, out.hash);
+	cr_assert_str_eq(g->execution_id, out.execution_id);
+	cr_assert_str_eq(g->task_id, "t-a");
+	cr_assert_eq(g->expires_at, out.expires_at);
+	cr_assert_eq(policy_hash(g->policy, hash), 0);
+	cr_assert_str_eq(hash, out.hash);
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	compile_out_clear(&out);
+}

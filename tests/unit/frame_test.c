@@ -1,0 +1,869 @@
+/*
+ * frame_test.c: the frame codec, and a real frame server on a temporary
+ * socket (event loop in a thread) driven by blocking clients.  What a
+ * client sees is what is asserted: the reply, the Error code it gets for
+ * each kind of bad frame, that the connection then closes, that other
+ * clients are still served, and that a refused peer reads zero bytes.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "frame.h"
+#include "log.h"
+#include "peer.h"
+#include "util.h"
+#include "sbx/v1/admin.pb-c.h"
+#include "sbx/v1/audit.pb-c.h"
+
+#define MALFORMED	SBX__V1__ERROR_CODE__ERROR_MALFORMED
+#define TOO_LARGE	SBX__V1__ERROR_CODE__ERROR_FRAME_TOO_LARGE
+#define TRUNCATED	SBX__V1__ERROR_CODE__ERROR_TRUNCATED
+#define BADVERSION	SBX__V1__ERROR_CODE__ERROR_UNSUPPORTED_VERSION
+
+/* ---- codec ---- */
+
+static uint8_t *
+pack_query(uint32_t version, uint64_t reqid, const char *task, int body,
+    size_t *lenp)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+
+	frame_env_init(&env, reqid);
+	env.version = version;
+	if (body) {
+		sbx__v1__audit_query__init(&q);
+		q.task_id = (char *)task;
+		q.limit = 7;
+		env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+		env.audit_query = &q;
+	}
+	return frame_pack(&env, lenp);
+}
+
+Test(codec, round_trip)
+{
+	Sbx__V1__Envelope	*env;
+	Sbx__V1__ErrorCode	 code;
+	const char		*why;
+	uint8_t			*buf;
+	size_t			 len, plen;
+
+	buf = pack_query(SBX_PROTO_VERSION, 99, "t-1", 1, &len);
+	cr_assert_not_null(buf);
+	cr_assert(len > FRAME_HDR);
+	cr_assert_eq(frame_parse_header(buf, 0, &plen, &code, &why), 0);
+	cr_assert_eq(plen, len - FRAME_HDR, "header says %zu, payload %zu",
+	    plen, len - FRAME_HDR);
+	env = frame_decode(buf + FRAME_HDR, plen, 0, &code, &why);
+	cr_assert_not_null(env, "decode failed: %s", why);
+	cr_assert_eq(env->version, SBX_PROTO_VERSION);
+	cr_assert_eq(env->request_id, 99);
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_AUDIT_QUERY);
+	cr_assert_str_eq(env->audit_query->task_id, "t-1");
+	cr_assert_eq(env->audit_query->limit, 7);
+	sbx__v1__envelope__free_unpacked(env, NULL);
+	free(buf);
+}
+
+Test(codec, zero_length)
+{
+	static const uint8_t	 hdr[FRAME_HDR] = { 0, 0, 0, 0 };
+	Sbx__V1__ErrorCode	 code = 0;
+	const char		*why = NULL;
+	size_t			 len;
+
+	cr_assert_eq(frame_parse_header(hdr, 0, &len, &code, &why), -1);
+	cr_assert_eq(code, MALFORMED);
+	cr_assert_not_null(why);
+	code = 0;
+	cr_assert_null(frame_decode(hdr, 0, 0, &code, &why));
+	cr_assert_eq(code, MALFORMED);
+}
+
+Test(codec, oversized)
+{
+	uint8_t			 hdr[FRAME_HDR] = { 0, 0, 0x10, 0x01 };
+	Sbx__V1__ErrorCode	 code = 0;
+	const char		*why;
+	uint8_t			*buf;
+	size_t			 len;
+
+	/* 4097 bytes against a 4096-byte maximum; exactly 4096 is fine. */
+	cr_assert_eq(frame_parse_header(hdr, 4096, &len, &code, &why), -1);
+	cr_assert_eq(code, TOO_LARGE);
+	hdr[3] = 0x00;
+	cr_assert_eq(frame_parse_header(hdr, 4096, &len, &code, &why), 0);
+	cr_assert_eq(len, 4096);
+	/* The largest length a header can say, against the default. */
+	memset(hdr, 0xff, sizeof(hdr));
+	cr_assert_eq(frame_parse_header(hdr, 0, &len, &code, &why), -1);
+	cr_assert_eq(code, TOO_LARGE);
+
+	buf = pack_query(SBX_PROTO_VERSION, 1, "t-1", 1, &len);
+	code = 0;
+	cr_assert_null(frame_decode(buf + FRAME_HDR, len - FRAME_HDR,
+	    len - FRAME_HDR - 1, &code, &why));
+	cr_assert_eq(code, TOO_LARGE);
+	free(buf);
+}
+
+Test(codec, garbage)
+{
+	static const uint8_t	 junk[] = { 0xff, 0xff, 0xff, 0xff, 0xff,
+	    0xff, 0xff, 0xff };
+	/* Field 2 (request_id) announced as a 100-byte string: cut short. */
+	static const uint8_t	 cut[] = { 0x12, 100, 'a', 'b' };
+	Sbx__V1__ErrorCode	 code = 0;
+	const char		*why = NULL;
+
+	cr_assert_null(frame_decode(junk, sizeof(junk), 0, &code, &why));
+	cr_assert_eq(code, MALFORMED);
+	cr_assert_not_null(why);
+	code = 0;
+	cr_assert_null(frame_decode(cut, sizeof(cut), 0, &code, &why));
+	cr_assert_eq(code, MALFORMED);
+}
+
+Test(codec, wrong_version)
+{
+	Sbx__V1__ErrorCode	 code = 0;
+	const char		*why;
+	uint8_t			*buf;
+	size_t			 len;
+
+	buf = pack_query(2, 5, "t-1", 1, &len);
+	cr_assert_null(frame_decode(buf + FRAME_HDR, len - FRAME_HDR, 0, &code,
+	    &why));
+	cr_assert_eq(code, BADVERSION);
+	free(buf);
+	/* No version at all is version 0: also not ours. */
+	buf = pack_query(0, 5, "t-1", 1, &len);
+	code = 0;
+	cr_assert_null(frame_decode(buf + FRAME_HDR, len - FRAME_HDR, 0, &code,
+	    &why));
+	cr_assert_eq(code, BADVERSION);
+	free(buf);
+}
+
+Test(codec, no_body)
+{
+	Sbx__V1__ErrorCode	 code = 0;
+	const char		*why;
+	uint8_t			*buf;
+	size_t			 len;
+
+	buf = pack_query(SBX_PROTO_VERSION, 5, NULL, 0, &len);
+	cr_assert_not_null(buf);
+	cr_assert_null(frame_decode(buf + FRAME_HDR, len - FRAME_HDR, 0, &code,
+	    &why));
+	cr_assert_eq(code, MALFORMED);
+	free(buf);
+}
+
+/* ---- a real server ---- */
+
+struct later {
+	struct frame_conn	*conn;
+	uint64_t		 reqid;
+	int			*rv;
+};
+
+static struct {
+	struct event_base	*base;
+	struct frame_server	*srv;
+	struct peer_allow	 allow;
+	pthread_t		 thread;
+	char			 dir[64];
+	char			 path[128];
+	uint64_t		 refused;
+	int			 later_rv;
+	unsigned		 handled;
+} S;
+
+static void
+send_ack(struct frame_conn *c, uint64_t reqid, const char *detail)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__Ack		ack;
+
+	frame_env_init(&env, reqid);
+	sbx__v1__ack__init(&ack);
+	ack.detail = (char *)detail;
+	env.body_case = SBX__V1__ENVELOPE__BODY_ACK;
+	env.ack = &ack;
+	if (frame_conn_send(c, &env) == -1)
+		S.later_rv = -1;
+}
+
+static void
+later_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct later		*l = arg;
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Ack		 ack;
+
+	(void)fd;
+	(void)what;
+	frame_env_init(&env, l->reqid);
+	sbx__v1__ack__init(&ack);
+	ack.detail = "later";
+	env.body_case = SBX__V1__ENVELOPE__BODY_ACK;
+	env.ack = &ack;
+	*l->rv = frame_conn_send(l->conn, &env);
+	frame_conn_release(l->conn);
+	free(l);
+}
+
+/*
+ * AuditQuery in, Ack "ok:<task>" out.  Task "later" is answered after
+ * 100 ms and "later-slow" after 500 ms, holding the connection meanwhile.
+ */
+static void
+handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct later	*l;
+	struct timeval	 tv = { 0, 100000 };
+	char		 detail[160];
+	const char	*task;
+
+	(void)arg;
+	S.handled++;
+	if (req->body_case != SBX__V1__ENVELOPE__BODY_AUDIT_QUERY) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, NULL,
+		    "this socket takes AuditQuery only");
+		return;
+	}
+	task = req->audit_query->task_id;
+	if (strncmp(task, "later", 5) == 0) {
+		if (strcmp(task, "later-slow") == 0)
+			tv.tv_usec = 500000;
+		l = xcalloc(1, sizeof(*l));
+		l->conn = c;
+		l->reqid = req->request_id;
+		l->rv = &S.later_rv;
+		frame_conn_hold(c);
+		cr_assert_eq(event_base_once(S.base, -1, EV_TIMEOUT, later_cb,
+		    l, &tv), 0);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "ok:%s", task);
+	send_ack(c, req->request_id, detail);
+}
+
+static void *
+loop_thread(void *arg)
+{
+	(void)arg;
+	event_base_dispatch(S.base);
+	return NULL;
+}
+
+/* Start a server that allows our own uid unless `allow` is given. */
+static void
+server_start(struct frame_server_config *cfg)
+{
+	struct frame_server_config	def;
+
+	log_init("frame_test", 1, 0);
+	cr_assert_eq(evthread_use_pthreads(), 0);
+	snprintf(S.dir, sizeof(S.dir), "/tmp/frame_test.XXXXXX");
+	cr_assert_not_null(mkdtemp(S.dir));
+	snprintf(S.path, sizeof(S.path), "%s/sock", S.dir);
+	if (cfg == NULL) {
+		memset(&def, 0, sizeof(def));
+		cfg = &def;
+	}
+	cfg->name = "test";
+	cfg->path = S.path;
+	cfg->mode = 0600;
+	cfg->owner = (uid_t)-1;
+	cfg->group = (gid_t)-1;
+	if (cfg->allow == NULL) {
+		peer_allow_uid(&S.allow, getuid());
+		cfg->allow = &S.allow;
+	}
+	cr_assert_not_null(S.base = event_base_new());
+	S.srv = frame_server_listen(S.base, cfg, handler, NULL);
+	cr_assert_not_null(S.srv, "frame_server_listen failed");
+	cr_assert_eq(pthread_create(&S.thread, NULL, loop_thread, NULL), 0);
+}
+
+static void
+server_stop(void)
+{
+	event_base_loopexit(S.base, NULL);
+	pthread_join(S.thread, NULL);
+	S.refused = frame_server_refused(S.srv);
+	frame_server_free(S.srv);
+	event_base_free(S.base);
+	peer_allow_free(&S.allow);
+	rmdir(S.dir);
+}
+
+static int
+client(void)
+{
+	struct timeval	tv = { 5, 0 };
+	int		fd;
+
+	fd = frame_client_connect(S.path);
+	cr_assert_neq(fd, -1, "connect %s: %s", S.path, strerror(errno));
+	/* A broken server must fail the test, not hang it. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static void
+write_raw(int fd, const void *buf, size_t len)
+{
+	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
+}
+
+static void
+send_query(int fd, uint64_t reqid, const char *task)
+{
+	uint8_t	*buf;
+	size_t	 len;
+
+	buf = pack_query(SBX_PROTO_VERSION, reqid, task, 1, &len);
+	write_raw(fd, buf, len);
+	free(buf);
+}
+
+static void
+expect_ack(int fd, uint64_t reqid, const char *detail)
+{
+	Sbx__V1__Envelope	*env;
+	int			 rv;
+
+	rv = frame_read(fd, 0, &env);
+	cr_assert_eq(rv, 0, "frame_read: %d (%s)", rv, strerror(errno));
+	cr_assert_eq(env->request_id, reqid);
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_ACK,
+	    "reply body %d, want Ack", env->body_case);
+	cr_assert_str_eq(env->ack->detail, detail);
+	sbx__v1__envelope__free_unpacked(env, NULL);
+}
+
+/* The next frame is an Error with this code, then the server hangs up. */
+static void
+expect_error_then_close(int fd, Sbx__V1__ErrorCode code, uint64_t reqid)
+{
+	Sbx__V1__Envelope	*env;
+	char			 c;
+	int			 rv;
+
+	rv = frame_read(fd, 0, &env);
+	cr_assert_eq(rv, 0, "frame_read: %d (%s)", rv, strerror(errno));
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_ERROR,
+	    "reply body %d, want Error", env->body_case);
+	cr_assert_eq(env->error->code, code, "error code %d, want %d: %s",
+	    env->error->code, code, env->error->message);
+	cr_assert_eq(env->request_id, reqid);
+	cr_assert(strlen(env->error->message) > 0);
+	sbx__v1__envelope__free_unpacked(env, NULL);
+	cr_assert_eq(read(fd, &c, 1), 0, "connection still open");
+}
+
+Test(server, good_request_gets_reply)
+{
+	int	fd;
+
+	server_start(NULL);
+	fd = client();
+	send_query(fd, 17, "t-1");
+	expect_ack(fd, 17, "ok:t-1");
+	/* The connection stays usable for further requests. */
+	send_query(fd, 18, "t-2");
+	expect_ack(fd, 18, "ok:t-2");
+	close(fd);
+	server_stop();
+	cr_assert_eq(S.refused, 0);
+}
+
+Test(server, client_call)
+{
+	Sbx__V1__Envelope	 req, *reply;
+	Sbx__V1__AuditQuery	 q;
+	int			 fd;
+
+	server_start(NULL);
+	fd = client();
+	frame_env_init(&req, 3);
+	sbx__v1__audit_query__init(&q);
+	q.task_id = "t-9";
+	req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+	req.audit_query = &q;
+	cr_assert_eq(frame_client_call(fd, &req, &reply, 0), 0);
+	cr_assert_eq(reply->request_id, 3);
+	cr_assert_str_eq(reply->ack->detail, "ok:t-9");
+	sbx__v1__envelope__free_unpacked(reply, NULL);
+	close(fd);
+	server_stop();
+}
+
+Test(server, several_frames_in_one_write)
+{
+	uint8_t	*a, *b, *both;
+	size_t	 alen, blen;
+	int	 fd;
+
+	server_start(NULL);
+	fd = client();
+	a = pack_query(SBX_PROTO_VERSION, 1, "first", 1, &alen);
+	b = pack_query(SBX_PROTO_VERSION, 2, "second", 1, &blen);
+	both = xmalloc(alen + blen);
+	memcpy(both, a, alen);
+	memcpy(both + alen, b, blen);
+	write_raw(fd, both, alen + blen);
+	expect_ack(fd, 1, "ok:first");
+	expect_ack(fd, 2, "ok:second");
+	free(a);
+	free(b);
+	free(both);
+	close(fd);
+	server_stop();
+}
+
+Test(server, garbage_closes_only_that_connection)
+{
+	static const uint8_t	garbage[] = { 0, 0, 0, 8, 0xff, 0xff, 0xff,
+	    0xff, 0xff, 0xff, 0xff, 0xff };
+	int			good, bad, again;
+
+	server_start(NULL);
+	good = client();
+	send_query(good, 1, "before");
+	expect_ack(good, 1, "ok:before");
+	bad = client();
+	write_raw(bad, garbage, sizeof(garbage));
+	expect_error_then_close(bad, MALFORMED, 0);
+	close(bad);
+	/* The other client, and a new one, are still served. */
+	send_query(good, 2, "after");
+	expect_ack(good, 2, "ok:after");
+	again = client();
+	send_query(again, 3, "new");
+	expect_ack(again, 3, "ok:new");
+	close(good);
+	close(again);
+	server_stop();
+}
+
+Test(server, oversized_length)
+{
+	struct frame_server_config	cfg;
+	static const uint8_t		hdr[] = { 0, 0, 0x10, 0x01 };
+	int				fd;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.max_frame = 4096;
+	server_start(&cfg);
+	fd = client();
+	write_raw(fd, hdr, sizeof(hdr));
+	expect_error_then_close(fd, TOO_LARGE, 0);
+	close(fd);
+	server_stop();
+}
+
+Test(server, oversized_default_max)
+{
+	static const uint8_t	hdr[] = { 0x7f, 0xff, 0xff, 0xff };
+	int			fd;
+
+	server_start(NULL);
+	fd = client();
+	write_raw(fd, hdr, sizeof(hdr));
+	expect_error_then_close(fd, TOO_LARGE, 0);
+	close(fd);
+	server_stop();
+}
+
+Test(server, zero_length)
+{
+	static const uint8_t	hdr[] = { 0, 0, 0, 0 };
+	int			fd;
+
+	server_start(NULL);
+	fd = client();
+	write_raw(fd, hdr, sizeof(hdr));
+	expect_error_then_close(fd, MALFORMED, 0);
+	close(fd);
+	server_stop();
+}
+
+Test(server, truncated_frame)
+{
+	uint8_t	*buf;
+	size_t	 len;
+	int	 fd;
+
+	server_start(NULL);
+	fd = client();
+	buf = pack_query(SBX_PROTO_VERSION, 8, "t-1", 1, &len);
+	write_raw(fd, buf, len - 3);
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	expect_error_then_close(fd, TRUNCATED, 0);
+	free(buf);
+	close(fd);
+	server_stop();
+}
+
+Test(server, truncated_header)
+{
+	static const uint8_t	hdr[] = { 0, 0 };
+	int			fd;
+
+	server_start(NULL);
+	fd = client();
+	write_raw(fd, hdr, sizeof(hdr));
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	expect_error_then_close(fd, TRUNCATED, 0);
+	close(fd);
+	server_stop();
+}
+
+Test(server, wrong_version)
+{
+	uint8_t	*buf;
+	size_t	 len;
+	int	 fd;
+
+	server_start(NULL);
+	fd = client();
+	buf = pack_query(2, 44, "t-1", 1, &len);
+	write_raw(fd, buf, len);
+	/* The request id decoded, so the Error echoes it. */
+	expect_error_then_close(fd, BADVERSION, 44);
+	free(buf);
+	close(fd);
+	server_stop();
+}
+
+Test(server, empty_body)
+{
+	uint8_t	*buf;
+	size_t	 len;
+	int	 fd;
+
+	server_start(NULL);
+	fd = client();
+	buf = pack_query(SBX_PROTO_VERSION, 45, NULL, 0, &len);
+	write_raw(fd, buf, len);
+	expect_error_then_close(fd, MALFORMED, 45);
+	free(buf);
+	close(fd);
+	server_stop();
+	cr_assert_eq(S.handled, 0, "the handler saw a bodiless envelope");
+}
+
+Test(server, peer_not_on_allowlist_gets_nothing)
+{
+	struct frame_server_config	cfg;
+	struct peer_allow		other = { 0 };
+	char				c;
+	int				fd;
+
+	cr_assert_neq(getuid(), 12345);
+	peer_allow_uid(&other, 12345);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.allow = &other;
+	server_start(&cfg);
+	fd = client();
+	cr_assert_eq(read(fd, &c, 1), 0, "refused peer read a byte");
+	close(fd);
+	server_stop();
+	peer_allow_free(&other);
+	cr_assert_eq(S.refused, 1);
+	cr_assert_eq(S.handled, 0);
+}
+
+Test(server, allowed_by_gid)
+{
+	struct frame_server_config	cfg;
+	struct peer_allow		bygid = { 0 };
+	int				fd;
+
+	peer_allow_uid(&bygid, 12345);
+	peer_allow_gid(&bygid, getgid());
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.allow = &bygid;
+	server_start(&cfg);
+	fd = client();
+	send_query(fd, 1, "g");
+	expect_ack(fd, 1, "ok:g");
+	close(fd);
+	server_stop();
+	peer_allow_free(&bygid);
+	cr_assert_eq(S.refused, 0);
+}
+
+/* Connect and complete a round trip, retrying while the server catches up
+ * with a connection we closed; -1 if it never serves us. */
+static int
+client_served(uint64_t reqid)
+{
+	Sbx__V1__Envelope	*env;
+	int			 fd, tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		fd = client();
+		send_query(fd, reqid, "x");
+		if (frame_read(fd, 0, &env) == 0) {
+			sbx__v1__envelope__free_unpacked(env, NULL);
+			return fd;
+		}
+		close(fd);
+		usleep(20000);
+	}
+	return -1;
+}
+
+Test(server, max_conns_per_peer)
+{
+	struct frame_server_config	cfg;
+	char				c;
+	int				a, b, extra, d;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.max_conns_per_peer = 2;
+	server_start(&cfg);
+	a = client();
+	send_query(a, 1, "a");
+	expect_ack(a, 1, "ok:a");
+	b = client();
+	send_query(b, 2, "b");
+	expect_ack(b, 2, "ok:b");
+	extra = client();
+	cr_assert_eq(read(extra, &c, 1), 0, "third connection was served");
+	close(extra);
+	/* Closing one makes room again. */
+	close(a);
+	d = client_served(4);
+	cr_assert_neq(d, -1, "no room after a connection closed");
+	close(b);
+	close(d);
+	server_stop();
+	cr_assert_geq(S.refused, 1);
+}
+
+Test(server, max_conns)
+{
+	struct frame_server_config	cfg;
+	char				c;
+	int				a, extra;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.max_conns = 1;
+	server_start(&cfg);
+	a = client();
+	send_query(a, 1, "a");
+	expect_ack(a, 1, "ok:a");
+	extra = client();
+	cr_assert_eq(read(extra, &c, 1), 0, "second connection was served");
+	close(extra);
+	close(a);
+	server_stop();
+	cr_assert_eq(S.refused, 1);
+}
+
+Test(server, idle_timeout_closes)
+{
+	struct frame_server_config	cfg;
+	char				c;
+	time_t				t0;
+	int				fd;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.idle_timeout = 1;
+	server_start(&cfg);
+	fd = client();
+	t0 = time(NULL);
+	cr_assert_eq(read(fd, &c, 1), 0, "idle connection not closed");
+	cr_assert_leq(time(NULL) - t0, 3);
+	close(fd);
+	server_stop();
+}
+
+Test(server, deferred_reply)
+{
+	int	fd;
+
+	server_start(NULL);
+	fd = client();
+	send_query(fd, 5, "later");
+	expect_ack(fd, 5, "later");
+	close(fd);
+	server_stop();
+	cr_assert_eq(S.later_rv, 0);
+}
+
+Test(server, deferred_reply_after_half_close)
+{
+	char	c;
+	int	fd;
+
+	server_start(NULL);
+	fd = client();
+	send_query(fd, 6, "later");
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	expect_ack(fd, 6, "later");
+	cr_assert_eq(read(fd, &c, 1), 0, "connection not closed after reply");
+	close(fd);
+	server_stop();
+}
+
+Test(server, deferred_reply_to_gone_peer_is_dropped)
+{
+	int	fd;
+
+	server_start(NULL);
+	fd = client();
+	send_query(fd, 7, "later-slow");
+	usleep(100000);
+	close(fd);
+	/* The handler's send comes 500 ms after the request. */
+	usleep(800000);
+	server_stop();
+	cr_assert_eq(S.later_rv, -1, "send to a closed connection succeeded");
+}
+
+Test(server, stale_socket_replaced)
+{
+	struct sockaddr_un	sun;
+	struct peer_allow	allow = { 0 };
+	struct frame_server_config cfg;
+	int			fd;
+
+	/* A socket file nobody listens on, as left by a crashed daemon. */
+	log_init("frame_test", 1, 0);
+	cr_assert_not_null(mkdtemp(strcpy(S.dir, "/tmp/frame_test.XXXXXX")));
+	snprintf(S.path, sizeof(S.path), "%s/sock", S.dir);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, S.path);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);
+
+	peer_allow_uid(&allow, getuid());
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "test";
+	cfg.path = S.path;
+	cfg.mode = 0600;
+	cfg.owner = (uid_t)-1;
+	cfg.group = (gid_t)-1;
+	cfg.allow = &allow;
+	cr_assert_not_null(S.base = event_base_new());
+	S.srv = frame_server_listen(S.base, &cfg, handler, NULL);
+	cr_assert_not_null(S.srv, "stale socket not replaced");
+	/* A second server on the same live path is refused. */
+	cr_assert_null(frame_server_listen(S.base, &cfg, handler, NULL));
+	frame_server_free(S.srv);
+	event_base_free(S.base);
+	peer_allow_free(&allow);
+	rmdir(S.dir);
+}
+
+Test(server, refuses_to_replace_a_file_or_run_without_allowlist)
+{
+	struct frame_server_config	cfg;
+	struct event_base		*base;
+	struct stat			st;
+	char				dir[] = "/tmp/frame_test.XXXXXX";
+	char				path[64];
+	int				fd;
+
+	log_init("frame_test", 1, 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	cr_assert_neq(fd, -1);
+	close(fd);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "test";
+	cfg.path = path;
+	cfg.mode = 0600;
+	cfg.owner = (uid_t)-1;
+	cfg.group = (gid_t)-1;
+	cfg.allow = &S.allow;
+	base = event_base_new();
+	cr_assert_null(frame_server_listen(base, &cfg, handler, NULL));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "the regular file was replaced");
+	unlink(path);
+	cfg.allow = NULL;
+	cr_assert_null(frame_server_listen(base, &cfg, handler, NULL));
+	event_base_free(base);
+	rmdir(dir);
+}
+
+Test(server, socket_mode)
+{
+	struct frame_server_config	cfg;
+	struct stat			st;
+
+	memset(&cfg, 0, sizeof(cfg));
+	server_start(&cfg);
+	cr_assert_eq(stat(S.path, &st), 0);
+	cr_assert(S_ISSOCK(st.st_mode));
+	cr_assert_eq(st.st_mode & 07777, 0600, "mode %o",
+	    (unsigned)(st.st_mode & 07777));
+	server_stop();
+	cr_assert_neq(access(S.path, F_OK), 0, "socket left behind");
+}
+
+Test(server, socket_owner_and_group)
+{
+	struct frame_server_config	cfg;
+	struct peer_allow		allow = { 0 };
+	struct event_base		*base;
+	struct stat			st;
+	char				dir[] = "/tmp/frame_test.XXXXXX";
+	char				path[64];
+	struct frame_server		*srv;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root to give the socket away");
+	log_init("frame_test", 1, 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	peer_allow_uid(&allow, getuid());
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "test";
+	cfg.path = path;
+	cfg.mode = 0660;
+	cfg.owner = 4444;
+	cfg.group = 4242;
+	cfg.allow = &allow;
+	base = event_base_new();
+	cr_assert_not_null(srv = frame_server_listen(base, &cfg, handler,
+	    NULL));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_uid, 4444);
+	cr_assert_eq(st.st_gid, 4242);
+	cr_assert_eq(st.st_mode & 07777, 0660);
+	frame_server_free(srv);
+	event_base_free(base);
+	peer_allow_free(&allow);
+	rmdir(dir);
+}
