@@ -1,0 +1,729 @@
+/*
+ * sbx-init.c: PID 1 inside every sandbox.  It bridges 127.0.0.1:PORT to the
+ * egress Unix socket launchd-sbx mounted in, exports the proxy and CA-bundle
+ * variables, starts the task's program as its only child, forwards the
+ * usual termination signals to it, reaps every process and exits with the
+ * child's status.
+ *
+ * Invariants: the only route out of the sandbox this program ever opens is
+ * the egress socket named with -s; a TCP connection it cannot pair with
+ * that socket is reset, never served another way (fail closed).  When the
+ * main child exits, nothing it started outlives sbx-init.  The binary is
+ * linked statically against plain libc, because it runs inside images it
+ * did not build, and its memory is fixed arrays plus one buffer mapping
+ * per live relay.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define INIT_DEFAULT_SOCKET	"/run/sbx/egress.sock"
+#define INIT_DEFAULT_CA		"/run/sbx/ca.pem"
+#define INIT_DEFAULT_PORT	3128
+#define INIT_MAX_RELAYS		256
+#define INIT_BUFSZ		(64 * 1024)
+#define INIT_RETRY_MS		10	/* egress backlog full: try again */
+#define INIT_CONNECT_MS		10000	/* ... for this long at most */
+#define INIT_EXIT_USAGE		2
+#define INIT_EXIT_INTERNAL	1
+#define INIT_EXIT_EXEC		127
+
+/* One direction of a relay: bytes read from one socket, not yet written. */
+struct init_buf {
+	size_t		 b_off;		/* first unwritten byte */
+	size_t		 b_len;		/* end of the data read so far */
+	bool		 b_eof;		/* the source sent EOF */
+	bool		 b_shut;	/* EOF passed on with SHUT_WR */
+};
+
+/*
+ * A relay pairs one accepted TCP connection with one connection to the
+ * egress socket.  r_up carries tcp -> unix, r_down unix -> tcp.
+ */
+struct init_relay {
+	int		 r_tcp;		/* -1 when the slot is free */
+	int		 r_unx;		/* -1 while waiting for the egress */
+	uint64_t	 r_deadline;	/* give up waiting at this time, ms */
+	struct init_buf	 r_up;
+	struct init_buf	 r_down;
+	unsigned char	*r_mem;		/* both buffers, one mapping */
+};
+
+static struct init_relay init_relays[INIT_MAX_RELAYS];
+static int		 init_maxrelays = INIT_MAX_RELAYS;
+static bool		 init_accept_paused;
+
+/* One pollfd per relay socket, the signalfd and the listener. */
+#define INIT_NPFD	(2 * INIT_MAX_RELAYS + 2)
+
+static int		 init_verbose;
+static const char	*init_sockpath = INIT_DEFAULT_SOCKET;
+static const char	*init_capath = INIT_DEFAULT_CA;
+static int		 init_port = INIT_DEFAULT_PORT;
+
+/* The signals passed on to the child; SIGCHLD is ours. */
+static const int	 init_fwd_signals[] = {
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
+};
+#define INIT_NFWD	(sizeof(init_fwd_signals) / sizeof(init_fwd_signals[0]))
+
+static void	init_usage(void) __attribute__((noreturn));
+static void	init_log(const char *, ...)
+		    __attribute__((format(printf, 1, 2)));
+static void	init_debug(const char *, ...)
+		    __attribute__((format(printf, 1, 2)));
+static void	init_fatal(const char *, ...)
+		    __attribute__((format(printf, 1, 2), noreturn));
+static int	init_loop(int, int, pid_t);
+static int	init_listen(void);
+static void	init_set_maxrelays(void);
+static pid_t	init_spawn(char **);
+static void	init_child_env(void);
+static int	init_status(int);
+static void	init_accept(int);
+static bool	init_relay_connect(struct init_relay *);
+static void	init_relay_close(struct init_relay *, bool);
+static uint64_t	init_now_ms(void);
+static bool	init_relay_io(struct init_relay *, short, short);
+static bool	init_pump(int, int, struct init_buf *, unsigned char *,
+		    short);
+static void	init_kill_rest(bool);
+static int	init_kill_children(void);
+
+static void
+init_usage(void)
+{
+	fprintf(stderr, "usage: sbx-init [-v] [-c cafile] [-p port] "
+	    "[-s socket] -- program [arg ...]\n");
+	exit(INIT_EXIT_USAGE);
+}
+
+static void
+init_vlog(const char *fmt, va_list ap)
+{
+	char	 msg[512];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	/* One write, so lines from the child and from us do not interleave. */
+	dprintf(STDERR_FILENO, "sbx-init: %s\n", msg);
+}
+
+static void
+init_log(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	init_vlog(fmt, ap);
+	va_end(ap);
+}
+
+static void
+init_debug(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (!init_verbose)
+		return;
+	va_start(ap, fmt);
+	init_vlog(fmt, ap);
+	va_end(ap);
+}
+
+static void
+init_fatal(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	init_vlog(fmt, ap);
+	va_end(ap);
+	exit(INIT_EXIT_INTERNAL);
+}
+
+int
+main(int argc, char *argv[])
+{
+	sigset_t		 mask;
+	const char		*errstr = NULL, *portarg = NULL;
+	char			*end;
+	long			 l;
+	bool			 pid1;
+	pid_t			 child;
+	int			 ch, sfd, lfd, status, i;
+	size_t			 k;
+
+	while ((ch = getopt(argc, argv, "+c:p:s:v")) != -1) {
+		switch (ch) {
+		case 'c':
+			init_capath = optarg;
+			break;
+		case 'p':
+			portarg = optarg;
+			errno = 0;
+			l = strtol(optarg, &end, 10);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    l < 1 || l > 65535)
+				errstr = "port must be a number from 1 to 65535";
+			else
+				init_port = (int)l;
+			break;
+		case 's':
+			init_sockpath = optarg;
+			break;
+		case 'v':
+			init_verbose = 1;
+			break;
+		default:
+			init_usage();
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (errstr != NULL) {
+		init_log("-p %s: %s", portarg, errstr);
+		init_usage();
+	}
+	if (argc < 1)
+		init_usage();
+	if (strlen(init_sockpath) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		init_log("-s %s: socket path longer than %zu bytes",
+		    init_sockpath,
+		    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		init_usage();
+	}
+
+	pid1 = getpid() == 1;
+	if (!pid1) {
+		/*
+		 * Outside a pid namespace orphans would go to the host's
+		 * init; as a subreaper they come to us, so reaping and the
+		 * final kill behave as they do in the sandbox.
+		 */
+		init_debug("not PID 1 (pid %ld): acting as subreaper",
+		    (long)getpid());
+		if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == -1)
+			init_log("prctl PR_SET_CHILD_SUBREAPER: %s",
+			    strerror(errno));
+	}
+
+	/*
+	 * Block the signals we handle before anything else, so none is lost
+	 * between here and the loop: as PID 1 a signal with the default
+	 * action would be dropped, a blocked one waits in the signalfd.
+	 */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	for (k = 0; k < INIT_NFWD; k++)
+		sigaddset(&mask, init_fwd_signals[k]);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) == -1)
+		init_fatal("sigprocmask: %s", strerror(errno));
+	if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
+		init_fatal("signalfd: %s", strerror(errno));
+	/* A peer that vanishes mid-write must cost a relay, not PID 1. */
+	signal(SIGPIPE, SIG_IGN);
+
+	for (i = 0; i < INIT_MAX_RELAYS; i++)
+		init_relays[i].r_tcp = init_relays[i].r_unx = -1;
+	init_set_maxrelays();
+
+	/* Listen before the child exists, so its first connect finds us. */
+	lfd = init_listen();
+
+	if (access(init_sockpath, F_OK) == -1)
+		init_debug("%s: %s: proxy connections will be refused",
+		    init_sockpath, strerror(errno));
+
+	child = init_spawn(argv);
+	init_debug("started %s as pid %ld", argv[0], (long)child);
+
+	status = init_loop(sfd, lfd, child);
+	init_debug("pid %ld exited, status 0x%x", (long)child, status);
+	init_kill_rest(pid1);
+	return init_status(status);
+}
+
+/*
+ * Relay, forward signals and reap until the main child exits; return its
+ * wait status.
+ */
+static int
+init_loop(int sfd, int lfd, pid_t child)
+{
+	struct pollfd		 pfd[INIT_NPFD];
+	struct init_relay	*rel[INIT_NPFD];
+	struct signalfd_siginfo	 si;
+	pid_t			 pid;
+	int			 status, npfd, i, nrel, npend, timeout;
+
+	for (;;) {
+		npfd = 0;
+		pfd[npfd].fd = sfd;
+		pfd[npfd].events = POLLIN;
+		rel[npfd++] = NULL;
+		nrel = npend = 0;
+		for (i = 0; i < init_maxrelays; i++) {
+			struct init_relay	*r = &init_relays[i];
+			short			 ev;
+
+			if (r->r_tcp == -1)
+				continue;
+			nrel++;
+			if (r->r_unx == -1) {
+				npend++;
+				continue;
+			}
+			/*
+			 * A socket we want nothing from is left out of the
+			 * set (fd -1): a hung-up peer would otherwise make
+			 * poll return at once, forever.
+			 */
+			ev = 0;
+			if (!r->r_up.b_eof && r->r_up.b_len < INIT_BUFSZ)
+				ev |= POLLIN;
+			if (r->r_down.b_off < r->r_down.b_len)
+				ev |= POLLOUT;
+			pfd[npfd].fd = ev ? r->r_tcp : -1;
+			pfd[npfd].events = ev;
+			rel[npfd++] = r;
+			ev = 0;
+			if (!r->r_down.b_eof && r->r_down.b_len < INIT_BUFSZ)
+				ev |= POLLIN;
+			if (r->r_up.b_off < r->r_up.b_len)
+				ev |= POLLOUT;
+			pfd[npfd].fd = ev ? r->r_unx : -1;
+			pfd[npfd].events = ev;
+			rel[npfd++] = r;
+		}
+		/*
+		 * At the cap, new connections wait in the listen backlog.
+		 * Out of descriptors, the listener sits out one short round
+		 * rather than wake poll at once, forever.
+		 */
+		timeout = npend > 0 ? INIT_RETRY_MS : -1;
+		if (init_accept_paused)
+			timeout = npend > 0 ? INIT_RETRY_MS : 100;
+		else if (lfd != -1 && nrel < init_maxrelays) {
+			pfd[npfd].fd = lfd;
+			pfd[npfd].events = POLLIN;
+			rel[npfd++] = NULL;
+		}
+
+		if (poll(pfd, (nfds_t)npfd, timeout) == -1) {
+			if (errno == EINTR)
+				continue;
+			init_fatal("poll: %s", strerror(errno));
+		}
+		init_accept_paused = false;
+
+		/* Relays come in pairs of pollfds: tcp, then unix. */
+		for (i = 1; i + 1 < npfd && rel[i] != NULL; i += 2) {
+			if (pfd[i].revents == 0 && pfd[i + 1].revents == 0)
+				continue;
+			if (!init_relay_io(rel[i], pfd[i].revents,
+			    pfd[i + 1].revents))
+				init_relay_close(rel[i], false);
+		}
+		for (i = 0; npend > 0 && i < init_maxrelays; i++) {
+			struct init_relay	*r = &init_relays[i];
+
+			if (r->r_tcp != -1 && r->r_unx == -1 &&
+			    !init_relay_connect(r))
+				init_relay_close(r, true);
+		}
+		if (lfd != -1 && pfd[npfd - 1].fd == lfd &&
+		    pfd[npfd - 1].revents != 0)
+			init_accept(lfd);
+
+		if (pfd[0].revents == 0)
+			continue;
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (si.ssi_signo != SIGCHLD) {
+				init_debug("forwarding signal %u to pid %ld",
+				    si.ssi_signo, (long)child);
+				if (kill(child, (int)si.ssi_signo) == -1 &&
+				    errno != ESRCH)
+					init_log("kill %ld: %s", (long)child,
+					    strerror(errno));
+				continue;
+			}
+			/* SIGCHLDs merge: reap until nothing is left. */
+			while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+				if (pid == child)
+					return status;
+			}
+		}
+	}
+}
+
+/*
+ * Open the TCP listener on loopback only.  A failure is reported but not
+ * fatal: the program still runs, and its proxy connections simply fail,
+ * which is the closed side to fail on.
+ */
+static int
+init_listen(void)
+{
+	struct sockaddr_in	 sin;
+	int			 fd, one = 1;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)init_port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		init_log("socket: %s: no proxy bridge", strerror(errno));
+		return -1;
+	}
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 128) == -1) {
+		init_log("listen 127.0.0.1:%d: %s: no proxy bridge", init_port,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Each relay holds two descriptors.  Under a low RLIMIT_NOFILE (the policy
+ * sets rlimits) the cap shrinks to what fits, so a burst of connections
+ * waits in the backlog instead of failing on EMFILE.
+ */
+static void
+init_set_maxrelays(void)
+{
+	struct rlimit	 rl;
+	rlim_t		 fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	fit = rl.rlim_cur > 16 ? (rl.rlim_cur - 16) / 2 : 1;
+	if (fit < (rlim_t)init_maxrelays) {
+		init_maxrelays = fit > 0 ? (int)fit : 1;
+		init_debug("RLIMIT_NOFILE %llu: at most %d relays",
+		    (unsigned long long)rl.rlim_cur, init_maxrelays);
+	}
+}
+
+/*
+ * Fork and exec the program.  The child starts with the signal mask and
+ * dispositions a fresh process expects, whatever sbx-init changed.
+ */
+static pid_t
+init_spawn(char **argv)
+{
+	sigset_t	 none;
+	pid_t		 pid;
+	size_t		 k;
+
+	if ((pid = fork()) == -1)
+		init_fatal("fork: %s", strerror(errno));
+	if (pid != 0)
+		return pid;
+
+	signal(SIGPIPE, SIG_DFL);
+	for (k = 0; k < INIT_NFWD; k++)
+		signal(init_fwd_signals[k], SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	init_child_env();
+	execvp(argv[0], argv);
+	dprintf(STDERR_FILENO, "sbx-init: %s: %s\n", argv[0], strerror(errno));
+	_exit(INIT_EXIT_EXEC);
+}
+
+/*
+ * Point every common HTTP client at the bridge.  NO_PROXY is set, empty,
+ * so that no host bypasses the proxy even if the image's defaults list
+ * one; the CA variables appear only when a CA bundle was mounted.
+ */
+static void
+init_child_env(void)
+{
+	static const char	*proxy[] = {
+		"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"
+	};
+	static const char	*ca[] = {
+		"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+		"PIP_CERT", "NODE_EXTRA_CA_CERTS"
+	};
+	struct stat		 st;
+	char			 url[64];
+	size_t			 k;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", init_port);
+	for (k = 0; k < sizeof(proxy) / sizeof(proxy[0]); k++)
+		setenv(proxy[k], url, 1);
+	setenv("NO_PROXY", "", 1);
+	setenv("no_proxy", "", 1);
+	if (stat(init_capath, &st) == 0) {
+		for (k = 0; k < sizeof(ca) / sizeof(ca[0]); k++)
+			setenv(ca[k], init_capath, 1);
+	}
+}
+
+/* The shell's convention: the exit code, or 128 + the killing signal. */
+static int
+init_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return INIT_EXIT_INTERNAL;
+}
+
+/* Accept what is waiting and pair each connection with the egress socket. */
+static void
+init_accept(int lfd)
+{
+	struct init_relay	*r;
+	int			 fd, i, one = 1;
+
+	for (;;) {
+		for (i = 0; i < init_maxrelays; i++)
+			if (init_relays[i].r_tcp == -1)
+				break;
+		if (i == init_maxrelays)
+			return;
+		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM)
+				init_accept_paused = true;
+			if (errno != EAGAIN && errno != EWOULDBLOCK &&
+			    errno != EINTR && errno != ECONNABORTED)
+				init_log("accept: %s", strerror(errno));
+			return;
+		}
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+		    sizeof(one));
+		r = &init_relays[i];
+		memset(r, 0, sizeof(*r));
+		r->r_tcp = fd;
+		r->r_unx = -1;
+		r->r_deadline = init_now_ms() + INIT_CONNECT_MS;
+		/*
+		 * Buffers are mapped per relay and unmapped on close, so
+		 * memory (and address space, which rlimits may cap) follows
+		 * the relays in use rather than the cap.
+		 */
+		r->r_mem = mmap(NULL, 2 * INIT_BUFSZ, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (r->r_mem == MAP_FAILED) {
+			init_log("mmap relay buffers: %s", strerror(errno));
+			r->r_mem = NULL;
+			init_relay_close(r, true);
+		} else if (!init_relay_connect(r))
+			init_relay_close(r, true);
+	}
+}
+
+/*
+ * Connect a relay to the egress socket without blocking PID 1.  A Unix
+ * stream connect completes at once or fails; EAGAIN means the egress
+ * proxy's backlog is full, which a burst of connections can cause, so
+ * the relay waits and tries again until its deadline.  Returns false
+ * when the relay must be dropped: no egress socket, refused, or waited
+ * too long.
+ */
+static bool
+init_relay_connect(struct init_relay *r)
+{
+	struct sockaddr_un	 sun;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, init_sockpath, strlen(init_sockpath));
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		init_log("socket: %s", strerror(errno));
+		return false;
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		close(fd);
+		if (errno == EAGAIN && init_now_ms() < r->r_deadline)
+			return true;
+		init_debug("connect %s: %s", init_sockpath, strerror(errno));
+		return false;
+	}
+	r->r_unx = fd;
+	return true;
+}
+
+/*
+ * Free a relay's slot.  A client we could not connect gets a reset, which
+ * tells it at once that the proxy failed rather than answered nothing.
+ */
+static void
+init_relay_close(struct init_relay *r, bool reset)
+{
+	struct linger	 lg = { 1, 0 };
+
+	if (reset)
+		(void)setsockopt(r->r_tcp, SOL_SOCKET, SO_LINGER, &lg,
+		    sizeof(lg));
+	close(r->r_tcp);
+	if (r->r_unx != -1)
+		close(r->r_unx);
+	if (r->r_mem != NULL)
+		munmap(r->r_mem, 2 * INIT_BUFSZ);
+	r->r_mem = NULL;
+	r->r_tcp = r->r_unx = -1;
+}
+
+static uint64_t
+init_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Move what can move in both directions.  Returns false when the relay is
+ * finished: both sides sent EOF and everything was delivered, or a socket
+ * failed.
+ */
+static bool
+init_relay_io(struct init_relay *r, short tev, short uev)
+{
+	if (!init_pump(r->r_tcp, r->r_unx, &r->r_up, r->r_mem, tev))
+		return false;
+	if (!init_pump(r->r_unx, r->r_tcp, &r->r_down, r->r_mem + INIT_BUFSZ,
+	    uev))
+		return false;
+	return !(r->r_up.b_shut && r->r_down.b_shut);
+}
+
+/*
+ * One direction: read from src when poll said so and there is room, then
+ * write to dst whenever there is data (a full socket just says EAGAIN, and
+ * trying at once saves a poll round per chunk), and once src sent EOF and
+ * the buffer is empty pass the EOF on with shutdown(SHUT_WR), keeping the
+ * other direction open.
+ */
+static bool
+init_pump(int src, int dst, struct init_buf *b, unsigned char *buf,
+    short sev)
+{
+	ssize_t	 n;
+
+	if (!b->b_eof && b->b_len < INIT_BUFSZ &&
+	    (sev & (POLLIN | POLLHUP | POLLERR))) {
+		n = recv(src, buf + b->b_len, INIT_BUFSZ - b->b_len, 0);
+		if (n == 0)
+			b->b_eof = true;
+		else if (n > 0)
+			b->b_len += (size_t)n;
+		else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR)
+			return false;
+	}
+	if (b->b_off < b->b_len) {
+		n = send(dst, buf + b->b_off, b->b_len - b->b_off,
+		    MSG_NOSIGNAL);
+		if (n > 0)
+			b->b_off += (size_t)n;
+		else if (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR)
+			return false;
+		if (b->b_off == b->b_len)
+			b->b_off = b->b_len = 0;
+	}
+	if (b->b_eof && !b->b_shut && b->b_off == b->b_len) {
+		if (shutdown(dst, SHUT_WR) == -1 && errno != ENOTCONN)
+			return false;
+		b->b_shut = true;
+	}
+	return true;
+}
+
+/*
+ * The main child is gone: nothing it left behind may outlive it.  As PID 1
+ * of the sandbox's pid namespace kill(-1) reaches every other process in
+ * it; outside one (tests) kill(-1) would hit the whole uid, so the
+ * subreaper walks its own children instead.  Then reap until none is left.
+ */
+static void
+init_kill_rest(bool pid1)
+{
+	int	 status;
+
+	for (;;) {
+		if (pid1)
+			(void)kill(-1, SIGKILL);
+		else
+			(void)init_kill_children();
+		if (waitpid(-1, &status, 0) == -1 && errno == ECHILD)
+			break;
+	}
+}
+
+/*
+ * Kill every process whose parent is sbx-init, found in /proc.  Their own
+ * children are orphaned to us, the subreaper, and met on the next round.
+ */
+static int
+init_kill_children(void)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		 path[sizeof(de->d_name) + 16], buf[512], *p;
+	long		 ppid, self = (long)getpid();
+	ssize_t		 n;
+	int		 fd, killed = 0;
+
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		/* "pid (comm) state ppid": comm may hold spaces and ')'. */
+		if ((p = strrchr(buf, ')')) == NULL ||
+		    sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid != self)
+			continue;
+		if (kill((pid_t)atol(de->d_name), SIGKILL) == 0)
+			killed++;
+	}
+	closedir(d);
+	return killed;
+}

@@ -1,0 +1,115 @@
+/*
+ * mkspec.c: write an OCI bundle's config.json with launchd-sbx's spec.c,
+ * for tests/probe/run-spec, which runs it under the real runtimes.  The
+ * policy here carries only what spec.c reads; the hash is a fixed stand-in
+ * since nothing is signed.
+ *
+ *   mkspec -b BUNDLE -r ROOTFS -i IN -c CODE -I INIT [-e SOCK] [-a CA]
+ *       [-g CGROUP] [-t runc|runsc] [-x EXECID] [-C MILLICPUS] [-m MB]
+ *       [-p PIDS] [-s SCRATCH_MB] -- PROGRAM [ARGS...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launchd-sbx/spec.h"
+#include "log.h"
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: mkspec -b BUNDLE -r ROOTFS -i IN -c CODE "
+	    "-I INIT [-e SOCK] [-a CA] [-g CGROUP]\n"
+	    "    [-t runc|runsc] [-x EXECID] [-C MILLICPUS] [-m MB] [-p PIDS] "
+	    "[-s SCRATCH_MB]\n    -- PROGRAM [ARGS...]\n");
+	exit(2);
+}
+
+static uint32_t
+num(const char *s)
+{
+	char		*end;
+	unsigned long	 v = strtoul(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v > UINT32_MAX)
+		usage();
+	return (uint32_t)v;
+}
+
+int
+main(int argc, char **argv)
+{
+	Sbx__V1__Policy		 pol = SBX__V1__POLICY__INIT;
+	Sbx__V1__Limits		 lim = SBX__V1__LIMITS__INIT;
+	struct spec_params	 sp;
+	const char		*bundle = NULL, *cgroup = NULL;
+	char			 cg[256], err[512];
+	json_t			*spec;
+	int			 ch;
+
+	log_init("mkspec", 1, 0);
+	memset(&sp, 0, sizeof(sp));
+	lim.cpus_milli = 1000;
+	lim.memory_mb = 256;
+	lim.pids = 64;
+	lim.wall_seconds = 30;
+	lim.scratch_mb = 16;
+	pol.name = "probe";
+	pol.version = 1;
+	pol.isolation = SBX__V1__ISOLATION__ISOLATION_CONTAINER;
+	pol.limits = &lim;
+	sp.policy = &pol;
+	sp.policy_hash = "0123456789abcdef0123456789abcdef"
+	    "0123456789abcdef0123456789abcdef";
+	sp.task_id = "task-probe";
+	sp.execution_id = "exec-probe";
+	sp.flavor = SPEC_RUNC;
+
+	while ((ch = getopt(argc, argv, "a:b:c:C:e:g:i:I:m:p:r:s:t:x:")) != -1) {
+		switch (ch) {
+		case 'a': sp.ca_file = optarg; break;
+		case 'b': bundle = optarg; break;
+		case 'c': sp.code_dir = optarg; break;
+		case 'C': lim.cpus_milli = num(optarg); break;
+		case 'e': sp.egress_sock = optarg; break;
+		case 'g': cgroup = optarg; break;
+		case 'i': sp.in_dir = optarg; break;
+		case 'I': sp.init_path = optarg; break;
+		case 'm': lim.memory_mb = num(optarg); break;
+		case 'p': lim.pids = num(optarg); break;
+		case 'r': sp.rootfs = optarg; break;
+		case 's': lim.scratch_mb = num(optarg); break;
+		case 't':
+			if (strcmp(optarg, "runc") == 0)
+				sp.flavor = SPEC_RUNC;
+			else if (strcmp(optarg, "runsc") == 0) {
+				sp.flavor = SPEC_RUNSC;
+				pol.isolation =
+				    SBX__V1__ISOLATION__ISOLATION_GVISOR;
+			} else
+				usage();
+			break;
+		case 'x': sp.execution_id = optarg; break;
+		default: usage();
+		}
+	}
+	argv += optind;
+	if (bundle == NULL || argv[0] == NULL)
+		usage();
+	snprintf(cg, sizeof(cg), "/sbx-test/%s", sp.execution_id);
+	sp.cgroups_path = cgroup != NULL ? cgroup : cg;
+	sp.argv = argv;
+
+	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "mkspec: %s\n", err);
+		return 1;
+	}
+	if (spec_write(bundle, spec, err, sizeof(err)) == -1) {
+		fprintf(stderr, "mkspec: %s\n", err);
+		json_decref(spec);
+		return 1;
+	}
+	json_decref(spec);
+	return 0;
+}
