@@ -1,0 +1,426 @@
+/*
+ * image.c: the image store.  state_dir/images/<hex>/ holds an OCI image
+ * layout whose manifest has digest sha256:<hex>; nothing is ever pulled.
+ * Before an image is first used by this process, the manifest and every
+ * blob it names (config and layers) are hashed and compared with their
+ * digests and sizes; then the image is unpacked once into
+ * state_dir/cache/<hex>/rootfs (umoci, or tar for a single-layer image
+ * without a ref name), every mount point the spec needs is created in it,
+ * and the directory is renamed into place, so a cache entry exists only
+ * complete.  The rootfs is mounted read-only and shared between
+ * executions: the mount points exist so the runtime never writes into it.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "log.h"
+#include "util.h"
+#include "launchd-sbx/launchd.h"
+
+/* snprintf for paths and messages: a truncated result is still
+ * NUL-terminated, and a path that does not fit fails its open later. */
+static int __attribute__((format(printf, 3, 4)))
+image_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+#define IMAGE_MANIFEST_MAX	(4 * 1024 * 1024)
+#define IMAGE_UNPACK_SECONDS	600
+
+/* Digests verified by this process (hex, sorted by insertion). */
+static char	**image_verified;
+static size_t	  image_nverified;
+
+/* What the spec mounts over (spec.h): they must exist in the rootfs. */
+static const char *const image_mountpoints[] = {
+	"proc", "dev", "sys", "tmp", "scratch", "in", "code", "run",
+	"run/sbx", NULL
+};
+
+static int
+image_hex_ok(const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return i == 64;
+}
+
+static int
+image_is_verified(const char *hex)
+{
+	for (size_t i = 0; i < image_nverified; i++)
+		if (strcmp(image_verified[i], hex) == 0)
+			return 1;
+	return 0;
+}
+
+/* SHA-256 of a file as hex, and its size.  0 or -1 with errno. */
+static int
+image_sha256(const char *path, char hex[65], uint64_t *size)
+{
+	unsigned char	 buf[65536], md[EVP_MAX_MD_SIZE];
+	unsigned int	 mdlen = 0;
+	EVP_MD_CTX	*ctx;
+	ssize_t		 r;
+	int		 fd, rc = -1, saved = 0;
+
+	*size = 0;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if ((ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+		saved = ENOMEM;
+		goto out;
+	}
+	while ((r = read(fd, buf, sizeof(buf))) > 0) {
+		if (EVP_DigestUpdate(ctx, buf, (size_t)r) != 1) {
+			saved = EIO;
+			goto out;
+		}
+		*size += (uint64_t)r;
+	}
+	if (r == -1) {
+		saved = errno;
+		goto out;
+	}
+	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32) {
+		saved = EIO;
+		goto out;
+	}
+	hex_encode(md, 32, hex);
+	rc = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	close(fd);
+	if (rc == -1)
+		errno = saved;
+	return rc;
+}
+
+/* One descriptor ({digest, size}): the blob must exist and match. */
+static int
+image_check_blob(const char *layout, const json_t *desc, const char *what,
+    char *err, size_t errlen)
+{
+	const char	*digest = json_string_value(json_object_get(desc,
+			    "digest"));
+	json_t		*jsize = json_object_get(desc, "size");
+	char		 path[PATH_MAX], hex[65];
+	uint64_t	 size;
+
+	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 ||
+	    !image_hex_ok(digest + 7) || !json_is_integer(jsize)) {
+		image_fmt(err, errlen, "%s: %s descriptor has no sha256 digest "
+		    "and size", layout, what);
+		return -1;
+	}
+	image_fmt(path, sizeof(path), "%s/blobs/sha256/%s", layout, digest + 7);
+	if (image_sha256(path, hex, &size) == -1) {
+		image_fmt(err, errlen, "%s: %s blob %s: %s", layout, what,
+		    digest, strerror(errno));
+		return -1;
+	}
+	if (strcmp(hex, digest + 7) != 0) {
+		image_fmt(err, errlen, "%s: %s blob %s has digest sha256:%s",
+		    layout, what, digest, hex);
+		return -1;
+	}
+	if ((json_int_t)size != json_integer_value(jsize)) {
+		image_fmt(err, errlen, "%s: %s blob %s is %llu bytes, the "
+		    "manifest says %lld", layout, what, digest,
+		    (unsigned long long)size,
+		    (long long)json_integer_value(jsize));
+		return -1;
+	}
+	return 0;
+}
+
+/* Verify manifest <hex> and every blob it names; the manifest's parsed
+ * JSON is returned for the unpack. */
+static json_t *
+image_verify(const char *layout, const char *hex, char *err, size_t errlen)
+{
+	char		 path[PATH_MAX], got[65];
+	json_t		*m, *layers, *l;
+	json_error_t	 je;
+	uint64_t	 size;
+	size_t		 i;
+
+	image_fmt(path, sizeof(path), "%s/blobs/sha256/%s", layout, hex);
+	if (image_sha256(path, got, &size) == -1) {
+		image_fmt(err, errlen, "%s: manifest: %s", path,
+		    strerror(errno));
+		return NULL;
+	}
+	if (strcmp(got, hex) != 0) {
+		image_fmt(err, errlen, "%s: manifest has digest sha256:%s",
+		    path, got);
+		return NULL;
+	}
+	if (size > IMAGE_MANIFEST_MAX ||
+	    (m = json_load_file(path, JSON_REJECT_DUPLICATES, &je)) == NULL) {
+		image_fmt(err, errlen, "%s: manifest does not parse: %s", path,
+		    size > IMAGE_MANIFEST_MAX ? "too large" : je.text);
+		return NULL;
+	}
+	if (image_check_blob(layout, json_object_get(m, "config"), "config",
+	    err, errlen) == -1)
+		goto bad;
+	layers = json_object_get(m, "layers");
+	if (!json_is_array(layers) || json_array_size(layers) == 0) {
+		image_fmt(err, errlen, "%s: manifest names no layers", path);
+		goto bad;
+	}
+	json_array_foreach(layers, i, l) {
+		if (image_check_blob(layout, l, "layer", err, errlen) == -1)
+			goto bad;
+	}
+	return m;
+bad:
+	json_decref(m);
+	return NULL;
+}
+
+/* The ref name index.json gives manifest <hex>, or NULL. */
+static char *
+image_ref_name(const char *layout, const char *hex)
+{
+	char		 path[PATH_MAX], want[80];
+	json_t		*idx, *ms, *e;
+	const char	*d, *name;
+	char		*out = NULL;
+	size_t		 i;
+
+	image_fmt(path, sizeof(path), "%s/index.json", layout);
+	image_fmt(want, sizeof(want), "sha256:%s", hex);
+	if ((idx = json_load_file(path, 0, NULL)) == NULL)
+		return NULL;
+	ms = json_object_get(idx, "manifests");
+	json_array_foreach(ms, i, e) {
+		d = json_string_value(json_object_get(e, "digest"));
+		name = json_string_value(json_object_get(json_object_get(e,
+		    "annotations"), "org.opencontainers.image.ref.name"));
+		if (d != NULL && strcmp(d, want) == 0 && name != NULL &&
+		    name[0] != '\0' && strchr(name, '/') == NULL) {
+			out = xstrdup(name);
+			break;
+		}
+	}
+	json_decref(idx);
+	return out;
+}
+
+/* Create the mount points, refusing a symlink on the way (it could point
+ * the runtime's mkdir outside the rootfs). */
+static int
+image_mountpoints_make(const char *rootfs, char *err, size_t errlen)
+{
+	char		 path[PATH_MAX];
+	struct stat	 st;
+
+	for (size_t i = 0; image_mountpoints[i] != NULL; i++) {
+		image_fmt(path, sizeof(path), "%s/%s", rootfs,
+		    image_mountpoints[i]);
+		if (lstat(path, &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				continue;
+			image_fmt(err, errlen, "image: /%s is not a directory "
+			    "(a mount point the sandbox needs)",
+			    image_mountpoints[i]);
+			return -1;
+		}
+		/* chmod: the daemon's umask is 077, and the sandbox user
+		 * must be able to reach what is mounted there. */
+		if (mkdir(path, 0755) == -1 || chmod(path, 0755) == -1) {
+			image_fmt(err, errlen, "image: mkdir /%s: %s",
+			    image_mountpoints[i], strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+image_unpack(struct launchd *ld, const char *layout, const char *hex,
+    const json_t *manifest, const char *cache, char *err, size_t errlen)
+{
+	char		 tmp[PATH_MAX], rootfs[PATH_MAX], image[PATH_MAX * 2];
+	char		*ref;
+	const json_t	*layers = json_object_get(manifest, "layers");
+	const char	*lhex;
+	int		 st;
+
+	(void)ld;
+	image_fmt(tmp, sizeof(tmp), "%s.tmp", cache);
+	image_fmt(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+	(void)run_rmtree(tmp);
+	if ((ref = image_ref_name(layout, hex)) != NULL) {
+		char *argv[] = { "umoci", "--log", "error", "unpack",
+		    "--image", image, tmp, NULL };
+
+		image_fmt(image, sizeof(image), "%s:%s", layout, ref);
+		st = run_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0);
+		free(ref);
+		if (st != 0) {
+			image_fmt(err, errlen, "image sha256:%s: umoci unpack "
+			    "failed (status %d)", hex, st);
+			goto bad;
+		}
+	} else {
+		if (json_array_size(layers) != 1) {
+			image_fmt(err, errlen, "image sha256:%s: no ref name in "
+			    "index.json and %zu layers: cannot unpack without "
+			    "umoci", hex, json_array_size(layers));
+			goto bad;
+		}
+		lhex = json_string_value(json_object_get(json_array_get(layers,
+		    0), "digest")) + 7;
+		image_fmt(image, sizeof(image), "%s/blobs/sha256/%s", layout,
+		    lhex);
+		if (mkdir(tmp, 0700) == -1 || mkdir(rootfs, 0755) == -1) {
+			image_fmt(err, errlen, "mkdir %s: %s", rootfs,
+			    strerror(errno));
+			goto bad;
+		}
+		char *argv[] = { "tar", "--numeric-owner", "--same-owner",
+		    "-xzpf", image, "-C", rootfs, NULL };
+		if ((st = run_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0)) != 0) {
+			image_fmt(err, errlen, "image sha256:%s: tar failed "
+			    "(status %d)", hex, st);
+			goto bad;
+		}
+	}
+	if (image_mountpoints_make(rootfs, err, errlen) == -1)
+		goto bad;
+	if (rename(tmp, cache) == -1) {
+		image_fmt(err, errlen, "rename %s: %s", cache, strerror(errno));
+		goto bad;
+	}
+	return 0;
+bad:
+	(void)run_rmtree(tmp);
+	return -1;
+}
+
+int
+image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
+    const char **rule, char *err, size_t errlen)
+{
+	const char	*at, *hex;
+	char		 layout[PATH_MAX], cache[PATH_MAX];
+	struct stat	 st;
+	json_t		*m;
+
+	*rule = RULE_IMAGE_UNKNOWN;
+	if (ref == NULL || (at = strstr(ref, "@sha256:")) == NULL ||
+	    !image_hex_ok(at + 8)) {
+		image_fmt(err, errlen, "image \"%s\" is not pinned as "
+		    "name@sha256:<64 hex digits>", ref != NULL ? ref : "");
+		*rule = RULE_BAD_REQUEST;
+		return -1;
+	}
+	hex = at + 8;
+	image_fmt(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
+	    hex);
+	image_fmt(cache, sizeof(cache), "%s/cache/%s", ld->conf->state_dir,
+	    hex);
+	if (stat(layout, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		image_fmt(err, errlen, "image %s: not in the image store "
+		    "(images are installed, never pulled)", ref);
+		return -1;
+	}
+	*rule = RULE_IMAGE_CORRUPT;
+	if (!image_is_verified(hex)) {
+		if ((m = image_verify(layout, hex, err, errlen)) == NULL) {
+			log_warnx("image %s refused: %s", ref, err);
+			return -1;
+		}
+		if (stat(cache, &st) == -1 && image_unpack(ld, layout, hex, m,
+		    cache, err, errlen) == -1) {
+			log_warnx("image %s: %s", ref, err);
+			json_decref(m);
+			return -1;
+		}
+		json_decref(m);
+		image_verified = xreallocarray(image_verified,
+		    image_nverified + 1, sizeof(*image_verified));
+		image_verified[image_nverified++] = xstrdup(hex);
+		log_info("image %s verified and unpacked", ref);
+	}
+	image_fmt(rootfs, PATH_MAX, "%s/rootfs", cache);
+	if (stat(rootfs, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		image_fmt(err, errlen, "image %s: cache %s is gone", ref,
+		    rootfs);
+		return -1;
+	}
+	*rule = NULL;
+	return 0;
+}
+
+int
+image_list(struct launchd *ld, Sbx__V1__ImageInfos *out)
+{
+	char		 path[PATH_MAX];
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+
+	sbx__v1__image_infos__init(out);
+	image_fmt(path, sizeof(path), "%s/images", ld->conf->state_dir);
+	if ((d = opendir(path)) == NULL)
+		return errno == ENOENT ? 0 : -1;
+	while ((de = readdir(d)) != NULL) {
+		Sbx__V1__ImageInfo *ii;
+
+		if (!image_hex_ok(de->d_name))
+			continue;
+		ii = xcalloc(1, sizeof(*ii));
+		sbx__v1__image_info__init(ii);
+		xasprintf(&ii->digest, "sha256:%s", de->d_name);
+		ii->verified = image_is_verified(de->d_name);
+		image_fmt(path, sizeof(path), "%s/cache/%s/rootfs",
+		    ld->conf->state_dir, de->d_name);
+		ii->unpacked = stat(path, &st) == 0;
+		out->images = xreallocarray(out->images, out->n_images + 1,
+		    sizeof(*out->images));
+		out->images[out->n_images++] = ii;
+	}
+	closedir(d);
+	return 0;
+}
+
+void
+image_list_clear(Sbx__V1__ImageInfos *l)
+{
+	for (size_t i = 0; i < l->n_images; i++) {
+		free(l->images[i]->digest);
+		free(l->images[i]);
+	}
+	free(l->images);
+	l->images = NULL;
+	l->n_images = 0;
+}

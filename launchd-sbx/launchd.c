@@ -1,0 +1,216 @@
+/*
+ * launchd.c: main.  Options, config (every error reported, -n stops
+ * there), policyd's public key, the runtime self-checks (a tier whose
+ * runtime fails is unavailable, never mapped to another), the state and
+ * run directories (root-owned, 0700), reaping whatever a previous
+ * instance left, the audit log, the sockets and the event loop (sockets,
+ * SIGCHLD, timers).  launchd-sbx stays root: it needs root to run the OCI
+ * runtime; it is a child subreaper so each container's init is its child
+ * and its exit status comes straight to it.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "audit.h"
+#include "log.h"
+#include "sign.h"
+#include "util.h"
+#include "yaml.h"
+#include "launchd-sbx/launchd.h"
+
+#define LAUNCHD_NSIGS	4
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: launchd-sbx [-dnv] [-f file]\n");
+	exit(1);
+}
+
+static void
+launchd_mkdir(const char *path)
+{
+	struct stat	 st;
+
+	if (mkdir(path, 0700) == -1 && errno != EEXIST)
+		fatal("mkdir %s", path);
+	if (lstat(path, &st) == -1)
+		fatal("%s", path);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("%s: not a directory", path);
+	if (st.st_uid != geteuid() || chmod(path, 0700) == -1)
+		fatalx("%s: must be a directory owned by uid %u, mode 0700",
+		    path, (unsigned)geteuid());
+}
+
+static void
+launchd_dirs(struct launchd *ld)
+{
+	const struct launchd_conf	*c = ld->conf;
+	char				*p;
+
+	launchd_mkdir(c->state_dir);
+	launchd_mkdir(c->run_dir);
+	static const char *const subs[] = { "images", "cache", "datasets",
+	    NULL };
+	for (size_t i = 0; subs[i] != NULL; i++) {
+		xasprintf(&p, "%s/%s", c->state_dir, subs[i]);
+		launchd_mkdir(p);
+		free(p);
+	}
+	xasprintf(&ld->runtime_root, "%s/runtime", c->run_dir);
+	launchd_mkdir(ld->runtime_root);
+}
+
+static void
+launchd_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct launchd	*ld = arg;
+
+	(void)what;
+	switch (sig) {
+	case SIGCHLD:
+		run_reap_children(ld);
+		break;
+	case SIGHUP:
+		log_info("SIGHUP: nothing to reload; restart to change the "
+		    "configuration");
+		break;
+	case SIGTERM:
+	case SIGINT:
+		log_info("exiting on signal %d", (int)sig);
+		event_base_loopbreak(ld->base);
+		break;
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct launchd	 ld;
+	struct yerrs	 errs = { NULL, 0 };
+	struct event	*sigs[LAUNCHD_NSIGS];
+	const int	 signos[LAUNCHD_NSIGS] = { SIGTERM, SIGINT, SIGHUP,
+			    SIGCHLD };
+	const char	*file = LAUNCHD_CONF_DEFAULT;
+	char		 err[512], *db;
+	int		 ch, debug = 0, noaction = 0, verbose = 0, ntiers = 0;
+
+	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			noaction = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init("launchd-sbx", 1, noaction ? 0 : verbose);
+
+	memset(&ld, 0, sizeof(ld));
+	if ((ld.conf = parse_launchd(file, &errs)) == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		fprintf(stderr, "launchd-sbx: %s: %zu error%s\n", file, errs.n,
+		    errs.n == 1 ? "" : "s");
+		yerrs_free(&errs);
+		return 1;
+	}
+	yerrs_free(&errs);
+	if (noaction) {
+		if (verbose)
+			for (int t = 1; t < LAUNCHD_NTIERS; t++)
+				printf("tier %s: %s\n", parse_tier_name(t),
+				    ld.conf->runtimes[t].path != NULL ?
+				    ld.conf->runtimes[t].path :
+				    "(not configured)");
+		printf("configuration OK\n");
+		parse_launchd_free(ld.conf);
+		return 0;
+	}
+	if (geteuid() != 0)
+		fatalx("must run as root: it runs the OCI runtime");
+	if (sign_pubkey_load(ld.conf->policy_public_key, ld.pk, err,
+	    sizeof(err)) == -1)
+		fatalx("policy_public_key: %s", err);
+	if (access(ld.conf->init, X_OK) == -1)
+		fatal("init %s", ld.conf->init);
+
+	signal(SIGPIPE, SIG_IGN);
+	umask(077);
+	launchd_dirs(&ld);
+	/* Each container's init is re-parented to us when the runtime's
+	 * create exits: its exit status is the program's. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		fatal("PR_SET_CHILD_SUBREAPER");
+
+	run_check_runtimes(&ld);
+	for (int t = 1; t < LAUNCHD_NTIERS; t++)
+		ntiers += ld.conf->runtimes[t].available;
+	run_reap_leftovers(&ld);
+
+	xasprintf(&db, "%s/%s", ld.conf->state_dir, LAUNCHD_DB);
+	if ((ld.audit = audit_open(db, "launchd-sbx", err,
+	    sizeof(err))) == NULL)
+		fatalx("%s: %s", db, err);
+	free(db);
+
+	if ((ld.base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	if ((ld.ctl = control_start(&ld)) == NULL)
+		fatalx("cannot listen on the sockets");
+	if (!debug) {
+		if (daemon(1, 0) == -1)
+			fatal("daemon");
+		log_foreground(0);
+		if (event_reinit(ld.base) == -1)
+			fatalx("cannot reinitialise the event loop");
+		/* daemon() forked: the new process must be the reaper. */
+		if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+			fatal("PR_SET_CHILD_SUBREAPER");
+	}
+	for (int i = 0; i < LAUNCHD_NSIGS; i++) {
+		if ((sigs[i] = evsignal_new(ld.base, signos[i],
+		    launchd_signal, &ld)) == NULL ||
+		    event_add(sigs[i], NULL) == -1)
+			fatalx("cannot handle signal %d", signos[i]);
+	}
+	log_info("started: %d tier%s available, launch %s, admin %s", ntiers,
+	    ntiers == 1 ? "" : "s", ld.conf->launch.path,
+	    ld.conf->admin.path);
+
+	if (event_base_dispatch(ld.base) == -1)
+		log_warnx("event loop failed");
+
+	run_stop_all(&ld);
+	control_stop(ld.ctl);
+	for (int i = 0; i < LAUNCHD_NSIGS; i++)
+		event_free(sigs[i]);
+	audit_close(ld.audit);
+	free(ld.runtime_root);
+	parse_launchd_free(ld.conf);
+	event_base_free(ld.base);
+	log_info("stopped");
+	return 0;
+}

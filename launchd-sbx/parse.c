@@ -1,0 +1,411 @@
+/*
+ * parse.c: launchd-sbx.yaml into struct launchd_conf, with every check.
+ * Every problem is recorded (never only the first) as file:line:col: key:
+ * message; unknown keys are errors, users and groups are resolved here,
+ * and relative paths are relative to the config file's directory.  A tier
+ * is only ever what the config names: an absent tier stays absent, so a
+ * policy that asks for it is refused rather than run under another.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+#include "yaml.h"
+#include "launchd-sbx/launchd.h"
+
+#define FRAME_KB_DEFAULT	1024
+
+static const char *const top_keys[] = {
+	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
+	"cgroup_parent", "pool", "egress", "sockets", "max_frame_kb", NULL
+};
+static const char *const top_required[] = {
+	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
+	"sockets", NULL
+};
+static const char *const tier_names[LAUNCHD_NTIERS + 1] = {
+	NULL, "container", "gvisor", "microvm", NULL
+};
+static const char *const runtime_keys[] = { "path", "args", NULL };
+static const char *const runtime_required[] = { "path", NULL };
+static const char *const pool_keys[] = { "size", NULL };
+static const char *const egress_keys[] = { "socket", NULL };
+static const char *const sockets_keys[] = { "launch", "admin", NULL };
+static const char *const sockets_required[] = { "launch", "admin", NULL };
+static const char *const sock_keys[] = { "path", "mode", "group", "allow",
+	NULL };
+static const char *const sock_required[] = { "path", "allow", NULL };
+static const char *const allow_keys[] = { "users", "groups", NULL };
+
+const char *
+parse_tier_name(int tier)
+{
+	if (tier <= 0 || tier >= LAUNCHD_NTIERS)
+		return NULL;
+	return tier_names[tier];
+}
+
+static char *
+parse_join(const char *dir, const char *path)
+{
+	char	*p;
+
+	if (path[0] == '/' || dir == NULL || dir[0] == '\0')
+		return xstrdup(path);
+	xasprintf(&p, "%s/%s", dir, path);
+	return p;
+}
+
+static char *
+parse_dir(const char *file)
+{
+	char		 cwd[PATH_MAX];
+	const char	*slash = strrchr(file, '/');
+	char		*dir, *abs;
+
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == file)
+		dir = xstrdup("/");
+	else {
+		dir = xstrdup(file);
+		dir[slash - file] = '\0';
+	}
+	if (dir[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
+		return dir;
+	if (strcmp(dir, ".") == 0)
+		abs = xstrdup(cwd);
+	else
+		xasprintf(&abs, "%s/%s", cwd, dir);
+	free(dir);
+	return abs;
+}
+
+static int
+parse_number(const char *s, unsigned long *out)
+{
+	char	*end;
+
+	if (s[0] < '0' || s[0] > '9')
+		return -1;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || *out > INT_MAX)
+		return -1;
+	return 0;
+}
+
+static void
+parse_pathkey(struct ydoc *doc, const struct ynode *map, const char *key,
+    const char *what, const char *dir, char **out)
+{
+	const struct ynode	*n = ymap_get(map, key);
+	const char		*s;
+
+	if (n == NULL)
+		return;
+	if (yget_str(doc, n, what, &s) == -1)
+		return;
+	if (s[0] == '\0') {
+		yerr(doc, n, what, "empty path");
+		return;
+	}
+	*out = parse_join(dir, s);
+}
+
+static void
+parse_mode(struct ydoc *doc, const struct ynode *n, const char *key,
+    mode_t *out)
+{
+	const char	*s, *p;
+	unsigned long	 v = 0;
+
+	if (n == NULL || yget_str(doc, n, key, &s) == -1)
+		return;
+	/* Octal always, whatever a YAML parser would make of 0660. */
+	for (p = s; *p != '\0'; p++) {
+		if (*p < '0' || *p > '7' || v > 07777) {
+			yerr(doc, n, key, "bad mode \"%s\": want octal "
+			    "digits such as 0660", s);
+			return;
+		}
+		v = v * 8 + (unsigned long)(*p - '0');
+	}
+	if (p == s || v > 0777) {
+		yerr(doc, n, key, "bad mode \"%s\": want octal 0000..0777", s);
+		return;
+	}
+	*out = (mode_t)v;
+}
+
+static void
+parse_allow(struct ydoc *doc, const struct ynode *n, const char *what,
+    struct peer_allow *allow)
+{
+	const char	**names = NULL;
+	size_t		  nnames = 0, i;
+	unsigned long	  num;
+	char		  key[128];
+
+	if (n == NULL || ymap_check(doc, n, what, allow_keys, NULL) != 0)
+		return;
+	snprintf(key, sizeof(key), "%s.users", what);
+	if (yget_strseq(doc, ymap_get(n, "users"), key, &names,
+	    &nnames) == 0) {
+		for (i = 0; i < nnames; i++) {
+			if (parse_number(names[i], &num) == 0)
+				peer_allow_uid(allow, (uid_t)num);
+			else if (peer_allow_user(allow, names[i]) == -1)
+				yerr(doc, ymap_get(n, "users"), key,
+				    "no such user \"%s\"", names[i]);
+		}
+	}
+	free(names);
+	names = NULL;
+	nnames = 0;
+	snprintf(key, sizeof(key), "%s.groups", what);
+	if (yget_strseq(doc, ymap_get(n, "groups"), key, &names,
+	    &nnames) == 0) {
+		for (i = 0; i < nnames; i++) {
+			if (parse_number(names[i], &num) == 0)
+				peer_allow_gid(allow, (gid_t)num);
+			else if (peer_allow_group(allow, names[i]) == -1)
+				yerr(doc, ymap_get(n, "groups"), key,
+				    "no such group \"%s\"", names[i]);
+		}
+	}
+	free(names);
+	if (ymap_get(n, "users") == NULL && ymap_get(n, "groups") == NULL)
+		yerr(doc, n, what, "names no user or group: nobody could "
+		    "connect");
+}
+
+static void
+parse_socket(struct ydoc *doc, const struct ynode *n, const char *name,
+    const char *dir, struct launchd_sock_conf *sc)
+{
+	char		 what[64], key[96];
+	const char	*g;
+	unsigned long	 num;
+	struct group	*gr;
+
+	snprintf(what, sizeof(what), "sockets.%s", name);
+	sc->mode = 0660;
+	sc->group = (gid_t)-1;
+	if (n == NULL)
+		return;
+	if (ymap_check(doc, n, what, sock_keys, sock_required) != 0)
+		return;
+	snprintf(key, sizeof(key), "%s.path", what);
+	parse_pathkey(doc, n, "path", key, dir, &sc->path);
+	snprintf(key, sizeof(key), "%s.mode", what);
+	parse_mode(doc, ymap_get(n, "mode"), key, &sc->mode);
+	snprintf(key, sizeof(key), "%s.group", what);
+	if (ymap_get(n, "group") != NULL &&
+	    yget_str(doc, ymap_get(n, "group"), key, &g) == 0) {
+		if (parse_number(g, &num) == 0)
+			sc->group = (gid_t)num;
+		else if ((gr = getgrnam(g)) == NULL)
+			yerr(doc, ymap_get(n, "group"), key,
+			    "no such group \"%s\"", g);
+		else
+			sc->group = gr->gr_gid;
+		sc->group_name = xstrdup(g);
+	}
+	snprintf(key, sizeof(key), "%s.allow", what);
+	parse_allow(doc, ymap_get(n, "allow"), key, &sc->allow);
+}
+
+static void
+parse_runtime(struct ydoc *doc, const struct ynode *n, const char *tier,
+    const char *dir, struct launchd_runtime *rt)
+{
+	char		  what[64], key[96];
+	const char	**args = NULL, *base;
+	size_t		  nargs = 0;
+
+	snprintf(what, sizeof(what), "runtimes.%s", tier);
+	if (ymap_check(doc, n, what, runtime_keys, runtime_required) != 0)
+		return;
+	snprintf(key, sizeof(key), "%s.path", what);
+	parse_pathkey(doc, n, "path", key, dir, &rt->path);
+	snprintf(key, sizeof(key), "%s.args", what);
+	if (yget_strseq(doc, ymap_get(n, "args"), key, &args, &nargs) == 0 &&
+	    nargs > 0) {
+		rt->args = xcalloc(nargs, sizeof(*rt->args));
+		for (size_t i = 0; i < nargs; i++) {
+			if (args[i][0] != '-')
+				yerr(doc, ymap_get(n, "args"), key,
+				    "\"%s\" is not an option: args are the "
+				    "runtime's global options", args[i]);
+			rt->args[i] = xstrdup(args[i]);
+		}
+		rt->nargs = nargs;
+	}
+	free(args);
+	/* runsc takes a few spec fields its own way (spec.c). */
+	if (rt->path != NULL) {
+		base = strrchr(rt->path, '/');
+		base = base != NULL ? base + 1 : rt->path;
+		rt->flavor = strncmp(base, "runsc", 5) == 0 ? SPEC_RUNSC :
+		    SPEC_RUNC;
+	}
+}
+
+static void
+parse_runtimes(struct ydoc *doc, const struct ynode *n, const char *dir,
+    struct launchd_conf *c)
+{
+	size_t	 i;
+	int	 t, any = 0;
+
+	if (n == NULL)
+		return;
+	if (n->type != YN_MAP) {
+		yerr(doc, n, "runtimes", "want a map of tier (container, "
+		    "gvisor, microvm) to {path: RUNTIME}");
+		return;
+	}
+	for (i = 0; i < n->n; i++) {
+		const char *name = n->keys[i]->scalar;
+
+		for (t = 1; t < LAUNCHD_NTIERS; t++)
+			if (strcmp(tier_names[t], name) == 0)
+				break;
+		if (t == LAUNCHD_NTIERS) {
+			yerr(doc, n->keys[i], "runtimes", "unknown tier "
+			    "\"%s\": want container, gvisor or microvm", name);
+			continue;
+		}
+		parse_runtime(doc, n->items[i], name, dir, &c->runtimes[t]);
+		any = 1;
+	}
+	if (!any && n->n == 0)
+		yerr(doc, n, "runtimes", "names no tier: nothing could run");
+}
+
+struct launchd_conf *
+parse_launchd(const char *file, struct yerrs *errs)
+{
+	struct ydoc		*doc;
+	struct launchd_conf	*c;
+	const struct ynode	*root, *n, *socks;
+	const char		*s;
+	uint64_t		 v;
+	size_t			 nerr = errs->n;
+
+	if ((doc = yaml_load_file(file, errs)) == NULL)
+		return NULL;
+	c = xcalloc(1, sizeof(*c));
+	c->file = xstrdup(file);
+	c->dir = parse_dir(file);
+	c->max_frame_kb = FRAME_KB_DEFAULT;
+	root = doc->root;
+	if (root == NULL) {
+		yerr(doc, NULL, "launchd-sbx.yaml", "empty configuration");
+		goto done;
+	}
+	if (ymap_check(doc, root, "", top_keys, top_required) != 0 &&
+	    root->type != YN_MAP)
+		goto done;
+
+	parse_pathkey(doc, root, "state_dir", "state_dir", c->dir,
+	    &c->state_dir);
+	parse_pathkey(doc, root, "run_dir", "run_dir", c->dir, &c->run_dir);
+	parse_pathkey(doc, root, "policy_public_key", "policy_public_key",
+	    c->dir, &c->policy_public_key);
+	parse_pathkey(doc, root, "init", "init", c->dir, &c->init);
+	if (c->state_dir != NULL && c->run_dir != NULL &&
+	    strcmp(c->state_dir, c->run_dir) == 0)
+		yerr(doc, ymap_get(root, "run_dir"), "run_dir",
+		    "same directory as state_dir");
+	parse_runtimes(doc, ymap_get(root, "runtimes"), c->dir, c);
+
+	c->cgroup_parent = xstrdup("sbx");
+	if ((n = ymap_get(root, "cgroup_parent")) != NULL &&
+	    yget_str(doc, n, "cgroup_parent", &s) == 0) {
+		if (!name_ok(s))
+			yerr(doc, n, "cgroup_parent", "bad cgroup name \"%s\": "
+			    "want one path component of [A-Za-z0-9._@:-]", s);
+		else {
+			free(c->cgroup_parent);
+			c->cgroup_parent = xstrdup(s);
+		}
+	}
+	if ((n = ymap_get(root, "pool")) != NULL &&
+	    ymap_check(doc, n, "pool", pool_keys, NULL) == 0 &&
+	    yget_uint(doc, ymap_get(n, "size"), "pool.size", 0, 1024,
+	    &v) == 0 && ymap_get(n, "size") != NULL)
+		c->pool_size = (uint32_t)v;
+	if ((n = ymap_get(root, "egress")) != NULL &&
+	    ymap_check(doc, n, "egress", egress_keys, egress_keys) == 0)
+		parse_pathkey(doc, n, "socket", "egress.socket", c->dir,
+		    &c->egress_socket);
+	if (yget_uint(doc, ymap_get(root, "max_frame_kb"), "max_frame_kb",
+	    1, 65536, &v) == 0 && ymap_get(root, "max_frame_kb") != NULL)
+		c->max_frame_kb = (uint32_t)v;
+
+	if ((socks = ymap_get(root, "sockets")) != NULL &&
+	    ymap_check(doc, socks, "sockets", sockets_keys,
+	    sockets_required) == 0) {
+		parse_socket(doc, ymap_get(socks, "launch"), "launch", c->dir,
+		    &c->launch);
+		parse_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
+		    &c->admin);
+		if (c->launch.path != NULL && c->admin.path != NULL &&
+		    strcmp(c->launch.path, c->admin.path) == 0)
+			yerr(doc, ymap_get(ymap_get(socks, "admin"), "path"),
+			    "sockets.admin.path", "same path as the launch "
+			    "socket");
+	}
+done:
+	ydoc_free(doc);
+	if (errs->n != nerr) {
+		parse_launchd_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void
+parse_sock_free(struct launchd_sock_conf *sc)
+{
+	free(sc->path);
+	free(sc->group_name);
+	peer_allow_free(&sc->allow);
+}
+
+void
+parse_launchd_free(struct launchd_conf *c)
+{
+	if (c == NULL)
+		return;
+	for (int t = 0; t < LAUNCHD_NTIERS; t++) {
+		struct launchd_runtime *rt = &c->runtimes[t];
+
+		for (size_t i = 0; i < rt->nargs; i++)
+			free(rt->args[i]);
+		free(rt->args);
+		free(rt->path);
+	}
+	free(c->file);
+	free(c->dir);
+	free(c->state_dir);
+	free(c->run_dir);
+	free(c->policy_public_key);
+	free(c->init);
+	free(c->cgroup_parent);
+	free(c->egress_socket);
+	parse_sock_free(&c->launch);
+	parse_sock_free(&c->admin);
+	free(c);
+}
