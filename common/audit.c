@@ -5,16 +5,23 @@
  * zero bytes for record 1), and its own hash is SHA-256 over the protobuf
  * encoding of the event with `hash` empty, so prev_hash, seq and every
  * other field are inside what is hashed (proto/README.md, "Audit
- * events").  The one-row table audit_head names the last
- * record and its hash and moves in the same transaction as every insert,
- * so a record that is changed, inserted, reordered or deleted -- the last
- * one included -- shows up in audit_verify().  Triggers refuse UPDATE and
- * DELETE on the log and any head move that does not follow the chain;
+ * events").  The one-row table audit_head names the last committed record
+ * and its hash and moves in the same transaction as the inserts, so a
+ * record that is changed, inserted, reordered or deleted -- the last one
+ * included -- shows up in audit_verify().  Triggers refuse UPDATE and
+ * DELETE on the log, an insert that does not extend the chain, and any
+ * head move that goes backwards or names a record that is not there;
  * someone with write access to the file can drop triggers, which is why
  * audit_verify() trusts none of them.  The hash is unkeyed: a writer who
  * recomputes every hash and the head as well is not detected; copying the
  * head elsewhere (or signing it) is what catches that, and is outside this
  * file.
+ *
+ * Group commit is the fast path: inside a transaction that audit_begin()
+ * opened we hold SQLite's write lock, so the chain's end is known without
+ * reading it back, an add is one INSERT, and the head moves once, in
+ * audit_commit().  Commit and rollback hooks on the handle tell us when
+ * that transaction has ended, however it ended.
  *
  * Durability: the database runs in WAL mode with synchronous=FULL, so
  * COMMIT returns only after the WAL is fsync'ed; audit_append() and
@@ -46,6 +53,14 @@ struct audit {
 	/* The chain's end as of the last add, commit or rollback. */
 	uint64_t	 last_seq;
 	unsigned char	 last_hash[AUDIT_HASHLEN];
+	/*
+	 * Set by audit_begin(), cleared by the commit and rollback hooks: we
+	 * hold the write lock of a transaction we opened, so last_* is the
+	 * chain's end.  head_behind: records were added in it and
+	 * audit_head has not moved yet.
+	 */
+	int		 own_txn;
+	int		 head_behind;
 	sqlite3_stmt	*st_head;
 	sqlite3_stmt	*st_insert;
 	sqlite3_stmt	*st_move_head;
@@ -77,19 +92,30 @@ static const char audit_schema[] =
     " BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;"
     "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit"
     " BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;"
-    /* Catches a bug (ours or a caller's stray INSERT) at once rather than
-     * at the next verify. */
-    "CREATE TRIGGER IF NOT EXISTS audit_chain BEFORE INSERT ON audit"
-    " WHEN NEW.seq IS NOT (SELECT seq + 1 FROM audit_head)"
-    " OR NEW.prev_hash IS NOT (SELECT hash FROM audit_head)"
-    " BEGIN SELECT RAISE(ABORT, 'audit record does not extend the chain');"
-    " END;"
     "CREATE TRIGGER IF NOT EXISTS audit_head_no_delete"
     " BEFORE DELETE ON audit_head"
-    " BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;"
-    "CREATE TRIGGER IF NOT EXISTS audit_head_follows"
-    " BEFORE UPDATE ON audit_head"
-    " WHEN NEW.seq IS NOT OLD.seq + 1"
+    " BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;";
+
+/*
+ * The two triggers that check the chain as it grows, (re)created on every
+ * open so a log made by an older version gets these definitions.  Within
+ * one transaction the head moves only at commit, so a record extends
+ * either the head or the record just before it that is already past the
+ * head.  They catch a bug (ours or a caller's stray INSERT or UPDATE) at
+ * once rather than at the next verify.
+ */
+static const char audit_chain_triggers[] =
+    "DROP TRIGGER IF EXISTS audit_chain;"
+    "CREATE TRIGGER audit_chain BEFORE INSERT ON audit"
+    " WHEN NOT EXISTS (SELECT 1 FROM audit_head h WHERE"
+    "  (NEW.seq = h.seq + 1 AND NEW.prev_hash = h.hash)"
+    "  OR (NEW.seq > h.seq + 1 AND EXISTS (SELECT 1 FROM audit p"
+    "   WHERE p.seq = NEW.seq - 1 AND p.hash = NEW.prev_hash)))"
+    " BEGIN SELECT RAISE(ABORT, 'audit record does not extend the chain');"
+    " END;"
+    "DROP TRIGGER IF EXISTS audit_head_follows;"
+    "CREATE TRIGGER audit_head_follows BEFORE UPDATE ON audit_head"
+    " WHEN NEW.seq <= OLD.seq"
     " OR NOT EXISTS (SELECT 1 FROM audit"
     "  WHERE seq = NEW.seq AND hash = NEW.hash)"
     " BEGIN SELECT RAISE(ABORT, 'audit head must follow the chain'); END;";
@@ -215,6 +241,26 @@ audit_pragma(sqlite3 *db, const char *sql, const char *want, char *err,
 	return ret;
 }
 
+/*
+ * Any commit or rollback on the handle ends the transaction audit_begin()
+ * opened, whoever issued it; after that last_* is only a cache again.
+ */
+static int
+audit_txn_ended(void *arg)
+{
+	struct audit	*a = arg;
+
+	a->own_txn = 0;
+	a->head_behind = 0;
+	return 0;	/* let the commit go ahead */
+}
+
+static void
+audit_txn_rolled_back(void *arg)
+{
+	(void)audit_txn_ended(arg);
+}
+
 struct audit *
 audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
     size_t errlen)
@@ -244,7 +290,8 @@ audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
 		    sqlite3_errmsg(db));
 		goto fail;
 	}
-	if (audit_exec(a, audit_schema) == -1) {
+	if (audit_exec(a, audit_schema) == -1 ||
+	    audit_exec(a, audit_chain_triggers) == -1) {
 		snprintf(err, errlen, "cannot create the audit schema: %s",
 		    sqlite3_errmsg(db));
 		audit_exec(a, "ROLLBACK TO audit_schema");
@@ -274,6 +321,8 @@ audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
 	/* A missing head is not fatal here: verify must still be able to
 	 * say so.  Appending refuses until then. */
 	(void)audit_load_head(a);
+	sqlite3_commit_hook(db, audit_txn_ended, a);
+	sqlite3_rollback_hook(db, audit_txn_rolled_back, a);
 	return a;
 fail:
 	a->db = NULL;	/* the caller's, or audit_open closes it */
@@ -286,6 +335,10 @@ audit_close(struct audit *a)
 {
 	if (a == NULL)
 		return;
+	if (a->db != NULL) {
+		sqlite3_commit_hook(a->db, NULL, NULL);
+		sqlite3_rollback_hook(a->db, NULL, NULL);
+	}
 	sqlite3_finalize(a->st_head);
 	sqlite3_finalize(a->st_insert);
 	sqlite3_finalize(a->st_move_head);
@@ -308,12 +361,40 @@ audit_begin(struct audit *a)
 		audit_exec(a, "ROLLBACK");
 		return -1;
 	}
+	a->own_txn = 1;
+	a->head_behind = 0;
+	return 0;
+}
+
+/* Point audit_head at the last record added in our transaction. */
+static int
+audit_move_head(struct audit *a)
+{
+	sqlite3_stmt	*st = a->st_move_head;
+	int		 rc;
+
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)a->last_seq);
+	sqlite3_bind_blob(st, 2, a->last_hash, AUDIT_HASHLEN, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE || sqlite3_changes(a->db) != 1) {
+		log_warnx("audit: cannot move the audit head to record %llu: "
+		    "%s", (unsigned long long)a->last_seq,
+		    sqlite3_errmsg(a->db));
+		return -1;
+	}
+	a->head_behind = 0;
 	return 0;
 }
 
 int
 audit_commit(struct audit *a)
 {
+	if (a->own_txn && a->head_behind && audit_move_head(a) == -1) {
+		audit_rollback(a);
+		return -1;
+	}
 	if (audit_exec(a, "COMMIT") == 0)
 		return 0;
 	/* Nothing of this transaction may look acknowledged. */
@@ -330,6 +411,8 @@ audit_rollback(struct audit *a)
 
 	if (!sqlite3_get_autocommit(a->db))
 		rc = audit_exec(a, "ROLLBACK");
+	a->own_txn = 0;
+	a->head_behind = 0;
 	if (audit_load_head(a) == -1)
 		rc = -1;
 	return rc;
@@ -364,9 +447,9 @@ audit_bind_text(sqlite3_stmt *st, int i, const char *s)
 	return sqlite3_bind_text(st, i, s ? s : "", -1, SQLITE_STATIC);
 }
 
-/* The insert and head move for one event; ev is the finished event. */
+/* The INSERT of one finished event. */
 static int
-audit_store(struct audit *a, const Sbx__V1__AuditEvent *ev)
+audit_insert(struct audit *a, const Sbx__V1__AuditEvent *ev)
 {
 	sqlite3_stmt	*st = a->st_insert;
 	int		 rc;
@@ -395,20 +478,60 @@ audit_store(struct audit *a, const Sbx__V1__AuditEvent *ev)
 		    (unsigned long long)ev->seq, sqlite3_errmsg(a->db));
 		return -1;
 	}
-
-	st = a->st_move_head;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)ev->seq);
-	sqlite3_bind_blob(st, 2, ev->hash.data, (int)ev->hash.len,
-	    SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE || sqlite3_changes(a->db) != 1) {
-		log_warnx("audit: cannot move the audit head to record %llu: "
-		    "%s", (unsigned long long)ev->seq, sqlite3_errmsg(a->db));
-		return -1;
-	}
 	return 0;
+}
+
+/*
+ * Chain e after the cached end of the log and insert it.  On success the
+ * cache names e; prev and hash hold e's hashes (e points at them).
+ */
+static int
+audit_chain_insert(struct audit *a, Sbx__V1__AuditEvent *e,
+    unsigned char prev[AUDIT_HASHLEN], unsigned char hash[AUDIT_HASHLEN])
+{
+	memcpy(prev, a->last_hash, AUDIT_HASHLEN);
+	e->seq = a->last_seq + 1;
+	if (e->time_ns == 0)
+		e->time_ns = now_ns();
+	e->daemon = a->daemon;
+	e->prev_hash.data = prev;
+	e->prev_hash.len = AUDIT_HASHLEN;
+	e->hash.data = NULL;
+	e->hash.len = 0;
+	if (audit_event_hash(e, hash) == -1)
+		return -1;
+	e->hash.data = hash;
+	e->hash.len = AUDIT_HASHLEN;
+	if (audit_insert(a, e) == -1)
+		return -1;
+	a->last_seq = e->seq;
+	memcpy(a->last_hash, hash, AUDIT_HASHLEN);
+	return 0;
+}
+
+/*
+ * An add inside a transaction someone else opened: we do not hold the
+ * chain's end, so read it inside this write transaction (a ROLLBACK issued
+ * directly on a shared handle, or an append by another connection, would
+ * otherwise fork the chain), and move the head with the record, since we
+ * do not see the commit.  A savepoint keeps a failed add from leaving half
+ * a record in the caller's transaction.
+ */
+static int
+audit_add_foreign(struct audit *a, Sbx__V1__AuditEvent *e,
+    unsigned char prev[AUDIT_HASHLEN], unsigned char hash[AUDIT_HASHLEN])
+{
+	if (audit_exec(a, "SAVEPOINT audit_add") == -1)
+		return -1;
+	if (audit_load_head(a) == 0 &&
+	    audit_chain_insert(a, e, prev, hash) == 0 &&
+	    audit_move_head(a) == 0 &&
+	    audit_exec(a, "RELEASE audit_add") == 0)
+		return 0;
+	audit_exec(a, "ROLLBACK TO audit_add");
+	audit_exec(a, "RELEASE audit_add");
+	(void)audit_load_head(a);
+	return -1;
 }
 
 /*
@@ -422,64 +545,27 @@ audit_add(struct audit *a, Sbx__V1__AuditEvent *ev)
 {
 	Sbx__V1__AuditEvent	 e = *ev;
 	unsigned char		 prev[AUDIT_HASHLEN], hash[AUDIT_HASHLEN];
-	int			 implicit, ok;
 
-	/*
-	 * Outside a transaction the add is its own; inside one, a savepoint
-	 * keeps a failed add from leaving half a record in the caller's
-	 * transaction.
-	 */
-	implicit = sqlite3_get_autocommit(a->db);
-	if (implicit) {
+	if (sqlite3_get_autocommit(a->db)) {
+		/* Outside a transaction the add is its own. */
 		if (audit_begin(a) == -1)
 			return -1;
-	} else if (audit_exec(a, "SAVEPOINT audit_add") == -1)
-		return -1;
-
-	/*
-	 * Read the end of the chain inside this write transaction rather
-	 * than trusting the cache: a ROLLBACK issued directly on a shared
-	 * handle, or an append by another connection, would otherwise fork
-	 * the chain.  It is one primary-key lookup.
-	 */
-	ok = audit_load_head(a) == 0;
-	if (ok) {
-		memcpy(prev, a->last_hash, sizeof(prev));
-		e.seq = a->last_seq + 1;
-		if (e.time_ns == 0)
-			e.time_ns = now_ns();
-		e.daemon = a->daemon;
-		e.prev_hash.data = prev;
-		e.prev_hash.len = sizeof(prev);
-		e.hash.data = NULL;
-		e.hash.len = 0;
-		ok = audit_event_hash(&e, hash) == 0;
-	}
-	if (ok) {
-		e.hash.data = hash;
-		e.hash.len = sizeof(hash);
-		ok = audit_store(a, &e) == 0;
-	}
-
-	if (implicit) {
-		if (!ok) {
+		if (audit_chain_insert(a, &e, prev, hash) == -1) {
 			audit_rollback(a);
 			return -1;
 		}
+		a->head_behind = 1;
 		if (audit_commit(a) == -1)
 			return -1;
-	} else if (!ok) {
-		audit_exec(a, "ROLLBACK TO audit_add");
-		audit_exec(a, "RELEASE audit_add");
-		(void)audit_load_head(a);
+	} else if (a->own_txn) {
+		/* A failed INSERT is undone on its own (statement
+		 * rollback), so no savepoint is needed here. */
+		if (audit_chain_insert(a, &e, prev, hash) == -1)
+			return -1;
+		a->head_behind = 1;
+	} else if (audit_add_foreign(a, &e, prev, hash) == -1)
 		return -1;
-	} else if (audit_exec(a, "RELEASE audit_add") == -1) {
-		(void)audit_load_head(a);
-		return -1;
-	}
 
-	a->last_seq = e.seq;
-	memcpy(a->last_hash, hash, sizeof(hash));
 	ev->seq = e.seq;
 	ev->time_ns = e.time_ns;
 	ev->daemon = xstrdup(a->daemon);
@@ -661,16 +747,23 @@ audit_verify(struct audit *a, Sbx__V1__AuditVerifyReply *r)
 	unsigned char		 h[AUDIT_HASHLEN];
 	uint64_t		 expect = 1, last = 0, head_seq;
 	unsigned char		 head_hash[AUDIT_HASHLEN];
-	int			 rc, own_txn, have_head, ret = 0;
+	int			 rc, read_txn, have_head, ret = 0;
 
 	sbx__v1__audit_verify_reply__init(r);
 	r->ok = 1;
 	r->daemon = xstrdup(a->daemon);
 	r->problem = xstrdup("");
 
-	own_txn = sqlite3_get_autocommit(a->db);
-	if (own_txn && audit_exec(a, "BEGIN") == -1) {
+	read_txn = sqlite3_get_autocommit(a->db);
+	if (read_txn && audit_exec(a, "BEGIN") == -1) {
 		audit_bad(r, 0, "cannot read the audit log: %s",
+		    sqlite3_errmsg(a->db));
+		return -1;
+	}
+	/* Inside our own batch the head moves at commit; bring it up to
+	 * the records added so far, so they are not taken for forgeries. */
+	if (a->own_txn && a->head_behind && audit_move_head(a) == -1) {
+		audit_bad(r, 0, "cannot move the audit head: %s",
 		    sqlite3_errmsg(a->db));
 		return -1;
 	}
@@ -712,7 +805,7 @@ audit_verify(struct audit *a, Sbx__V1__AuditVerifyReply *r)
 	have_head = audit_load_head(a) == 0;
 	head_seq = a->last_seq;
 	memcpy(head_hash, a->last_hash, sizeof(head_hash));
-	if (own_txn)
+	if (read_txn)
 		audit_exec(a, "COMMIT");
 	if (ret == -1 || !r->ok)
 		return ret;

@@ -24,13 +24,16 @@ struct audit	*audit_open(const char *path, const char *daemon,
 		    char *err, size_t errlen);
 /* Keep the log in a database the daemon already has open, so a record and
  * the state change it describes commit in one transaction.  The handle
- * stays the caller's. */
+ * stays the caller's, but the log sets its commit and rollback hooks
+ * (SQLite keeps one of each per handle), so the caller sets none. */
 struct audit	*audit_open_db(struct sqlite3 *, const char *daemon,
 		    char *err, size_t errlen);
 void		 audit_close(struct audit *);
 
 /* Group commit: begin, add any number of events (and the caller's own
- * statements on the same handle), commit once. */
+ * statements on the same handle), commit once.  Inside such a
+ * transaction an add is a single INSERT and the head moves at commit;
+ * do not roll back to a savepoint taken before an add. */
 int		 audit_begin(struct audit *);
 /* Fills seq, time_ns (if 0), daemon, prev_hash and hash. 0 or -1.
  * Outside a transaction the add commits on its own.  On success daemon,

@@ -11,14 +11,13 @@
  * values substituted are checked names, so they cannot smuggle in a
  * placeholder or a path.  compile_policy() is the pure part; compile_task()
  * adds the task binding, the execution count, the signature and the
- * records, all inside the store's open batch.
+ * records, which go into the store's open batch.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit.h"
 #include "log.h"
 #include "util.h"
 #include "policyd.h"
@@ -325,46 +324,23 @@ compile_out_clear(struct compile_out *out)
 	memset(out, 0, sizeof(*out));
 }
 
-/* Record a denial in the open batch.  A denial that cannot be recorded
- * fails the whole batch: invariant 6 says every denial is audited. */
-static void
-compile_audit(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
-    const char *action, const char *execution_id, const char *hash,
-    const char *rule, const char *detail)
-{
-	Sbx__V1__AuditEvent	 ev;
-
-	sbx__v1__audit_event__init(&ev);
-	ev.task_id = (char *)t->id;
-	ev.execution_id = (char *)(execution_id != NULL ? execution_id : "");
-	ev.policy_hash = (char *)(hash != NULL ? hash : "");
-	ev.action = (char *)action;
-	ev.rule = (char *)(rule != NULL ? rule : "");
-	ev.detail = (char *)(detail != NULL ? detail : "");
-	ev.actor = (char *)(actor != NULL ? actor : "");
-	if (audit_add(store_audit(pd->store), &ev) == -1) {
-		log_warnx("task %s: cannot record the %s event", t->id, action);
-		store_poison(pd->store);
-		return;
-	}
-	audit_event_clear(&ev);
-}
-
+/* A denial: its audit event joins the open batch, so the refusal is on
+ * disk before the client hears it (invariant 6). */
 static int
 compile_deny(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
     const char *hash, Sbx__V1__Error *err)
 {
-	compile_audit(pd, t, actor, "deny", NULL, hash, err->rule,
-	    err->message);
+	store_add_event(pd->store, t->id, "deny", NULL, hash, err->rule,
+	    err->message, actor);
 	log_debug("task %s: denied: %s: %s", t->id, err->rule, err->message);
 	return -1;
 }
 
+/* Nothing has been recorded when this is called, so nothing is undone. */
 static int
-compile_internal(struct policyd *pd, const Sbx__V1__Task *t,
-    Sbx__V1__Error *err, const char *what)
+compile_internal(const Sbx__V1__Task *t, Sbx__V1__Error *err,
+    const char *what)
 {
-	store_poison(pd->store);
 	compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 	    "task %s: %s", t->id, what);
 	return -1;
@@ -376,20 +352,14 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 {
 	const struct tmpl	*tm;
 	struct store_task	 bound;
-	struct entitle_eff	 eff;
+	const struct entitle_eff *eff;
 	Sbx__V1__PolicyGrant	 grant;
-	int64_t			 used;
 	int			 known;
 	char			*detail;
 
 	memset(out, 0, sizeof(*out));
 	if (compile_validate(t, err) == -1)
 		return -1;
-	if (store_begin(pd->store) == -1) {
-		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "policyd.db: cannot begin a transaction");
-		return -1;
-	}
 
 	if ((tm = template_active(pd->reg, t->type)) == NULL) {
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
@@ -399,7 +369,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	}
 
 	if ((known = store_task_get(pd->store, t->id, &bound)) == -1)
-		return compile_internal(pd, t, err, "cannot read the task");
+		return compile_internal(t, err, "cannot read the task");
 	if (known && (strcmp(bound.tenant, t->tenant) != 0 ||
 	    strcmp(bound.user, t->user) != 0 ||
 	    strcmp(bound.type, t->type) != 0)) {
@@ -410,29 +380,24 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		return compile_deny(pd, t, actor, NULL, err);
 	}
 
-	if (entitle_get(pd->ent, t->tenant, t->user, &eff) == -1)
-		return compile_internal(pd, t, err,
+	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL)
+		return compile_internal(t, err,
 		    "cannot read the entitlements");
-	out->policy = compile_policy(tm, t, &eff, err);
-	entitle_eff_clear(&eff);
+	out->policy = compile_policy(tm, t, eff, err);
 	if (out->policy == NULL) {
-		if (err->code == SBX__V1__ERROR_CODE__ERROR_INTERNAL) {
-			store_poison(pd->store);
+		if (err->code == SBX__V1__ERROR_CODE__ERROR_INTERNAL)
 			return -1;
-		}
 		return compile_deny(pd, t, actor, NULL, err);
 	}
 	if (policy_hash(out->policy, out->hash) == -1) {
 		compile_out_clear(out);
-		return compile_internal(pd, t, err, "cannot hash the policy");
+		return compile_internal(t, err, "cannot hash the policy");
 	}
 
-	if ((used = store_executions_count(pd->store, t->id)) == -1) {
-		compile_out_clear(out);
-		return compile_internal(pd, t, err,
-		    "cannot count the executions");
-	}
-	if (used >= (int64_t)out->policy->executions_per_task) {
+	/* The count includes executions not committed yet, so compiles
+	 * in flight cannot overrun the cap. */
+	if ((known ? bound.executions : 0) >=
+	    (int64_t)out->policy->executions_per_task) {
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_LIMIT,
 		    RULE_EXHAUSTED, "task %s has used its %u execution%s "
 		    "(executions_per_task of %s@%u)", t->id,
@@ -459,20 +424,14 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	grant.expires_at = out->expires_at;
 	if (sign_grant(pd->key, &grant, &out->signed_) == -1) {
 		compile_out_clear(out);
-		return compile_internal(pd, t, err, "cannot sign the policy");
+		return compile_internal(t, err, "cannot sign the policy");
 	}
 
-	if ((!known && store_task_insert(pd->store, t) == -1) ||
-	    store_execution_insert(pd->store, out->execution_id, t->id,
-	    out->hash, tm->name, tm->version, out->issued_at,
-	    out->expires_at) == -1) {
-		compile_out_clear(out);
-		return compile_internal(pd, t, err,
-		    "cannot record the execution");
-	}
+	/* The audit record is the execution record: task, execution,
+	 * hash, template and time. */
 	xasprintf(&detail, "template %s", out->template);
-	compile_audit(pd, t, actor, "compile", out->execution_id, out->hash,
-	    NULL, detail);
+	store_add_execution(pd->store, t, known ? &bound : NULL,
+	    out->execution_id, out->hash, detail, actor);
 	free(detail);
 	log_debug("task %s: execution %s policy %s hash %s", t->id,
 	    out->execution_id, out->template, out->hash);

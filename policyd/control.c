@@ -6,14 +6,17 @@
  * common/frame.c's; this file dispatches.
  *
  * The invariant it upholds: nothing is acknowledged before it is on disk.
- * A request that writes (a compile, an entitlement change) joins the open
- * batch transaction and its reply is packed at once but held; a
- * low-priority event, which libevent runs only after every ready socket
- * has been read in this pass of the loop, commits the batch with one
- * fsync and only then sends the held replies.  If the commit fails, every
- * held client gets ERROR_INTERNAL instead and nothing is acknowledged.  A
- * reply that does not write flushes the batch first, so each connection
- * still gets its replies in order.
+ * A compile adds its records to the store's open batch, and its reply is
+ * packed at once but held.  When the store's writer thread is idle it
+ * takes the open batch at once and commits it (one fsync) while the loop
+ * goes on compiling into the next batch, so batches grow with the load.
+ * When the writer is done, the held replies of that batch go out -- or,
+ * if the commit failed, every one of those clients gets ERROR_INTERNAL
+ * instead and nothing is acknowledged.  Every other request first drains
+ * both batches (waits for the one in flight, commits the open one), so
+ * each connection still gets its replies in order and reads see every
+ * acknowledged record; an entitlement change is then its own
+ * transaction.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +29,6 @@
 #include "log.h"
 #include "util.h"
 #include "policyd.h"
-
-#define CONTROL_PRIO_FLUSH	2	/* of 3: after all I/O in a pass */
 
 enum held_kind {
 	HELD_OTHER,
@@ -42,6 +43,14 @@ struct held {
 	uint64_t		 request_id;
 	enum held_kind		 kind;
 	const char		*rule;		/* HELD_DENIAL */
+	int			 recorded;	/* true only if committed */
+};
+
+/* The replies that wait for one batch. */
+struct held_list {
+	struct held		*v;
+	size_t			 n;
+	size_t			 cap;
 };
 
 struct control_sock {
@@ -55,11 +64,9 @@ struct control {
 	struct frame_server	*admin;
 	struct control_sock	 orch_arg;
 	struct control_sock	 admin_arg;
-	struct event		*flush_ev;
-	int			 flush_pending;
-	struct held		*held;
-	size_t			 nheld;
-	size_t			 capheld;
+	struct event		*done_ev;	/* the writer has finished */
+	struct held_list	 open;		/* for the store's open batch */
+	struct held_list	 flight;	/* for the batch in flight */
 };
 
 static const char *const control_rules[] = {
@@ -88,22 +95,16 @@ control_actor(struct frame_conn *c, char *buf, size_t len)
 		snprintf(buf, len, "uid:?");
 }
 
-static void
-control_flush_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	control_flush(arg);
-}
-
-/* Hold a reply until the batch commits. */
+/* Hold a reply until the open batch commits. */
 static void
 control_hold(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule)
+    const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule,
+    int recorded)
 {
-	struct held	*h;
-	uint8_t		*buf;
-	size_t		 len;
+	struct held_list	*l = &ctl->open;
+	struct held		*h;
+	uint8_t			*buf;
+	size_t			 len;
 
 	if ((buf = frame_pack(env, &len)) == NULL) {
 		/* Still wait for the commit: an error sent now could
@@ -121,47 +122,44 @@ control_hold(struct control *ctl, struct frame_conn *c,
 			fatalx("cannot encode an error reply");
 		kind = HELD_OTHER;
 	}
-	if (ctl->nheld == ctl->capheld) {
-		ctl->capheld = ctl->capheld ? ctl->capheld * 2 : 64;
-		ctl->held = xreallocarray(ctl->held, ctl->capheld,
-		    sizeof(*ctl->held));
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->v = xreallocarray(l->v, l->cap, sizeof(*l->v));
 	}
-	h = &ctl->held[ctl->nheld++];
+	h = &l->v[l->n++];
 	h->conn = c;
 	h->buf = buf;
 	h->len = len;
 	h->request_id = env->request_id;
 	h->kind = kind;
 	h->rule = rule;
+	h->recorded = recorded;
 	frame_conn_hold(c);
-	if (!ctl->flush_pending) {
-		ctl->flush_pending = 1;
-		event_active(ctl->flush_ev, EV_TIMEOUT, 0);
-	}
+	/* An idle writer takes the batch at once: what arrives while it
+	 * commits forms the next one, so batches grow with the load. */
+	control_kick(ctl);
 }
 
-void
-control_flush(struct control *ctl)
+/*
+ * Send the replies held for a batch that has committed (ok) or rolled
+ * back.  A reply that recorded nothing does not depend on the outcome.
+ */
+static void
+control_release(struct control *ctl, struct held_list *l, int ok)
 {
-	struct policyd	*pd = ctl->pd;
-	size_t		 i, n = ctl->nheld;
-	int		 ok;
+	struct policyd		*pd = ctl->pd;
+	struct held_list	 take = *l;
 
-	ctl->flush_pending = 0;
-	if (n == 0 && (pd->store == NULL || !store_in_batch(pd->store)))
-		return;
-	ok = store_commit(pd->store) == 0;
-	if (ok)
-		pd->metrics.commits++;
+	/* Take the list first: a send can run callbacks. */
+	l->v = NULL;
+	l->n = l->cap = 0;
 	if (!ok)
 		log_warnx("policyd.db: batch of %zu not committed; every "
-		    "waiting client gets an error", n);
-	/* Take the list first: a send can run callbacks. */
-	ctl->nheld = 0;
-	for (i = 0; i < n; i++) {
-		struct held *h = &ctl->held[i];
+		    "waiting client gets an error", take.n);
+	for (size_t i = 0; i < take.n; i++) {
+		struct held *h = &take.v[i];
 
-		if (ok) {
+		if (ok || !h->recorded) {
 			if (h->kind == HELD_EXECUTION) {
 				pd->metrics.compiles++;
 				pd->metrics.executions++;
@@ -180,6 +178,116 @@ control_flush(struct control *ctl)
 		free(h->buf);
 		frame_conn_release(h->conn);
 	}
+	/* Keep whichever array is larger for the next batch. */
+	if (l->v == NULL) {
+		take.n = 0;
+		*l = take;
+	} else
+		free(take.v);
+}
+
+static void
+control_committed(struct control *ctl, int ok)
+{
+	if (ok)
+		ctl->pd->metrics.commits++;
+}
+
+static void
+control_swap(struct held_list *a, struct held_list *b)
+{
+	struct held_list	 t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void
+control_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct control		*ctl = arg;
+	struct held_list	 done = { NULL, 0, 0 };
+	int			 ok;
+
+	(void)fd;
+	(void)what;
+	if (store_reap(ctl->pd->store, &ok) == 1) {
+		control_committed(ctl, ok);
+		control_swap(&done, &ctl->flight);
+	}
+	/* What arrived meanwhile is the next batch: the writer starts on it
+	 * before we spend time on the replies. */
+	control_kick(ctl);
+	if (done.n > 0)
+		control_release(ctl, &done, ok);
+	free(done.v);
+}
+
+/* Listen for the writer thread, once the store exists.  -1 if we cannot:
+ * then batches commit on the loop's own thread. */
+static int
+control_watch_writer(struct control *ctl)
+{
+	int	 fd;
+
+	if (ctl->done_ev != NULL)
+		return 0;
+	if ((fd = store_done_fd(ctl->pd->store)) == -1)
+		return -1;
+	if ((ctl->done_ev = event_new(ctl->pd->base, fd, EV_READ | EV_PERSIST,
+	    control_done_cb, ctl)) == NULL)
+		return -1;
+	if (event_add(ctl->done_ev, NULL) == -1) {
+		event_free(ctl->done_ev);
+		ctl->done_ev = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+void
+control_kick(struct control *ctl)
+{
+	struct store	*s = ctl->pd->store;
+	int		 ok;
+
+	/* One batch in flight at a time; its done event kicks again. */
+	if (s == NULL || store_busy(s))
+		return;
+	if (!store_in_batch(s)) {
+		/* Only replies that recorded nothing: nothing to wait for. */
+		if (ctl->open.n > 0)
+			control_release(ctl, &ctl->open, 1);
+		return;
+	}
+	control_swap(&ctl->open, &ctl->flight);
+	if (control_watch_writer(ctl) == 0 && store_submit(s) == 1)
+		return;
+	log_warnx("policyd.db: no writer thread; committing in the loop");
+	ok = store_commit(s) == 0;
+	control_committed(ctl, ok);
+	control_release(ctl, &ctl->flight, ok);
+}
+
+void
+control_flush(struct control *ctl)
+{
+	struct store	*s = ctl->pd->store;
+	int		 ok;
+
+	if (s == NULL)
+		return;
+	if (store_busy(s)) {
+		ok = store_wait(s) == 0;
+		control_committed(ctl, ok);
+		control_release(ctl, &ctl->flight, ok);
+	}
+	if (store_in_batch(s)) {
+		ok = store_commit(s) == 0;
+		control_committed(ctl, ok);
+		control_release(ctl, &ctl->open, ok);
+	} else if (ctl->open.n > 0)
+		control_release(ctl, &ctl->open, 1);
 }
 
 /* Send now, after anything this or another client is still owed. */
@@ -187,8 +295,7 @@ static void
 control_send(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *env)
 {
-	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
-		control_flush(ctl);
+	control_flush(ctl);
 	frame_conn_send(c, env);
 }
 
@@ -219,19 +326,20 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__CompileReply	 rep;
 	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
 	char			 actor[32];
+	size_t			 before;
+	int			 recorded;
 
 	control_actor(c, actor, sizeof(actor));
 	frame_env_init(&env, req->request_id);
+	before = store_pending(pd->store);
 	if (compile_task(pd, task, actor, &out, &err) == -1) {
+		/* Held even when nothing was recorded, so it cannot
+		 * overtake this client's earlier replies. */
+		recorded = store_pending(pd->store) > before;
 		env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
 		env.error = &err;
-		if (store_in_batch(pd->store))
-			control_hold(ctl, c, &env, err.code ==
-			    SBX__V1__ERROR_CODE__ERROR_POLICY || err.code ==
-			    SBX__V1__ERROR_CODE__ERROR_LIMIT ? HELD_DENIAL :
-			    HELD_OTHER, control_rule(err.rule));
-		else
-			control_send(ctl, c, &env);
+		control_hold(ctl, c, &env, recorded ? HELD_DENIAL : HELD_OTHER,
+		    control_rule(err.rule), recorded);
 		compile_error_clear(&err);
 		return;
 	}
@@ -243,19 +351,26 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	rep.expires_at = out.expires_at;
 	env.body_case = SBX__V1__ENVELOPE__BODY_COMPILED;
 	env.compiled = &rep;
-	control_hold(ctl, c, &env, HELD_EXECUTION, NULL);
+	control_hold(ctl, c, &env, HELD_EXECUTION, NULL, 1);
 	compile_out_clear(&out);
 }
 
+/*
+ * An entitlement change and its audit event commit together, in their own
+ * transaction, after everything before them: admin changes are rare, and
+ * compiles read entitlements through the read handle, which sees a change
+ * only once it is committed.
+ */
 static void
 control_entitlement(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *req, const Sbx__V1__Entitlement *m, int add)
 {
 	struct policyd		*pd = ctl->pd;
+	struct audit		*a = store_audit(pd->store);
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__Ack		 ack;
 	Sbx__V1__AuditEvent	 ev;
-	char			 err[256], actor[32], *detail;
+	char			 err[256], msg[300], actor[32], *detail;
 	int			 rc;
 
 	if (m == NULL || entitle_check(m, err, sizeof(err)) == -1) {
@@ -264,7 +379,8 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 		    "request has no entitlement" : err);
 		return;
 	}
-	if (store_begin(pd->store) == -1) {
+	control_flush(ctl);
+	if (audit_begin(a) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "policyd.db: cannot begin a transaction");
@@ -273,15 +389,15 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 	rc = add ? entitle_add(pd->ent, m, err, sizeof(err)) :
 	    entitle_remove(pd->ent, m, err, sizeof(err));
 	if (rc == -1) {
-		/* The savepoint undid the change; the batch is intact. */
-		control_flush(ctl);
+		audit_rollback(a);
+		entitle_forget(pd->ent);
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", err);
 		return;
 	}
 	if (rc == 1) {
-		control_flush(ctl);
-		char msg[300];
+		audit_rollback(a);
+		entitle_forget(pd->ent);
 		snprintf(msg, sizeof(msg), "no entitlement for %s/%s",
 		    m->tenant, m->user);
 		control_send_error(ctl, c, req->request_id,
@@ -299,10 +415,23 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 	ev.action = (char *)"entitlement";
 	ev.detail = detail;
 	ev.actor = actor;
-	if (audit_add(store_audit(pd->store), &ev) == -1)
-		store_poison(pd->store);
-	else
+	if (audit_add(a, &ev) == -1) {
+		audit_rollback(a);
+		rc = -1;
+	} else {
 		audit_event_clear(&ev);
+		rc = audit_commit(a);
+	}
+	/* Compiles read what is committed from now on. */
+	entitle_forget(pd->ent);
+	if (rc == -1) {
+		free(detail);
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "policyd.db: the change could not be committed; nothing "
+		    "was changed");
+		return;
+	}
 	log_info("entitlement %s by %s", detail, actor);
 
 	sbx__v1__ack__init(&ack);
@@ -310,7 +439,7 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 	frame_env_init(&env, req->request_id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_ACK;
 	env.ack = &ack;
-	control_hold(ctl, c, &env, HELD_OTHER, NULL);
+	control_send(ctl, c, &env);
 	free(detail);
 }
 
@@ -324,8 +453,7 @@ control_entitlement_list(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Entitlement		**v;
 	size_t				 n;
 
-	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
-		control_flush(ctl);
+	control_flush(ctl);
 	if (entitle_list(ctl->pd->ent, q->tenant, q->user, &v, &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
@@ -431,8 +559,7 @@ control_audit_query(struct control *ctl, struct frame_conn *c,
 
 	/* Read only what is committed: never show a record that might
 	 * still roll back. */
-	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
-		control_flush(ctl);
+	control_flush(ctl);
 	if (audit_query(store_audit(ctl->pd->store), q->task_id, q->limit,
 	    &v, &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
@@ -457,8 +584,7 @@ control_audit_verify(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Envelope		 env;
 	Sbx__V1__AuditVerifyReply	 r;
 
-	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
-		control_flush(ctl);
+	control_flush(ctl);
 	sbx__v1__audit_verify_reply__init(&r);
 	if (audit_verify(store_audit(ctl->pd->store), &r) == -1) {
 		audit_verify_clear(&r);
@@ -517,8 +643,7 @@ control_send_metrics(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Metrics	 m;
 
 	/* Count what is waiting, so the figures include it. */
-	if (ctl->nheld > 0 || store_in_batch(ctl->pd->store))
-		control_flush(ctl);
+	control_flush(ctl);
 	sbx__v1__metrics__init(&m);
 	m.text = control_metrics(ctl->pd);
 	frame_env_init(&env, req->request_id);
@@ -612,14 +737,6 @@ control_start(struct policyd *pd)
 	ctl->orch_arg.admin = 0;
 	ctl->admin_arg.ctl = ctl;
 	ctl->admin_arg.admin = 1;
-	if ((ctl->flush_ev = event_new(pd->base, -1, 0, control_flush_cb,
-	    ctl)) == NULL ||
-	    event_priority_set(ctl->flush_ev, CONTROL_PRIO_FLUSH) == -1) {
-		log_warnx("cannot set up the commit event (was "
-		    "event_base_priority_init called?)");
-		control_stop(ctl);
-		return NULL;
-	}
 	if ((ctl->orch = control_listen(ctl, &pd->conf->orch, "orchestrator",
 	    &ctl->orch_arg)) == NULL ||
 	    (ctl->admin = control_listen(ctl, &pd->conf->admin, "admin",
@@ -638,8 +755,9 @@ control_stop(struct control *ctl)
 	control_flush(ctl);
 	frame_server_free(ctl->orch);
 	frame_server_free(ctl->admin);
-	if (ctl->flush_ev != NULL)
-		event_free(ctl->flush_ev);
-	free(ctl->held);
+	if (ctl->done_ev != NULL)
+		event_free(ctl->done_ev);
+	free(ctl->open.v);
+	free(ctl->flight.v);
 	free(ctl);
 }

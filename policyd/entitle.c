@@ -7,8 +7,15 @@
  * refuses it rather than falling back to the template.  Every change runs
  * inside a savepoint, so an add or remove is all-or-nothing whether or not
  * the caller has a transaction open.
+ *
+ * Compiles ask for the same few (tenant, user) pairs over and over, so
+ * entitle_lookup() keeps what it read.  The cache is dropped whole on
+ * every change: an add or remove empties it, and so does the caller once
+ * the change has committed or rolled back (entitle_forget()), because a
+ * read handle sees a change only after the commit.
  */
 #include <ctype.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +111,29 @@ static const char entitle_schema[] =
     " host TEXT NOT NULL,"
     " PRIMARY KEY (tenant, user, host));";
 
+/* Enough for every user of a large tenant; past it the cache starts
+ * over. */
+#define ENTITLE_CACHE_MAX	4096
+
+struct entitle_cached {
+	char			*tenant;
+	char			*user;
+	struct entitle_eff	 eff;
+};
+
 struct entitle {
+	void		*cache;		/* tsearch tree of entitle_cached */
+	size_t		 ncache;
 	sqlite3		*db;
 	sqlite3_stmt	*st[ST_MAX];
+	/* entitle_get()'s statements on a read handle, if one was given. */
+	sqlite3		*rdb;
+	sqlite3_stmt	*rst[ST_MAX];
+};
+
+/* What entitle_get() runs. */
+static const int entitle_reads[] = {
+	ST_GET_ROWS, ST_GET_DATASETS, ST_GET_HOSTS
 };
 
 struct entitle *
@@ -137,6 +164,84 @@ entitle_open(struct sqlite3 *db, char *err, size_t errlen)
 	return e;
 }
 
+int
+entitle_use_reader(struct entitle *e, struct sqlite3 *rdb, char *err,
+    size_t errlen)
+{
+	size_t	 i;
+	int	 w;
+
+	for (i = 0; i < sizeof(entitle_reads) / sizeof(entitle_reads[0]);
+	    i++) {
+		w = entitle_reads[i];
+		sqlite3_finalize(e->rst[w]);
+		e->rst[w] = NULL;
+		if (sqlite3_prepare_v3(rdb, entitle_sql[w], -1,
+		    SQLITE_PREPARE_PERSISTENT, &e->rst[w], NULL) != SQLITE_OK) {
+			snprintf(err, errlen, "entitlements: %s",
+			    sqlite3_errmsg(rdb));
+			return -1;
+		}
+	}
+	e->rdb = rdb;
+	return 0;
+}
+
+static int
+entitle_cached_cmp(const void *a, const void *b)
+{
+	const struct entitle_cached	*x = a, *y = b;
+	int				 c;
+
+	if ((c = strcmp(x->tenant, y->tenant)) != 0)
+		return c;
+	return strcmp(x->user, y->user);
+}
+
+static void
+entitle_cached_free(void *p)
+{
+	struct entitle_cached	*c = p;
+
+	free(c->tenant);
+	free(c->user);
+	entitle_eff_clear(&c->eff);
+	free(c);
+}
+
+void
+entitle_forget(struct entitle *e)
+{
+	tdestroy(e->cache, entitle_cached_free);
+	e->cache = NULL;
+	e->ncache = 0;
+}
+
+const struct entitle_eff *
+entitle_lookup(struct entitle *e, const char *tenant, const char *user)
+{
+	struct entitle_cached	 key, *c;
+	void			*node;
+
+	key.tenant = (char *)tenant;
+	key.user = (char *)user;
+	if ((node = tfind(&key, &e->cache, entitle_cached_cmp)) != NULL)
+		return &(*(struct entitle_cached **)node)->eff;
+	c = xcalloc(1, sizeof(*c));
+	if (entitle_get(e, tenant, user, &c->eff) == -1) {
+		free(c);
+		return NULL;
+	}
+	if (e->ncache >= ENTITLE_CACHE_MAX)
+		entitle_forget(e);
+	c->tenant = xstrdup(tenant);
+	c->user = xstrdup(user);
+	if (tsearch(c, &e->cache, entitle_cached_cmp) == NULL)
+		fatal("tsearch");
+	e->ncache++;
+	return &c->eff;
+}
+
 void
 entitle_close(struct entitle *e)
 {
@@ -144,8 +249,11 @@ entitle_close(struct entitle *e)
 
 	if (e == NULL)
 		return;
-	for (i = 0; i < ST_MAX; i++)
+	entitle_forget(e);
+	for (i = 0; i < ST_MAX; i++) {
 		sqlite3_finalize(e->st[i]);
+		sqlite3_finalize(e->rst[i]);
+	}
 	free(e);
 }
 
@@ -160,7 +268,8 @@ static sqlite3_stmt *
 entitle_bind(struct entitle *e, int which, const char *tenant,
     const char *user, const char *third)
 {
-	sqlite3_stmt	*st = e->st[which];
+	sqlite3_stmt	*st = e->rst[which] != NULL ? e->rst[which] :
+			    e->st[which];
 
 	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, user, -1, SQLITE_STATIC);
@@ -184,7 +293,7 @@ entitle_run(struct entitle *e, sqlite3_stmt *st)
 
 /* Collect the first column of every row. */
 static int
-entitle_strings(struct entitle *e, sqlite3_stmt *st, char ***out, size_t *n)
+entitle_strings(sqlite3_stmt *st, char ***out, size_t *n)
 {
 	int	 rc;
 
@@ -197,7 +306,8 @@ entitle_strings(struct entitle *e, sqlite3_stmt *st, char ***out, size_t *n)
 	}
 	entitle_done(st);
 	if (rc != SQLITE_DONE) {
-		log_warnx("entitlements: %s", sqlite3_errmsg(e->db));
+		log_warnx("entitlements: %s",
+		    sqlite3_errmsg(sqlite3_db_handle(st)));
 		return -1;
 	}
 	return 0;
@@ -297,6 +407,7 @@ entitle_add(struct entitle *e, const Sbx__V1__Entitlement *m, char *err,
 
 	if (entitle_check(m, err, errlen) == -1)
 		return -1;
+	entitle_forget(e);
 	if (entitle_savepoint(e, "SAVEPOINT entitle") == -1) {
 		snprintf(err, errlen, "entitlements: %s",
 		    sqlite3_errmsg(e->db));
@@ -348,6 +459,7 @@ entitle_remove(struct entitle *e, const Sbx__V1__Entitlement *m, char *err,
 
 	if (entitle_check(m, err, errlen) == -1)
 		return -1;
+	entitle_forget(e);
 	st = entitle_bind(e, ST_ROW_EXISTS, m->tenant, m->user, NULL);
 	rc = sqlite3_step(st);
 	entitle_done(st);
@@ -429,10 +541,10 @@ entitle_list(struct entitle *e, const char *tenant, const char *user,
 	}
 	for (size_t i = 0; ok && i < *n; i++) {
 		m = (*out)[i];
-		ok = entitle_strings(e, entitle_bind(e, ST_ROW_DATASETS,
+		ok = entitle_strings(entitle_bind(e, ST_ROW_DATASETS,
 		    m->tenant, m->user, NULL), &m->datasets,
 		    &m->n_datasets) == 0 &&
-		    entitle_strings(e, entitle_bind(e, ST_ROW_HOSTS, m->tenant,
+		    entitle_strings(entitle_bind(e, ST_ROW_HOSTS, m->tenant,
 		    m->user, NULL), &m->hosts, &m->n_hosts) == 0;
 	}
 	if (!ok) {
@@ -494,7 +606,7 @@ entitle_get(struct entitle *e, const char *tenant, const char *user,
 	entitle_done(st);
 	if (rc != SQLITE_DONE) {
 		log_warnx("entitlements: %s/%s: %s", tenant, user,
-		    sqlite3_errmsg(e->db));
+		    sqlite3_errmsg(sqlite3_db_handle(st)));
 		return -1;
 	}
 	if (!eff->found)
@@ -505,9 +617,9 @@ entitle_get(struct entitle *e, const char *tenant, const char *user,
 	eff->plan.wall_seconds = entitle_pick(ul.wall_seconds,
 	    al.wall_seconds);
 	eff->plan.scratch_mb = entitle_pick(ul.scratch_mb, al.scratch_mb);
-	if (entitle_strings(e, entitle_bind(e, ST_GET_DATASETS, tenant, user,
+	if (entitle_strings(entitle_bind(e, ST_GET_DATASETS, tenant, user,
 	    NULL), &eff->datasets, &eff->ndatasets) == -1 ||
-	    entitle_strings(e, entitle_bind(e, ST_GET_HOSTS, tenant, user,
+	    entitle_strings(entitle_bind(e, ST_GET_HOSTS, tenant, user,
 	    NULL), &eff->hosts, &eff->nhosts) == -1) {
 		entitle_eff_clear(eff);
 		return -1;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <sqlite3.h>
 
 #include "log.h"
 #include "util.h"
@@ -254,6 +255,10 @@ main(int argc, char *argv[])
 	}
 	pd.ttl = pd.conf->policy_ttl;
 
+	/* SQLite's memory statistics take a global lock on every
+	 * allocation, from both of policyd's threads; nothing reads them.
+	 * Only possible before SQLite's first use. */
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	signal(SIGPIPE, SIG_IGN);
 	/* The database, its journal and the key are policyd's alone; the
 	 * public key and the sockets get their modes explicitly. */
@@ -263,10 +268,6 @@ main(int argc, char *argv[])
 
 	if ((pd.base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
-	/* Three queues: signals and sockets run at the default (1), the
-	 * batch commit at 2, after every ready socket has been read. */
-	if (event_base_priority_init(pd.base, 3) == -1)
-		fatalx("cannot set event priorities");
 	if ((pd.ctl = control_start(&pd)) == NULL)
 		fatalx("cannot listen on the sockets");
 	if (!debug) {
@@ -281,8 +282,12 @@ main(int argc, char *argv[])
 		fatal("chdir %s", pd.conf->state_dir);
 	if ((pd.store = store_open(POLICYD_DB, err, sizeof(err))) == NULL)
 		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
+	/* Compiles read entitlements through the read handle: the write
+	 * handle is the writer thread's while a batch commits. */
 	if ((pd.ent = entitle_open(store_db(pd.store), err,
-	    sizeof(err))) == NULL)
+	    sizeof(err))) == NULL ||
+	    entitle_use_reader(pd.ent, store_reader(pd.store), err,
+	    sizeof(err)) == -1)
 		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
 	policyd_chown_db(pd.conf);
 	policyd_drop(pd.conf);

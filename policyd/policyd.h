@@ -126,31 +126,62 @@ struct store_task {
 	char	 tenant[129];
 	char	 user[129];
 	char	 type[129];
+	int64_t	 executions;	/* committed and not yet committed */
 };
 
 struct store	*store_open(const char *path, char *err, size_t errlen);
 void		 store_close(struct store *);
+/* The write handle: the writer thread's while store_busy(). */
 struct sqlite3	*store_db(struct store *);
+/* A read-only handle on the same file, for the event loop at any time;
+ * it sees committed data only. */
+struct sqlite3	*store_reader(struct store *);
+/* The audit log, on the write handle. */
 struct audit	*store_audit(struct store *);
-/* The group-commit transaction.  store_begin() is a no-op inside one. */
-int		 store_begin(struct store *);
-int		 store_in_batch(const struct store *);
-/* Mark the open batch as failed: its commit becomes a rollback. */
-void		 store_poison(struct store *);
-/* Commit (durable) and return 0, or roll back and return -1. */
-int		 store_commit(struct store *);
-void		 store_rollback(struct store *);
-/* 1 found, 0 not found, -1 error. */
+/* The binding and execution count of a task, the open and in-flight
+ * batches included.  1 found, 0 not found, -1 error. */
 int		 store_task_get(struct store *, const char *task_id,
 		    struct store_task *);
-int		 store_task_insert(struct store *, const Sbx__V1__Task *);
-/* Executions recorded for a task (in this batch too); -1 on error. */
+/* Executions of a task, the open and in-flight batches included; -1 on
+ * error. */
 int64_t		 store_executions_count(struct store *, const char *task_id);
-int		 store_execution_insert(struct store *, const char *execution_id,
-		    const char *task_id, const char *hash, const char *template,
-		    uint32_t version, int64_t issued_at, int64_t expires_at);
-/* 1 if the execution exists, 0 if not, -1 on error. */
+/* 1 if a committed execution has this id, 0 if not, -1 on error. */
 int		 store_execution_exists(struct store *, const char *execution_id);
+
+/*
+ * The open batch: records wait in memory until store_commit() or
+ * store_submit() writes them in one transaction.  An execution counts
+ * against its task at once.  seen: what store_task_get() said about the
+ * task, NULL if it found nothing (the batch then also binds the task).
+ */
+void		 store_add_execution(struct store *, const Sbx__V1__Task *,
+		    const struct store_task *seen, const char *execution_id,
+		    const char *hash, const char *detail, const char *actor);
+void		 store_add_event(struct store *, const char *task_id,
+		    const char *action, const char *execution_id,
+		    const char *hash, const char *rule, const char *detail,
+		    const char *actor);
+/* Records in the open batch. */
+size_t		 store_pending(const struct store *);
+/* The open batch has records, or was poisoned. */
+int		 store_in_batch(const struct store *);
+/* Make the open batch fail: its commit writes nothing and returns -1. */
+void		 store_poison(struct store *);
+/* Write the open batch here and now, after any batch in flight: 0 once
+ * it is durable, -1 if it was rolled back (and its counts with it). */
+int		 store_commit(struct store *);
+/*
+ * Hand the open batch to the writer thread: 1, 0 if there was nothing to
+ * hand or a batch is still in flight, -1 if the thread cannot start.
+ * store_done_fd() becomes readable when it is done; store_reap() then
+ * settles it (1, *ok set) or says it is still running (0).
+ * store_wait() blocks until it is done and returns its result.
+ */
+int		 store_submit(struct store *);
+int		 store_busy(const struct store *);
+int		 store_done_fd(struct store *);
+int		 store_reap(struct store *, int *ok);
+int		 store_wait(struct store *);
 
 /* ---- entitle.c ---- */
 
@@ -168,6 +199,10 @@ struct entitle_eff {
 };
 
 struct entitle	*entitle_open(struct sqlite3 *, char *err, size_t errlen);
+/* Let entitle_get() read through another handle on the same database
+ * (store_reader()), so it never touches the write handle. */
+int		 entitle_use_reader(struct entitle *, struct sqlite3 *,
+		    char *err, size_t errlen);
 void		 entitle_close(struct entitle *);
 /* Validate an Entitlement message (names, hosts); 0 or -1 with err. */
 int		 entitle_check(const Sbx__V1__Entitlement *, char *err,
@@ -186,6 +221,12 @@ int		 entitle_list(struct entitle *, const char *tenant,
 void		 entitle_list_free(Sbx__V1__Entitlement **, size_t);
 int		 entitle_get(struct entitle *, const char *tenant,
 		    const char *user, struct entitle_eff *);
+/* entitle_get() through the cache: valid until the next lookup, change
+ * or entitle_forget().  NULL on error. */
+const struct entitle_eff *entitle_lookup(struct entitle *,
+		    const char *tenant, const char *user);
+/* Drop the cache: after a change commits or rolls back. */
+void		 entitle_forget(struct entitle *);
 void		 entitle_eff_clear(struct entitle_eff *);
 int		 entitle_can_read(const struct entitle_eff *, const char *dataset);
 int		 entitle_can_call(const struct entitle_eff *, const char *host);
@@ -246,9 +287,10 @@ int		 compile_substitute(Sbx__V1__Policy *, const Sbx__V1__Task *,
 Sbx__V1__Policy	*compile_policy(const struct tmpl *, const Sbx__V1__Task *,
 		    const struct entitle_eff *, Sbx__V1__Error *err);
 /*
- * The whole compile, inside the store's open batch (begun here if
- * needed): records the task, the execution and the audit event (or a
- * denial event).  The caller commits before it replies.  0, or -1 with err.
+ * The whole compile.  Adds the execution (and the task's binding if it is
+ * new) or a denial event to the store's open batch; the caller commits
+ * that before it replies.  0, or -1 with err.  An ERROR_INVALID or
+ * ERROR_INTERNAL error records nothing.
  */
 int		 compile_task(struct policyd *, const Sbx__V1__Task *,
 		    const char *actor, struct compile_out *,
@@ -266,7 +308,10 @@ void		 compile_count_denial(struct policyd_metrics *, const char *rule);
 struct control;
 
 struct control	*control_start(struct policyd *);
-/* Commit the open batch and send its replies. */
+/* Hand the open batch to the writer thread unless one is in flight. */
+void		 control_kick(struct control *);
+/* Wait for the batch in flight, commit the open one, and send their
+ * replies: afterwards nothing is pending and the write handle is free. */
 void		 control_flush(struct control *);
 void		 control_stop(struct control *);
 /* Prometheus text (malloc'd). */

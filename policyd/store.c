@@ -1,17 +1,36 @@
 /*
  * store.c: policyd.db, the one SQLite database policyd keeps: tasks (the
- * first compile binds a task id to its tenant, user and type), executions
- * (one row per signed policy), the entitlements (entitle.c) and the audit
- * log (common/audit.c, on the same handle).  The invariant: an execution
- * row and its audit event commit in one transaction, durably
- * (synchronous=FULL), before any reply acknowledges them.  Compiles that
- * arrive together share that transaction (group commit), which is what
- * lets a disk doing a few thousand fsyncs a second record ten thousand
- * executions.
+ * first compile binds a task id to its tenant, user and type), the
+ * entitlements (entitle.c) and the audit log (common/audit.c, on the same
+ * handle).  The audit record of a compile is also its execution record:
+ * it names the task, the execution id, the policy hash, the template and
+ * the time, so a task's executions are its "compile" records.  (A database
+ * made by an earlier version also has an executions table; it is left
+ * alone.)
+ *
+ * The invariant: a compile's records commit in one transaction, durably
+ * (synchronous=FULL), before any reply acknowledges them, and no task gets
+ * more executions than its cap.  Compiles that arrive together share that
+ * transaction (group commit).  Records first go into the open batch in
+ * memory; store_submit() hands the batch to a writer thread, which runs
+ * the SQL and the COMMIT (the fsync) while the event loop compiles and
+ * signs the next batch.  Only one batch is in flight at a time, and the
+ * write handle belongs to the writer while it is: the event loop reads
+ * through a second, read-only handle, and the task map below adds what
+ * that handle cannot see yet -- the executions and task bindings in the
+ * open or in-flight batch -- so the cap counts them too.  A failed commit
+ * takes them back out.
  */
+#include <sys/eventfd.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <search.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -20,44 +39,92 @@
 #include "util.h"
 #include "policyd.h"
 
+/* Where a task's row is. */
+enum ent_row {
+	ROW_NONE,	/* not in the database */
+	ROW_QUEUED,	/* inserted by the batch in flight */
+	ROW_ON_DISK,
+};
+
+/*
+ * A task with records in the open or in-flight batch.  The map holds no
+ * other task: an entry goes when its last record has been committed or
+ * rolled back, after which the read handle sees the same thing.
+ */
+struct store_ent {
+	char			*task_id;
+	struct store_task	 bound;		/* executions: committed */
+	int64_t			 pending;	/* executions not committed */
+	enum ent_row		 row;
+	unsigned		 refs;		/* records naming it */
+};
+
+/* One audit event to write, and for an execution, its task. */
+struct store_rec {
+	struct store_ent	*ent;		/* NULL unless an execution */
+	int			 insert_task;	/* set at hand-off */
+	int64_t			 time_ns;
+	char			 action[16];
+	char			 task_id[129];
+	char			 execution_id[40];
+	char			 hash[POLICY_HASH_HEX];
+	char			 actor[32];
+	char			*rule;
+	char			*detail;
+};
+
+struct store_batch {
+	struct store_rec	*recs;
+	size_t			 n;
+	size_t			 cap;
+	int			 poisoned;
+};
+
 struct store {
-	sqlite3		*db;
-	struct audit	*audit;
-	int		 in_batch;
-	int		 poisoned;
-	sqlite3_stmt	*st_task_get;
-	sqlite3_stmt	*st_task_insert;
-	sqlite3_stmt	*st_exec_count;
-	sqlite3_stmt	*st_exec_insert;
-	sqlite3_stmt	*st_exec_exists;
+	sqlite3			*db;		/* writes: see above */
+	sqlite3			*rdb;		/* reads, by the loop */
+	struct audit		*audit;
+	/* The insert is on db, the three queries on rdb. */
+	sqlite3_stmt		*st_task_insert;
+	sqlite3_stmt		*st_task_get;
+	sqlite3_stmt		*st_exec_count;
+	sqlite3_stmt		*st_exec_exists;
+	void			*tasks;		/* tsearch tree */
+
+	struct store_batch	 open;		/* the event loop's */
+	struct store_batch	 flight;	/* the writer's while busy */
+	int			 busy;		/* flight is the writer's */
+
+	/* The writer thread; the fields under mtx are shared with it. */
+	pthread_t		 thread;
+	int			 thread_up;
+	int			 efd;		/* signalled when done */
+	pthread_mutex_t		 mtx;
+	pthread_cond_t		 cv;
+	int			 job;		/* mtx: run flight */
+	int			 done;		/* mtx: flight has run */
+	int			 result;	/* mtx: and its result */
+	int			 stop;		/* mtx: exit */
 };
 
 static const char store_schema[] =
+    /* WITHOUT ROWID: the task id is the key, one B-tree rather than a
+     * table and its primary-key index. */
     "CREATE TABLE IF NOT EXISTS tasks("
     " task_id TEXT PRIMARY KEY,"
     " tenant TEXT NOT NULL,"
     " user TEXT NOT NULL,"
     " type TEXT NOT NULL,"
-    " created_ns INTEGER NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS executions("
-    " execution_id TEXT PRIMARY KEY,"
-    " task_id TEXT NOT NULL REFERENCES tasks(task_id),"
-    " policy_hash TEXT NOT NULL,"
-    " template TEXT NOT NULL,"
-    " version INTEGER NOT NULL,"
-    " issued_at INTEGER NOT NULL,"
-    " expires_at INTEGER NOT NULL,"
-    " created_ns INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS executions_task ON executions(task_id);";
+    " created_ns INTEGER NOT NULL) WITHOUT ROWID;";
 
 static int
-store_prepare(struct store *s, const char *sql, sqlite3_stmt **st, char *err,
+store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
     size_t errlen)
 {
-	if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st,
+	if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st,
 	    NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "policyd.db: %s: %s", sql,
-		    sqlite3_errmsg(s->db));
+		    sqlite3_errmsg(db));
 		return -1;
 	}
 	return 0;
@@ -70,6 +137,17 @@ store_open(const char *path, char *err, size_t errlen)
 	char		*msg = NULL;
 
 	s = xcalloc(1, sizeof(*s));
+	s->efd = -1;
+	if (pthread_mutex_init(&s->mtx, NULL) != 0 ||
+	    pthread_cond_init(&s->cv, NULL) != 0)
+		fatalx("cannot initialise the store's lock");
+	/* The writer thread and the event loop use the write handle in
+	 * turn, so the library must allow a handle to change threads. */
+	if (!sqlite3_threadsafe()) {
+		snprintf(err, errlen, "SQLite was built without thread "
+		    "support");
+		goto fail;
+	}
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path, s->db != NULL ?
@@ -80,8 +158,7 @@ store_open(const char *path, char *err, size_t errlen)
 	/* audit_open_db sets WAL and synchronous=FULL on the handle. */
 	if ((s->audit = audit_open_db(s->db, "policyd", err, errlen)) == NULL)
 		goto fail;
-	if (sqlite3_exec(s->db, "PRAGMA foreign_keys=ON;"
-	    "PRAGMA wal_autocheckpoint=8192", NULL, NULL,
+	if (sqlite3_exec(s->db, "PRAGMA wal_autocheckpoint=8192", NULL, NULL,
 	    &msg) != SQLITE_OK || sqlite3_exec(s->db, store_schema, NULL,
 	    NULL, &msg) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: schema: %s", path,
@@ -89,19 +166,33 @@ store_open(const char *path, char *err, size_t errlen)
 		sqlite3_free(msg);
 		goto fail;
 	}
-	if (store_prepare(s, "SELECT tenant, user, type FROM tasks"
+	/* In WAL mode a reader sees the last commit and never waits for
+	 * the writer. */
+	if (sqlite3_open_v2(path, &s->rdb, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path, s->rdb != NULL ?
+		    sqlite3_errmsg(s->rdb) : "cannot open");
+		goto fail;
+	}
+	sqlite3_busy_timeout(s->rdb, 5000);
+	if (sqlite3_exec(s->rdb, "PRAGMA query_only=1", NULL, NULL,
+	    &msg) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", path,
+		    msg != NULL ? msg : sqlite3_errmsg(s->rdb));
+		sqlite3_free(msg);
+		goto fail;
+	}
+	if (store_prepare(s->db, "INSERT INTO tasks(task_id, tenant, user,"
+	    " type, created_ns) VALUES (?, ?, ?, ?, ?)", &s->st_task_insert,
+	    err, errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT tenant, user, type FROM tasks"
 	    " WHERE task_id = ?", &s->st_task_get, err, errlen) == -1 ||
-	    store_prepare(s, "INSERT INTO tasks(task_id, tenant, user, type,"
-	    " created_ns) VALUES (?, ?, ?, ?, ?)", &s->st_task_insert, err,
+	    store_prepare(s->rdb, "SELECT count(*) FROM audit WHERE"
+	    " task_id = ? AND action = 'compile'", &s->st_exec_count, err,
 	    errlen) == -1 ||
-	    store_prepare(s, "SELECT count(*) FROM executions WHERE"
-	    " task_id = ?", &s->st_exec_count, err, errlen) == -1 ||
-	    store_prepare(s, "INSERT INTO executions(execution_id, task_id,"
-	    " policy_hash, template, version, issued_at, expires_at,"
-	    " created_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-	    &s->st_exec_insert, err, errlen) == -1 ||
-	    store_prepare(s, "SELECT 1 FROM executions WHERE"
-	    " execution_id = ?", &s->st_exec_exists, err, errlen) == -1)
+	    store_prepare(s->rdb, "SELECT 1 FROM audit WHERE"
+	    " execution_id = ? AND action = 'compile'", &s->st_exec_exists,
+	    err, errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -109,21 +200,53 @@ fail:
 	return NULL;
 }
 
+static void
+store_batch_free(struct store_batch *b)
+{
+	free(b->recs);
+	memset(b, 0, sizeof(*b));
+}
+
+static void store_finish(struct store *, struct store_batch *, int ok);
+static int store_cmp(const void *, const void *);
+
+static void
+store_stop_writer(struct store *s)
+{
+	if (!s->thread_up)
+		return;
+	pthread_mutex_lock(&s->mtx);
+	s->stop = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mtx);
+	pthread_join(s->thread, NULL);
+	s->thread_up = 0;
+}
+
 void
 store_close(struct store *s)
 {
 	if (s == NULL)
 		return;
-	if (s->in_batch)
-		store_rollback(s);
-	sqlite3_finalize(s->st_task_get);
+	(void)store_wait(s);
+	store_stop_writer(s);
+	/* Nobody was told about an uncommitted batch: drop it. */
+	store_finish(s, &s->open, 0);
+	store_batch_free(&s->open);
+	store_batch_free(&s->flight);
 	sqlite3_finalize(s->st_task_insert);
+	sqlite3_finalize(s->st_task_get);
 	sqlite3_finalize(s->st_exec_count);
-	sqlite3_finalize(s->st_exec_insert);
 	sqlite3_finalize(s->st_exec_exists);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
+	if (s->rdb != NULL)
+		sqlite3_close(s->rdb);
+	if (s->efd != -1)
+		close(s->efd);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mtx);
 	free(s);
 }
 
@@ -133,62 +256,47 @@ store_db(struct store *s)
 	return s->db;
 }
 
+struct sqlite3 *
+store_reader(struct store *s)
+{
+	return s->rdb;
+}
+
 struct audit *
 store_audit(struct store *s)
 {
 	return s->audit;
 }
 
-int
-store_begin(struct store *s)
+/* ---- the task map ---- */
+
+static int
+store_cmp(const void *a, const void *b)
 {
-	if (s->in_batch)
-		return 0;
-	if (audit_begin(s->audit) == -1) {
-		log_warnx("policyd.db: begin: %s", sqlite3_errmsg(s->db));
-		return -1;
-	}
-	s->in_batch = 1;
-	s->poisoned = 0;
-	return 0;
+	const struct store_ent	*x = a, *y = b;
+
+	return strcmp(x->task_id, y->task_id);
 }
 
-int
-store_in_batch(const struct store *s)
+static struct store_ent *
+store_ent_find(struct store *s, const char *task_id)
 {
-	return s->in_batch;
+	struct store_ent	 key;
+	void			*node;
+
+	key.task_id = (char *)task_id;
+	node = tfind(&key, &s->tasks, store_cmp);
+	return node != NULL ? *(struct store_ent **)node : NULL;
 }
 
-void
-store_poison(struct store *s)
+static void
+store_ent_release(struct store *s, struct store_ent *ent)
 {
-	s->poisoned = 1;
-}
-
-int
-store_commit(struct store *s)
-{
-	if (!s->in_batch)
-		return 0;
-	s->in_batch = 0;
-	if (s->poisoned) {
-		audit_rollback(s->audit);
-		return -1;
-	}
-	if (audit_commit(s->audit) == -1) {
-		log_warnx("policyd.db: commit: %s", sqlite3_errmsg(s->db));
-		return -1;
-	}
-	return 0;
-}
-
-void
-store_rollback(struct store *s)
-{
-	if (!s->in_batch)
+	if (--ent->refs > 0)
 		return;
-	s->in_batch = 0;
-	audit_rollback(s->audit);
+	tdelete(ent, &s->tasks, store_cmp);
+	free(ent->task_id);
+	free(ent);
 }
 
 static void
@@ -197,12 +305,36 @@ store_copy(char *dst, size_t len, const unsigned char *src)
 	snprintf(dst, len, "%s", src != NULL ? (const char *)src : "");
 }
 
+/* Committed executions of a task, from the read handle; -1 on error. */
+static int64_t
+store_count_on_disk(struct store *s, const char *task_id)
+{
+	sqlite3_stmt	*st = s->st_exec_count;
+	int64_t		 n = -1;
+
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	else
+		log_warnx("policyd.db: count executions of %s: %s", task_id,
+		    sqlite3_errmsg(s->rdb));
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return n;
+}
+
 int
 store_task_get(struct store *s, const char *task_id, struct store_task *t)
 {
-	sqlite3_stmt	*st = s->st_task_get;
-	int		 rc, ret;
+	struct store_ent	*ent;
+	sqlite3_stmt		*st = s->st_task_get;
+	int			 rc, ret;
 
+	if ((ent = store_ent_find(s, task_id)) != NULL) {
+		*t = ent->bound;
+		t->executions += ent->pending;
+		return 1;
+	}
 	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -217,74 +349,30 @@ store_task_get(struct store *s, const char *task_id, struct store_task *t)
 		ret = 0;
 	else {
 		log_warnx("policyd.db: task %s: %s", task_id,
-		    sqlite3_errmsg(s->db));
+		    sqlite3_errmsg(s->rdb));
 		ret = -1;
 	}
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
+	if (ret == 1 && (t->executions = store_count_on_disk(s,
+	    task_id)) == -1)
+		ret = -1;
 	return ret;
-}
-
-static int
-store_step_done(struct store *s, sqlite3_stmt *st, const char *what)
-{
-	int	 rc = sqlite3_step(st);
-
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	if (rc != SQLITE_DONE) {
-		log_warnx("policyd.db: %s: %s", what, sqlite3_errmsg(s->db));
-		return -1;
-	}
-	return 0;
-}
-
-int
-store_task_insert(struct store *s, const Sbx__V1__Task *t)
-{
-	sqlite3_stmt	*st = s->st_task_insert;
-
-	sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, t->tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, t->user, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, t->type, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, now_ns());
-	return store_step_done(s, st, "insert task");
 }
 
 int64_t
 store_executions_count(struct store *s, const char *task_id)
 {
-	sqlite3_stmt	*st = s->st_exec_count;
-	int64_t		 n = -1;
+	struct store_task	 t;
 
-	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	else
-		log_warnx("policyd.db: count executions of %s: %s", task_id,
-		    sqlite3_errmsg(s->db));
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return n;
-}
-
-int
-store_execution_insert(struct store *s, const char *execution_id,
-    const char *task_id, const char *hash, const char *template,
-    uint32_t version, int64_t issued_at, int64_t expires_at)
-{
-	sqlite3_stmt	*st = s->st_exec_insert;
-
-	sqlite3_bind_text(st, 1, execution_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, task_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, template, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, version);
-	sqlite3_bind_int64(st, 6, issued_at);
-	sqlite3_bind_int64(st, 7, expires_at);
-	sqlite3_bind_int64(st, 8, now_ns());
-	return store_step_done(s, st, "insert execution");
+	switch (store_task_get(s, task_id, &t)) {
+	case 1:
+		return t.executions;
+	case 0:
+		return 0;
+	default:
+		return -1;
+	}
 }
 
 int
@@ -300,4 +388,366 @@ store_execution_exists(struct store *s, const char *execution_id)
 	if (rc == SQLITE_ROW)
 		return 1;
 	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* ---- the open batch ---- */
+
+size_t
+store_pending(const struct store *s)
+{
+	return s->open.n;
+}
+
+int
+store_in_batch(const struct store *s)
+{
+	return s->open.n > 0 || s->open.poisoned;
+}
+
+void
+store_poison(struct store *s)
+{
+	s->open.poisoned = 1;
+}
+
+static struct store_rec *
+store_rec_new(struct store *s, const char *task_id, const char *action,
+    const char *execution_id, const char *hash, const char *rule,
+    const char *detail, const char *actor)
+{
+	struct store_batch	*b = &s->open;
+	struct store_rec	*r;
+
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 64;
+		b->recs = xreallocarray(b->recs, b->cap, sizeof(*b->recs));
+	}
+	r = &b->recs[b->n++];
+	memset(r, 0, sizeof(*r));
+	/* The event's time is the decision's, not the commit's. */
+	r->time_ns = now_ns();
+	snprintf(r->action, sizeof(r->action), "%s", action);
+	snprintf(r->task_id, sizeof(r->task_id), "%s", task_id);
+	snprintf(r->execution_id, sizeof(r->execution_id), "%s",
+	    execution_id != NULL ? execution_id : "");
+	snprintf(r->hash, sizeof(r->hash), "%s", hash != NULL ? hash : "");
+	snprintf(r->actor, sizeof(r->actor), "%s", actor != NULL ? actor : "");
+	r->rule = xstrdup(rule != NULL ? rule : "");
+	r->detail = xstrdup(detail != NULL ? detail : "");
+	return r;
+}
+
+void
+store_add_event(struct store *s, const char *task_id, const char *action,
+    const char *execution_id, const char *hash, const char *rule,
+    const char *detail, const char *actor)
+{
+	(void)store_rec_new(s, task_id, action, execution_id, hash, rule,
+	    detail, actor);
+}
+
+void
+store_add_execution(struct store *s, const Sbx__V1__Task *t,
+    const struct store_task *seen, const char *execution_id,
+    const char *hash, const char *detail, const char *actor)
+{
+	struct store_ent	*ent;
+	struct store_rec	*r;
+
+	if ((ent = store_ent_find(s, t->id)) == NULL) {
+		ent = xcalloc(1, sizeof(*ent));
+		ent->task_id = xstrdup(t->id);
+		if (seen != NULL) {
+			ent->bound = *seen;
+			ent->row = ROW_ON_DISK;
+		} else {
+			snprintf(ent->bound.tenant, sizeof(ent->bound.tenant),
+			    "%s", t->tenant);
+			snprintf(ent->bound.user, sizeof(ent->bound.user),
+			    "%s", t->user);
+			snprintf(ent->bound.type, sizeof(ent->bound.type),
+			    "%s", t->type);
+			ent->row = ROW_NONE;
+		}
+		if (tsearch(ent, &s->tasks, store_cmp) == NULL)
+			fatal("tsearch");
+	}
+	r = store_rec_new(s, t->id, "compile", execution_id, hash, NULL,
+	    detail, actor);
+	r->ent = ent;
+	ent->refs++;
+	ent->pending++;
+}
+
+/*
+ * Settle a batch that has run (or will never run) in the task map, then
+ * empty it.  Event loop only.
+ */
+static void
+store_finish(struct store *s, struct store_batch *b, int ok)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		struct store_rec	*r = &b->recs[i];
+		struct store_ent	*ent = r->ent;
+
+		if (ent != NULL) {
+			ent->pending--;
+			if (ok)
+				ent->bound.executions++;
+			if (r->insert_task)
+				ent->row = ok ? ROW_ON_DISK : ROW_NONE;
+			store_ent_release(s, ent);
+		}
+		free(r->rule);
+		free(r->detail);
+	}
+	b->n = 0;
+	b->poisoned = 0;
+}
+
+/* Move the open batch to flight; decide which task rows it inserts. */
+static void
+store_handoff(struct store *s)
+{
+	struct store_batch	 tmp;
+
+	for (size_t i = 0; i < s->open.n; i++) {
+		struct store_rec	*r = &s->open.recs[i];
+
+		/* A batch that failed gave its task rows back, so a later
+		 * batch inserts them. */
+		if (r->ent != NULL && r->ent->row == ROW_NONE) {
+			r->insert_task = 1;
+			r->ent->row = ROW_QUEUED;
+		}
+	}
+	tmp = s->flight;		/* empty: keep its array */
+	s->flight = s->open;
+	s->open = tmp;
+}
+
+/* ---- running a batch: the writer thread, or store_commit() ---- */
+
+static int
+store_insert_task(struct store *s, const struct store_ent *ent)
+{
+	sqlite3_stmt	*st = s->st_task_insert;
+	int		 rc;
+
+	sqlite3_bind_text(st, 1, ent->task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ent->bound.tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, ent->bound.user, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, ent->bound.type, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, now_ns());
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("policyd.db: insert task %s: %s", ent->task_id,
+		    sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+store_write_rec(struct store *s, const struct store_rec *r)
+{
+	Sbx__V1__AuditEvent	 ev;
+
+	if (r->insert_task && store_insert_task(s, r->ent) == -1)
+		return -1;
+	sbx__v1__audit_event__init(&ev);
+	ev.time_ns = r->time_ns;
+	ev.task_id = (char *)r->task_id;
+	ev.execution_id = (char *)r->execution_id;
+	ev.policy_hash = (char *)r->hash;
+	ev.action = (char *)r->action;
+	ev.rule = r->rule;
+	ev.detail = r->detail;
+	ev.actor = (char *)r->actor;
+	if (audit_add(s->audit, &ev) == -1) {
+		log_warnx("task %s: cannot record the %s event", r->task_id,
+		    r->action);
+		return -1;
+	}
+	audit_event_clear(&ev);
+	return 0;
+}
+
+/*
+ * One transaction for the whole batch: every record or none.  Reads only
+ * what is fixed while the batch is in flight (the records, and the names
+ * in their task entries).
+ */
+static int
+store_run(struct store *s, const struct store_batch *b)
+{
+	if (b->poisoned)
+		return -1;
+	if (b->n == 0)
+		return 0;
+	if (audit_begin(s->audit) == -1) {
+		log_warnx("policyd.db: begin: %s", sqlite3_errmsg(s->db));
+		return -1;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		if (store_write_rec(s, &b->recs[i]) == -1) {
+			audit_rollback(s->audit);
+			return -1;
+		}
+	}
+	if (audit_commit(s->audit) == -1) {
+		log_warnx("policyd.db: commit: %s", sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
+static void *
+store_writer(void *arg)
+{
+	struct store	*s = arg;
+	uint64_t	 one = 1;
+	int		 rc;
+
+	pthread_mutex_lock(&s->mtx);
+	for (;;) {
+		while (!s->job && !s->stop)
+			pthread_cond_wait(&s->cv, &s->mtx);
+		if (!s->job)
+			break;
+		pthread_mutex_unlock(&s->mtx);
+		rc = store_run(s, &s->flight);
+		pthread_mutex_lock(&s->mtx);
+		s->job = 0;
+		s->done = 1;
+		s->result = rc;
+		pthread_cond_broadcast(&s->cv);
+		/* After done is set, so a wake-up never comes before the
+		 * result it announces. */
+		if (write(s->efd, &one, sizeof(one)) == -1 && errno != EAGAIN)
+			log_warn("store: eventfd");
+	}
+	pthread_mutex_unlock(&s->mtx);
+	return NULL;
+}
+
+static int
+store_start_writer(struct store *s)
+{
+	sigset_t	 all, old;
+	int		 rc;
+
+	if (s->thread_up)
+		return 0;
+	if (s->efd == -1 &&
+	    (s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		log_warn("store: eventfd");
+		return -1;
+	}
+	/* Signals are the event loop's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, store_writer, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		log_warnx("store: cannot start the writer thread: %s",
+		    strerror(rc));
+		return -1;
+	}
+	s->thread_up = 1;
+	return 0;
+}
+
+int
+store_done_fd(struct store *s)
+{
+	if (s->efd == -1 &&
+	    (s->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1)
+		log_warn("store: eventfd");
+	return s->efd;
+}
+
+int
+store_busy(const struct store *s)
+{
+	return s->busy;
+}
+
+int
+store_submit(struct store *s)
+{
+	if (s->busy || !store_in_batch(s))
+		return 0;
+	if (store_start_writer(s) == -1)
+		return -1;
+	store_handoff(s);
+	s->busy = 1;
+	pthread_mutex_lock(&s->mtx);
+	s->done = 0;
+	s->job = 1;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mtx);
+	return 1;
+}
+
+int
+store_reap(struct store *s, int *ok)
+{
+	uint64_t	 n;
+	int		 done, rc;
+
+	/* Reset the counter; the done flag, not the count, is the news. */
+	if (s->efd != -1 && read(s->efd, &n, sizeof(n)) == -1 &&
+	    errno != EAGAIN)
+		log_warn("store: eventfd");
+	if (!s->busy)
+		return 0;
+	pthread_mutex_lock(&s->mtx);
+	done = s->done;
+	rc = s->result;
+	s->done = 0;
+	pthread_mutex_unlock(&s->mtx);
+	if (!done)
+		return 0;
+	store_finish(s, &s->flight, rc == 0);
+	s->busy = 0;
+	*ok = rc == 0;
+	return 1;
+}
+
+int
+store_wait(struct store *s)
+{
+	int	 rc;
+
+	if (!s->busy)
+		return 0;
+	pthread_mutex_lock(&s->mtx);
+	while (!s->done)
+		pthread_cond_wait(&s->cv, &s->mtx);
+	s->done = 0;
+	rc = s->result;
+	pthread_mutex_unlock(&s->mtx);
+	store_finish(s, &s->flight, rc == 0);
+	s->busy = 0;
+	return rc;
+}
+
+int
+store_commit(struct store *s)
+{
+	int	 rc;
+
+	/* The batch in flight goes first: the chain is in arrival order.
+	 * Its result is store_wait()'s to report; callers that hold its
+	 * replies call that first. */
+	(void)store_wait(s);
+	if (!store_in_batch(s))
+		return 0;
+	store_handoff(s);
+	rc = store_run(s, &s->flight) == 0 ? 0 : -1;
+	store_finish(s, &s->flight, rc == 0);
+	return rc;
 }

@@ -20,9 +20,10 @@ run ctl template diff analytics-readonly@7 analytics-readonly@7
 expect_rc 0 "diff v7 v7"
 tail -n 1 "$T/out" | grep -q 'no widening' || { show; fail "v7 v7"; }
 
-# A file parsed locally against the loaded version of itself.
-f=$(grep -l '^version: *7' "$EX"/templates/*.yaml | head -n 1)
-[ -n "$f" ] || fail "no version 7 template file in $EX/templates"
+# A file parsed locally against the loaded version of itself (the copy
+# policyd loaded: sbx-up pins the image digest that `make image` built).
+f=$(grep -l '^version: *7' "$SBX_STATE"/templates/*.yaml | head -n 1)
+[ -n "$f" ] || fail "no version 7 template file in $SBX_STATE/templates"
 run ctl template diff "$f" analytics-readonly@7
 expect_rc 0 "diff file v7 against loaded v7"
 

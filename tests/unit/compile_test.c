@@ -5,7 +5,9 @@
  * entitlements and tasks, a compiled policy is always a subset of its
  * (substituted) template, keeps only entitled hosts and readable inputs,
  * and never exceeds the plan.  The rest checks each rule id, the
- * execution cap (also inside one group-commit batch), and that the audit
+ * execution cap (also inside one group-commit batch, and across a batch
+ * the writer thread is still committing), that a batch that fails to
+ * commit takes its executions and task bindings back, and that the audit
  * record matches the reply.
  */
 #include <sys/stat.h>
@@ -108,6 +110,10 @@ setup(void)
 	    err);
 	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), err,
 	    sizeof(err)), "%s", err);
+	/* As policyd runs: compiles read entitlements through the read
+	 * handle. */
+	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), err,
+	    sizeof(err)), 0, "%s", err);
 	pd.reg = template_registry_new();
 	add_template(tmpl_analytics, "analytics");
 	add_template(tmpl_report, "report");
@@ -600,6 +606,171 @@ Test(compile, nothing_is_kept_when_the_batch_rolls_back)
 	cr_assert_eq(store_commit(pd.store), -1);
 	cr_assert_eq(store_execution_exists(pd.store, xid), 0);
 	cr_assert_eq(store_executions_count(pd.store, "t-rb"), 0);
+}
+
+/* The writer thread commits one batch while the next one fills: the cap
+ * counts both. */
+Test(compile, executions_cap_holds_across_a_batch_in_flight)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task		 t;
+	int			 okn = 0;
+
+	entitle("acme", "alice", (const char *[]){ "report-fixtures", NULL },
+	    NULL, NULL);
+	task_init(&t, "t-flight", "report", "acme", "alice", NULL);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0,
+		    "%s", err.message);
+		compile_out_clear(&out);
+	}
+	cr_assert_eq(store_submit(pd.store), 1);
+	/* Whether or not the writer has finished, nothing is reaped yet:
+	 * the two executions still count. */
+	cr_assert(store_busy(pd.store));
+	cr_assert_eq(store_executions_count(pd.store, "t-flight"), 2);
+	for (int i = 0; i < 3; i++) {
+		if (compile_task(&pd, &t, "uid:0", &out, &err) == 0) {
+			okn++;
+			compile_out_clear(&out);
+		} else
+			cr_assert_str_eq(err.rule, "executions-exhausted");
+		compile_error_clear(&err);
+	}
+	cr_assert_eq(okn, 1, "%d compiles past a cap of 3", okn + 2);
+	cr_assert_eq(store_wait(pd.store), 0);
+	cr_assert_not(store_busy(pd.store));
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(store_executions_count(pd.store, "t-flight"), 3);
+	/* And from the database alone, once nothing is pending. */
+	task_init(&t, "t-flight", "report", "acme", "alice", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "executions-exhausted");
+	compile_error_clear(&err);
+}
+
+/* A batch that fails in the writer gives back its executions and the task
+ * bindings it made, and the next batch records the binding itself. */
+Test(compile, failed_batch_in_flight_is_taken_back)
+{
+	struct compile_out		 out;
+	Sbx__V1__Error			 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task			 t;
+	Sbx__V1__AuditVerifyReply	 vr = SBX__V1__AUDIT_VERIFY_REPLY__INIT;
+	struct store_task		 st;
+	char				 xid[40];
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	entitle("acme", "bob", alice_ds, fx_host, NULL);
+	task_init(&t, "t-fail", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0, "%s",
+	    err.message);
+	snprintf(xid, sizeof(xid), "%s", out.execution_id);
+	compile_out_clear(&out);
+	store_poison(pd.store);
+	cr_assert_eq(store_submit(pd.store), 1);
+	/* A second compile of the same task joins the next batch while the
+	 * first is in flight: still bound to alice. */
+	task_init(&t, "t-fail", "analytics", "acme", "bob", alice_ds);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), -1);
+	cr_assert_str_eq(err.rule, "task-mismatch");
+	compile_error_clear(&err);
+	task_init(&t, "t-fail", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0, "%s",
+	    err.message);
+	compile_out_clear(&out);
+	cr_assert_eq(store_executions_count(pd.store, "t-fail"), 2);
+
+	cr_assert_eq(store_wait(pd.store), -1, "a poisoned batch committed");
+	cr_assert_eq(store_execution_exists(pd.store, xid), 0);
+	cr_assert_eq(store_executions_count(pd.store, "t-fail"), 1);
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(store_executions_count(pd.store, "t-fail"), 1);
+	/* The surviving batch wrote the task row the failed one lost. */
+	cr_assert_eq(store_task_get(pd.store, "t-fail", &st), 1);
+	cr_assert_str_eq(st.user, "alice");
+	cr_assert_eq(st.executions, 1);
+
+	cr_assert_eq(audit_verify(store_audit(pd.store), &vr), 0);
+	cr_assert(vr.ok, "audit chain: %s", vr.problem);
+	audit_verify_clear(&vr);
+}
+
+/* Many batches through the writer thread: every record lands once, in
+ * order, and the chain verifies. */
+Test(compile, writer_thread_keeps_the_chain)
+{
+	struct compile_out		 out;
+	Sbx__V1__Error			 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task			 t;
+	Sbx__V1__AuditVerifyReply	 vr = SBX__V1__AUDIT_VERIFY_REPLY__INIT;
+	Sbx__V1__AuditEvent		**ev;
+	size_t				 n;
+	char				 id[32];
+	int				 ok;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	for (int i = 0; i < 200; i++) {
+		snprintf(id, sizeof(id), "t-w%d", i % 50);
+		task_init(&t, id, "analytics", "acme", "alice", alice_ds);
+		cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0,
+		    "%s", err.message);
+		compile_out_clear(&out);
+		if (i % 7 == 0 && !store_busy(pd.store))
+			cr_assert_eq(store_submit(pd.store), 1);
+		if (store_reap(pd.store, &ok) == 1)
+			cr_assert(ok);
+	}
+	cr_assert_eq(store_wait(pd.store), 0);
+	cr_assert_eq(store_commit(pd.store), 0);
+	for (int i = 0; i < 50; i++) {
+		snprintf(id, sizeof(id), "t-w%d", i);
+		cr_assert_eq(store_executions_count(pd.store, id), 4);
+	}
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-w7", 0, &ev, &n),
+	    0);
+	cr_assert_eq(n, 4);
+	for (size_t i = 1; i < n; i++)
+		cr_assert_gt(ev[i]->seq, ev[i - 1]->seq);
+	audit_events_free(ev, n);
+	cr_assert_eq(audit_verify(store_audit(pd.store), &vr), 0);
+	cr_assert(vr.ok, "audit chain: %s", vr.problem);
+	cr_assert_eq(vr.records, 200);
+	audit_verify_clear(&vr);
+}
+
+/* Entitlements are cached for compiles; a change is seen at once. */
+Test(compile, entitlement_change_is_seen)
+{
+	static const char	*none[] = { NULL };
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	Sbx__V1__Entitlement	 m = SBX__V1__ENTITLEMENT__INIT;
+	char			 why[256];
+
+	entitle("acme", "erin", alice_ds, fx_host, NULL);
+	task_init(&t, "t-e1", "analytics", "acme", "erin", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->network->n_allow, 1);
+	compile_out_clear(&out);
+
+	m.tenant = (char *)"acme";
+	m.user = (char *)"erin";
+	m.datasets = (char **)alice_ds;
+	m.n_datasets = 1;
+	m.hosts = (char **)none;
+	cr_assert_eq(entitle_remove(pd.ent, &m, why, sizeof(why)), 0, "%s",
+	    why);
+	task_init(&t, "t-e2", "analytics", "acme", "erin", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "dataset-not-readable");
+	compile_error_clear(&err);
+	task_init(&t, "t-e3", "analytics", "acme", "erin", NULL);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_eq(out.policy->network->n_allow, 1);
+	compile_out_clear(&out);
 }
 
 Test(compile, task_mismatch)
