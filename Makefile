@@ -209,7 +209,8 @@ test-scenario: all $(TEST_HELPERS)
 # recorded as one failure, so it can never pass by not running.
 RECORD_FAIL = || echo "$(1)$(SUITE_SFX)-did-not-complete 0 1" >> build/test-results.txt
 test:
-	@rm -f build/test-results.txt
+	@mkdir -p build && rm -f build/test-results.txt
+	@$(MAKE) --no-print-directory build/images/py-analytics.ref $(call RECORD_FAIL,image)
 	@$(MAKE) --no-print-directory test-suites
 	@$(MAKE) --no-print-directory SAN=1 test-suites
 	@tests/summary
@@ -222,9 +223,10 @@ test-suites:
 	@$(MAKE) --no-print-directory test-scenario $(call RECORD_FAIL,scenario)
 	@$(MAKE) --no-print-directory test-init $(call RECORD_FAIL,init)
 	@$(MAKE) --no-print-directory test-spec $(call RECORD_FAIL,spec)
+	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
 
 test-san:
-	@rm -f build/test-results.txt
+	@mkdir -p build && rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory SAN=1 test-suites
 	@tests/summary
 
@@ -266,6 +268,10 @@ demo: deps all
 # ---- sandbox images (deploy/images/README.md) ------------------------------
 # Reproducible OCI layouts under build/images/; needs root (mmdebstrap).
 image:
+	@deploy/images/py-analytics/build $(CURDIR)/build/images
+
+# Build the image only when it is missing (tests and make up need one).
+build/images/py-analytics.ref:
 	@deploy/images/py-analytics/build $(CURDIR)/build/images
 
 # ---- install, deps, clean ------------------------------------------------
