@@ -61,6 +61,7 @@ POLICYD_SRCS += policyd/store.c
 SBXCTL_SRCS  = sbxctl/sbxctl.c
 SBXCTL_SRCS += sbxctl/parse.c
 SBXCTL_SRCS += sbxctl/print.c
+SBXCTL_SRCS += sbxctl/secret.c
 
 LAUNCHD_SRCS  = launchd-sbx/launchd.c
 LAUNCHD_SRCS += launchd-sbx/parse.c
@@ -68,12 +69,34 @@ LAUNCHD_SRCS += launchd-sbx/control.c
 LAUNCHD_SRCS += launchd-sbx/image.c
 LAUNCHD_SRCS += launchd-sbx/dataset.c
 LAUNCHD_SRCS += launchd-sbx/run.c
+LAUNCHD_SRCS += launchd-sbx/pool.c
 LAUNCHD_SRCS += launchd-sbx/spec.c
 LAUNCHD_SRCS += launchd-sbx/seccomp.c
+
+BROKERD_SRCS  = brokerd/brokerd.c
+BROKERD_SRCS += brokerd/parse.c
+BROKERD_SRCS += brokerd/control.c
+BROKERD_SRCS += brokerd/store.c
+BROKERD_SRCS += brokerd/mint.c
+
+EGRESSD_SRCS  = egressd/egressd.c
+EGRESSD_SRCS += egressd/parse.c
+EGRESSD_SRCS += egressd/control.c
+EGRESSD_SRCS += egressd/proxy.c
+EGRESSD_SRCS += egressd/proxy_http.c
+EGRESSD_SRCS += egressd/proxy_tls.c
+EGRESSD_SRCS += egressd/ca.c
+EGRESSD_SRCS += egressd/decide.c
+EGRESSD_SRCS += egressd/resolve.c
+EGRESSD_SRCS += egressd/broker.c
+# libhttp-parser has no pkg-config file.
+EGRESSD_LIBS := -lhttp_parser $(shell pkg-config --libs libidn2 2>/dev/null)
 
 PROGS = policyd sbxctl
 PROGS += launchd-sbx
 PROGS += sbx-init
+PROGS += egressd
+PROGS += brokerd
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIBCOMMON = $(B)/lib/libsbxcommon.a
@@ -85,6 +108,12 @@ POLICYD_LIB_SRCS = $(filter-out policyd/policyd.c,$(POLICYD_SRCS))
 LAUNCHD_LIB_SRCS  = launchd-sbx/spec.c
 LAUNCHD_LIB_SRCS += launchd-sbx/seccomp.c
 LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
+
+# brokerd's modules without main(), for unit tests.
+BROKERD_LIB_SRCS = $(filter-out brokerd/brokerd.c,$(BROKERD_SRCS))
+
+# egressd's modules without main(), for unit tests and the fuzz target.
+EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
 .PHONY: all deps test test-suites test-unit test-golden test-scenario test-san bench fuzz \
         up down demo install clean proto image
@@ -120,6 +149,24 @@ $(B)/lib/liblaunchd.a: $(call obj,$(LAUNCHD_LIB_SRCS))
 	rm -f $@
 	ar rcs $@ $^
 
+$(B)/lib/libbrokerd.a: $(call obj,$(BROKERD_LIB_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/bin/brokerd: $(call obj,brokerd/brokerd.c) $(B)/lib/libbrokerd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/lib/libegressd.a: $(call obj,$(EGRESSD_LIB_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/bin/egressd: $(call obj,egressd/egressd.c) $(B)/lib/libegressd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS)
+
 $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
@@ -148,13 +195,17 @@ $(B)/bin/sbx-init: sbx-init/sbx-init.c
 # ---- tests ---------------------------------------------------------------
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*_test.c))
 
-$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(B)/lib/liblaunchd.a $(LIBCOMMON)
+$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(B)/lib/liblaunchd.a $(B)/lib/libbrokerd.a $(B)/lib/libegressd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(CRIT_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(CRIT_LIBS)
 
 TEST_HELPERS = $(B)/bin/frameprobe
 TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
 TEST_HELPERS += $(B)/bin/launchclient
+TEST_HELPERS += $(B)/bin/egressclient
+$(B)/bin/egressclient: $(call obj,tests/egress/egressclient.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 $(B)/bin/launchclient: $(call obj,tests/launch/launchclient.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
@@ -197,6 +248,22 @@ test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe
 	@tests/record launch$(SUITE_SFX) env SBX_INIT=$(CURDIR)/build/bin/sbx-init \
 	    tests/launch/run $(B)/bin
 
+# brokerd through its sockets as the invoking user: secrets in, credentials
+# out for bound hosts only, every refusal checked.
+.PHONY: test-broker
+TEST_HELPERS += $(B)/bin/brokerclient
+$(B)/bin/brokerclient: $(call obj,tests/broker/brokerclient.c) $(B)/lib/libbrokerd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+test-broker: $(B)/bin/brokerd $(B)/bin/brokerclient
+	@tests/record broker$(SUITE_SFX) tests/broker/run $(B)/bin
+
+# egressd with real servers on loopback (root or not).
+.PHONY: test-egress
+test-egress: $(B)/bin/egressd $(B)/bin/egressclient
+	@tests/record egress$(SUITE_SFX) tests/egress/run $(CURDIR)/$(B)/bin
+
 test-golden: $(B)/bin/policyd
 	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
 
@@ -224,6 +291,8 @@ test-suites:
 	@$(MAKE) --no-print-directory test-init $(call RECORD_FAIL,init)
 	@$(MAKE) --no-print-directory test-spec $(call RECORD_FAIL,spec)
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
+	@$(MAKE) --no-print-directory test-egress $(call RECORD_FAIL,egress)
+	@$(MAKE) --no-print-directory test-broker $(call RECORD_FAIL,broker)
 
 test-san:
 	@mkdir -p build && rm -f build/test-results.txt
@@ -232,12 +301,19 @@ test-san:
 
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 FUZZ_TARGETS = frame_fuzz template_fuzz
+FUZZ_TARGETS += http_fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
 build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
+
+# The HTTP request parser: egressd's proxy_http.c and decide.c.
+build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \
@@ -252,7 +328,11 @@ $(B)/bin/compile_bench: $(call obj,bench/compile_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: all $(B)/bin/compile_bench
+$(B)/bin/run_bench: $(call obj,bench/run_bench.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: all $(B)/bin/compile_bench $(B)/bin/run_bench
 	@bench/run $(CURDIR)/$(B)/bin
 
 # ---- running the daemons on the embedded default ---------------------------

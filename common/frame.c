@@ -13,6 +13,10 @@
  * reference with frame_conn_hold().  Once the connection has ended, sends
  * are refused and dropped, and the memory goes when the last reference is
  * released.
+ *
+ * The outgoing side (frame_connect) is for one daemon calling another: it
+ * checks the server's credentials before sending anything and reports a
+ * failure exactly once, so its caller can fail closed.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -80,6 +84,9 @@ struct frame_server {
 	int			 fs_idle;
 	frame_handler		 fs_handler;
 	void			*fs_arg;
+	void			(*fs_refusedcb)(const struct ucred *,
+				    const char *, void *);
+	void			*fs_refused_arg;
 	struct frame_conns	 fs_conns;
 	unsigned		 fs_nconns;
 	uint64_t		 fs_refused;
@@ -622,6 +629,9 @@ frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 			    (unsigned)cred.uid, (unsigned)cred.gid,
 			    (long)cred.pid);
 		close(fd);
+		if (srv->fs_refusedcb != NULL)
+			srv->fs_refusedcb(ok == -1 ? NULL : &cred,
+			    "not-allowed", srv->fs_refused_arg);
 		return;
 	}
 	if (srv->fs_nconns >= srv->fs_max_conns) {
@@ -631,6 +641,9 @@ frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 		    (unsigned)cred.uid, (unsigned)cred.gid, (long)cred.pid,
 		    srv->fs_nconns);
 		close(fd);
+		if (srv->fs_refusedcb != NULL)
+			srv->fs_refusedcb(&cred, "max-conns",
+			    srv->fs_refused_arg);
 		return;
 	}
 	if (frame_server_count_uid(srv, cred.uid) >= srv->fs_max_per_peer) {
@@ -640,6 +653,9 @@ frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 		    (unsigned)cred.uid, (unsigned)cred.gid, (long)cred.pid,
 		    srv->fs_max_per_peer);
 		close(fd);
+		if (srv->fs_refusedcb != NULL)
+			srv->fs_refusedcb(&cred, "max-conns",
+			    srv->fs_refused_arg);
 		return;
 	}
 
@@ -832,6 +848,8 @@ frame_server_listen(struct event_base *base,
 	    FRAME_IDLE_DEFAULT;
 	srv->fs_handler = handler;
 	srv->fs_arg = arg;
+	srv->fs_refusedcb = cfg->refused;
+	srv->fs_refused_arg = cfg->refused_arg;
 	TAILQ_INIT(&srv->fs_conns);
 
 	if ((srv->fs_retry = evtimer_new(base, frame_server_retrycb,
@@ -886,4 +904,252 @@ uint64_t
 frame_server_refused(const struct frame_server *srv)
 {
 	return srv->fs_refused;
+}
+
+/* ---- outgoing connection ---- */
+
+/*
+ * The client's lifetime: the caller owns it and frees it.  A handler may
+ * free its client from inside the callback; fcl_incb makes that free wait
+ * until the callback has returned, so this file never touches freed
+ * memory.  After the one failure report (fcl_dead) nothing more is
+ * delivered.
+ */
+struct frame_client {
+	struct bufferevent	*fcl_bev;
+	struct ucred		 fcl_peer;
+	size_t			 fcl_max;
+	frame_reply_handler	 fcl_handler;
+	void			*fcl_arg;
+	int			 fcl_dead;	/* failure reported */
+	int			 fcl_incb;	/* inside the handler */
+	int			 fcl_freed;	/* freed inside the handler */
+	int			 fcl_timeout;	/* seconds, 0: none */
+};
+
+static void
+frame_client_destroy(struct frame_client *fc)
+{
+	if (fc->fcl_bev != NULL)
+		bufferevent_free(fc->fcl_bev);
+	free(fc);
+}
+
+/* Report a failure once.  Returns 1 if the client was freed meanwhile. */
+static int
+frame_client_fail(struct frame_client *fc, const char *why)
+{
+	if (fc->fcl_dead)
+		return 0;
+	fc->fcl_dead = 1;
+	if (fc->fcl_bev != NULL)
+		bufferevent_disable(fc->fcl_bev, EV_READ | EV_WRITE);
+	fc->fcl_incb = 1;
+	fc->fcl_handler(fc, NULL, why, fc->fcl_arg);
+	fc->fcl_incb = 0;
+	if (fc->fcl_freed) {
+		frame_client_destroy(fc);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+frame_client_readcb(struct bufferevent *bev, void *arg)
+{
+	struct frame_client	*fc = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+	Sbx__V1__Envelope	*env;
+	Sbx__V1__ErrorCode	 code;
+	const char		*why;
+	uint8_t			 hdr[FRAME_HDR], *payload;
+	size_t			 len;
+
+	while (!fc->fcl_dead && evbuffer_get_length(in) >= FRAME_HDR) {
+		if (evbuffer_copyout(in, hdr, FRAME_HDR) != FRAME_HDR)
+			return;
+		if (frame_parse_header(hdr, fc->fcl_max, &len, &code,
+		    &why) == -1) {
+			frame_client_fail(fc, why);
+			return;
+		}
+		if (evbuffer_get_length(in) - FRAME_HDR < len)
+			return;
+		evbuffer_drain(in, FRAME_HDR);
+		if ((payload = evbuffer_pullup(in, len)) == NULL) {
+			frame_client_fail(fc, "out of memory reading a reply");
+			return;
+		}
+		env = frame_decode(payload, len, fc->fcl_max, &code, &why);
+		evbuffer_drain(in, len);
+		if (env == NULL) {
+			frame_client_fail(fc, why);
+			return;
+		}
+		fc->fcl_incb = 1;
+		fc->fcl_handler(fc, env, NULL, fc->fcl_arg);
+		fc->fcl_incb = 0;
+		sbx__v1__envelope__free_unpacked(env, NULL);
+		if (fc->fcl_freed) {
+			frame_client_destroy(fc);
+			return;
+		}
+	}
+}
+
+static void
+frame_client_eventcb(struct bufferevent *bev, short what, void *arg)
+{
+	struct frame_client	*fc = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_EOF) {
+		/* Whole frames that came with the EOF were read already. */
+		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+			frame_client_fail(fc, "the server closed the "
+			    "connection inside a reply");
+		else
+			frame_client_fail(fc, "the server closed the "
+			    "connection without a reply");
+	} else if (what & BEV_EVENT_TIMEOUT)
+		frame_client_fail(fc, "no reply within the time allowed");
+	else if (what & BEV_EVENT_ERROR) {
+		int	e = EVUTIL_SOCKET_ERROR();
+
+		/* A server that hangs up on an unread request resets. */
+		if (e == ECONNRESET || e == EPIPE)
+			frame_client_fail(fc, "the server closed the "
+			    "connection without a reply");
+		else
+			frame_client_fail(fc,
+			    evutil_socket_error_to_string(e));
+	}
+}
+
+struct frame_client *
+frame_connect(struct event_base *base, const char *path, uid_t expect_uid,
+    size_t max_frame, frame_reply_handler handler, void *arg, char *err,
+    size_t errlen)
+{
+	struct frame_client	*fc;
+	struct sockaddr_un	 sun;
+	struct ucred		 cred;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (path == NULL || handler == NULL ||
+	    strlen(path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "socket path %s is not usable",
+		    path != NULL ? path : "(none)");
+		return NULL;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	/* libevent writes with writev(): a hang-up must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return NULL;
+	}
+	/*
+	 * A Unix stream connect completes at once or fails at once; EAGAIN
+	 * means the listener's backlog is full, which is a refusal too.
+	 */
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		snprintf(err, errlen, "cannot connect to %s: %s", path,
+		    errno == EAGAIN ? "the server's backlog is full" :
+		    strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	/* SO_PEERCRED of a connected socket names the listener. */
+	if (peer_credentials(fd, &cred) == -1) {
+		snprintf(err, errlen, "%s: cannot read the server's "
+		    "credentials: %s", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (cred.uid != expect_uid) {
+		snprintf(err, errlen, "%s is served by uid %u pid %ld, not "
+		    "the expected uid %u: refused", path, (unsigned)cred.uid,
+		    (long)cred.pid, (unsigned)expect_uid);
+		close(fd);
+		return NULL;
+	}
+	fc = xcalloc(1, sizeof(*fc));
+	fc->fcl_peer = cred;
+	fc->fcl_max = max_frame != 0 ? max_frame : FRAME_MAX_DEFAULT;
+	fc->fcl_handler = handler;
+	fc->fcl_arg = arg;
+	if ((fc->fcl_bev = bufferevent_socket_new(base, fd,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		snprintf(err, errlen, "%s: cannot set up the connection",
+		    path);
+		close(fd);
+		free(fc);
+		return NULL;
+	}
+	bufferevent_setcb(fc->fcl_bev, frame_client_readcb, NULL,
+	    frame_client_eventcb, fc);
+	bufferevent_enable(fc->fcl_bev, EV_READ | EV_WRITE);
+	return fc;
+}
+
+int
+frame_client_send_packed(struct frame_client *fc, const uint8_t *buf,
+    size_t len)
+{
+	if (fc->fcl_dead || fc->fcl_bev == NULL)
+		return -1;
+	return bufferevent_write(fc->fcl_bev, buf, len) == 0 ? 0 : -1;
+}
+
+int
+frame_client_send(struct frame_client *fc, const Sbx__V1__Envelope *env)
+{
+	uint8_t	*buf;
+	size_t	 len;
+	int	 rv;
+
+	if (fc->fcl_dead || fc->fcl_bev == NULL)
+		return -1;
+	if ((buf = frame_pack(env, &len)) == NULL)
+		return -1;
+	rv = bufferevent_write(fc->fcl_bev, buf, len);
+	free(buf);
+	return rv == 0 ? 0 : -1;
+}
+
+void
+frame_client_timeout(struct frame_client *fc, int seconds)
+{
+	struct timeval	tv;
+
+	fc->fcl_timeout = seconds;
+	if (fc->fcl_bev == NULL)
+		return;
+	tv.tv_sec = seconds;
+	tv.tv_usec = 0;
+	bufferevent_set_timeouts(fc->fcl_bev, seconds > 0 ? &tv : NULL, NULL);
+}
+
+const struct ucred *
+frame_client_peer(const struct frame_client *fc)
+{
+	return &fc->fcl_peer;
+}
+
+void
+frame_client_free(struct frame_client *fc)
+{
+	if (fc == NULL)
+		return;
+	if (fc->fcl_incb) {
+		/* The callback that called us is still running. */
+		fc->fcl_freed = 1;
+		fc->fcl_dead = 1;
+		return;
+	}
+	frame_client_destroy(fc);
 }

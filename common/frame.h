@@ -70,6 +70,13 @@ struct frame_server_config {
 	unsigned		 max_conns_per_peer;	/* 0: 64 */
 	unsigned		 max_conns;	/* 0: 1024 */
 	int			 idle_timeout;	/* seconds; 0: 300 */
+	/* Optional: told of every peer refused at accept (not on the
+	 * allowlist: why "not-allowed"; over a connection cap:
+	 * "max-conns"), after the refusal is logged, so a daemon can audit
+	 * it.  cred is NULL when the credentials could not be read. */
+	void			(*refused)(const struct ucred *cred,
+				    const char *why, void *arg);
+	void			*refused_arg;
 };
 
 /* Unlinks a stale socket, binds, chmods/chowns, listens.  NULL on error
@@ -107,5 +114,39 @@ int	frame_read(int fd, size_t max, Sbx__V1__Envelope **out);
 /* Write the request, read the reply. */
 int	frame_client_call(int fd, const Sbx__V1__Envelope *req,
 	    Sbx__V1__Envelope **reply, size_t max);
+
+/* ---- outgoing connection on libevent ---- */
+
+/*
+ * A daemon's connection to another daemon (policyd -> launchd-sbx).  The
+ * SERVER's kernel-attested credentials are checked right after connect():
+ * a socket whose listener is not expect_uid is refused before a byte is
+ * sent, so a stranger that took over the path never sees a request.
+ * Replies go to the handler one by one; when the connection fails, ends,
+ * times out or sends a bad frame the handler is called once with
+ * reply NULL and why set, and nothing more comes: the caller fails closed.
+ * The reply is freed when the handler returns.  The handler may call
+ * frame_client_free() on its own client.
+ */
+struct frame_client;
+typedef void (*frame_reply_handler)(struct frame_client *,
+	    Sbx__V1__Envelope *reply, const char *why, void *arg);
+
+/* Connect now.  NULL with err set when the socket cannot be reached or
+ * its listener is not expect_uid.  max_frame 0: FRAME_MAX_DEFAULT. */
+struct frame_client *frame_connect(struct event_base *, const char *path,
+	    uid_t expect_uid, size_t max_frame, frame_reply_handler,
+	    void *arg, char *err, size_t errlen);
+/* Queue a request.  0, or -1 if the connection is gone or encoding
+ * failed. */
+int	frame_client_send(struct frame_client *, const Sbx__V1__Envelope *);
+/* Queue already packed bytes (header included); takes no ownership. */
+int	frame_client_send_packed(struct frame_client *, const uint8_t *,
+	    size_t);
+/* No reply for this many seconds ends the connection (0: never). */
+void	frame_client_timeout(struct frame_client *, int seconds);
+/* The listener's credentials, as checked. */
+const struct ucred *frame_client_peer(const struct frame_client *);
+void	frame_client_free(struct frame_client *);
 
 #endif

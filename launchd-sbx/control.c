@@ -5,6 +5,13 @@
  * socket manages the dataset store, lists images, and answers audit and
  * metrics questions.  Every refusal of a launch is an ERROR_LAUNCH with a
  * rule id, and is recorded in the audit log before it is sent.
+ *
+ * The audit group commit lives here too: launch, exit and refusal records
+ * queue up (control_audit) and a deferred event of the lowest priority
+ * commits all of them in one transaction, one fsync, after the loop has
+ * handled whatever else was ready; only then does each caller's callback
+ * send its reply.  Concurrent executions so share their fsyncs, and no
+ * reply ever precedes the durable record of what it reports.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +42,21 @@ control_fmt(char *buf, size_t len, const char *fmt, ...)
 
 #define CONTROL_LAUNCH_IDLE	86400	/* a held launch is never idle */
 
+struct audit_item {
+	struct audit_item	*next;
+	Sbx__V1__AuditEvent	 ev;		/* strings our own copies */
+	control_audit_cb	 cb;
+	void			*arg;
+};
+
+/* A refusal waiting for its record to commit. */
+struct control_refusal {
+	struct frame_conn	*conn;
+	uint64_t		 rid;
+	char			*rule;
+	char			*msg;
+};
+
 struct control_sock {
 	struct control		*ctl;
 	int			 admin;
@@ -59,12 +81,149 @@ control_actor(struct frame_conn *c, char *buf, size_t len)
 		control_fmt(buf, len, "uid:?");
 }
 
+/* ---- the audit group commit ---- */
+
+static char *
+control_dup(const char *s)
+{
+	return xstrdup(s != NULL ? s : "");
+}
+
+static void
+control_item_free(struct audit_item *it)
+{
+	free(it->ev.task_id);
+	free(it->ev.execution_id);
+	free(it->ev.policy_hash);
+	free(it->ev.action);
+	free(it->ev.rule);
+	free(it->ev.detail);
+	free(it->ev.actor);
+	free(it);
+}
+
+static void
+control_audit_commit(struct launchd *ld)
+{
+	struct audit_item	*batch, *it, *next;
+	int			 ok;
+
+	batch = ld->aq_head;
+	ld->aq_head = NULL;
+	ld->aq_tail = &ld->aq_head;
+	ld->aq_armed = 0;
+	if (batch == NULL)
+		return;
+	ok = audit_begin(ld->audit) == 0;
+	for (it = batch; ok && it != NULL; it = it->next) {
+		if (audit_add(ld->audit, &it->ev) == -1)
+			ok = 0;
+		else {
+			/* The log's copies, not ours: see audit.h. */
+			audit_event_clear(&it->ev);
+		}
+	}
+	if (ok)
+		ok = audit_commit(ld->audit) == 0;
+	else
+		(void)audit_rollback(ld->audit);
+	if (ok)
+		ld->metrics.audit_commits++;
+	else
+		log_warnx("audit: a batch of records could not be committed");
+	/* Callbacks may queue more: that is the next batch. */
+	for (it = batch; it != NULL; it = next) {
+		next = it->next;
+		if (it->cb != NULL)
+			it->cb(ld, it->arg, ok);
+		control_item_free(it);
+	}
+}
+
+static void
+control_audit_cb_ev(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	control_audit_commit(arg);
+}
+
+int
+control_audit_init(struct launchd *ld)
+{
+	ld->aq_head = NULL;
+	ld->aq_tail = &ld->aq_head;
+	if ((ld->aq_ev = event_new(ld->base, -1, 0, control_audit_cb_ev,
+	    ld)) == NULL ||
+	    event_priority_set(ld->aq_ev, LAUNCHD_PRIO_COMMIT) == -1)
+		return -1;
+	return 0;
+}
+
+void
+control_audit(struct launchd *ld, const Sbx__V1__AuditEvent *ev,
+    control_audit_cb cb, void *arg)
+{
+	struct audit_item	*it;
+
+	it = xcalloc(1, sizeof(*it));
+	sbx__v1__audit_event__init(&it->ev);
+	it->ev.task_id = control_dup(ev->task_id);
+	it->ev.execution_id = control_dup(ev->execution_id);
+	it->ev.policy_hash = control_dup(ev->policy_hash);
+	it->ev.action = control_dup(ev->action);
+	it->ev.rule = control_dup(ev->rule);
+	it->ev.detail = control_dup(ev->detail);
+	it->ev.actor = control_dup(ev->actor);
+	it->cb = cb;
+	it->arg = arg;
+	*ld->aq_tail = it;
+	ld->aq_tail = &it->next;
+	if (!ld->aq_armed && ld->aq_ev != NULL) {
+		ld->aq_armed = 1;
+		event_active(ld->aq_ev, EV_TIMEOUT, 0);
+	}
+}
+
+void
+control_audit_flush(struct launchd *ld)
+{
+	if (ld->aq_ev != NULL)
+		event_del(ld->aq_ev);
+	control_audit_commit(ld);
+	if (ld->aq_ev != NULL) {
+		event_free(ld->aq_ev);
+		ld->aq_ev = NULL;
+	}
+}
+
+/* ---- refusals ---- */
+
+static void
+control_refused(struct launchd *ld, void *arg, int ok)
+{
+	struct control_refusal	*rf = arg;
+
+	(void)ld;
+	if (!ok)
+		log_warnx("audit: cannot record a refusal");
+	if (!frame_conn_closed(rf->conn))
+		frame_conn_send_error(rf->conn, rf->rid,
+		    SBX__V1__ERROR_CODE__ERROR_LAUNCH, rf->rule, "%s",
+		    rf->msg);
+	frame_conn_release(rf->conn);
+	free(rf->rule);
+	free(rf->msg);
+	free(rf);
+}
+
 void
 control_refuse(struct launchd *ld, struct frame_conn *c, uint64_t rid,
     const char *task_id, const char *execution_id, const char *rule,
     const char *msg)
 {
 	Sbx__V1__AuditEvent	 ev;
+	struct control_refusal	*rf;
 	char			 actor[32];
 
 	ld->metrics.refused++;
@@ -76,13 +235,14 @@ control_refuse(struct launchd *ld, struct frame_conn *c, uint64_t rid,
 	ev.rule = (char *)rule;
 	ev.detail = (char *)msg;
 	ev.actor = actor;
-	if (audit_append(ld->audit, &ev) == -1)
-		log_warnx("audit: cannot record a refusal");
-	else
-		audit_event_clear(&ev);
 	log_info("launch refused by rule %s: %s", rule, msg);
-	frame_conn_send_error(c, rid, SBX__V1__ERROR_CODE__ERROR_LAUNCH, rule,
-	    "%s", msg);
+	rf = xcalloc(1, sizeof(*rf));
+	rf->conn = c;
+	rf->rid = rid;
+	rf->rule = xstrdup(rule);
+	rf->msg = xstrdup(msg);
+	frame_conn_hold(c);
+	control_audit(ld, &ev, control_refused, rf);
 }
 
 static void
@@ -238,12 +398,23 @@ control_metrics(const struct launchd *ld)
 	    "sbx_launchd_limits_total{limit=\"pids\"} %llu\n"
 	    "# HELP sbx_launchd_running Executions running now.\n"
 	    "# TYPE sbx_launchd_running gauge\n"
-	    "sbx_launchd_running %zu\n",
+	    "sbx_launchd_running %zu\n"
+	    "# HELP sbx_launchd_pooled_total Launches served by the pool.\n"
+	    "# TYPE sbx_launchd_pooled_total counter\n"
+	    "sbx_launchd_pooled_total %llu\n"
+	    "# HELP sbx_launchd_pool_ready Pool entries ready now.\n"
+	    "# TYPE sbx_launchd_pool_ready gauge\n"
+	    "sbx_launchd_pool_ready %zu\n"
+	    "# HELP sbx_launchd_audit_commits_total Audit group commits.\n"
+	    "# TYPE sbx_launchd_audit_commits_total counter\n"
+	    "sbx_launchd_audit_commits_total %llu\n",
 	    (unsigned long long)m->launches, (unsigned long long)m->refused,
 	    (unsigned long long)m->completed,
 	    (unsigned long long)m->wall_kills,
 	    (unsigned long long)m->memory_kills,
-	    (unsigned long long)m->pids_hits, live);
+	    (unsigned long long)m->pids_hits, live,
+	    (unsigned long long)m->pooled, pool_ready(ld),
+	    (unsigned long long)m->audit_commits);
 	return s;
 }
 

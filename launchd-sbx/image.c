@@ -9,15 +9,24 @@
  * and the directory is renamed into place, so a cache entry exists only
  * complete.  The rootfs is mounted read-only and shared between
  * executions: the mount points exist so the runtime never writes into it.
+ *
+ * Verification and unpacking take seconds for a real image, so they never
+ * run in the event loop: at start-up (and on SIGHUP, and for an image
+ * installed later, at its first launch) each image is prepared in a child
+ * process whose exit status and one-line error come back through SIGCHLD
+ * and a pipe.  Until then a launch for it waits, queued, and every other
+ * launch proceeds.  An image whose check failed is refused until a rescan.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,9 +56,21 @@ image_fmt(char *buf, size_t len, const char *fmt, ...)
 #define IMAGE_MANIFEST_MAX	(4 * 1024 * 1024)
 #define IMAGE_UNPACK_SECONDS	600
 
-/* Digests verified by this process (hex, sorted by insertion). */
-static char	**image_verified;
-static size_t	  image_nverified;
+enum image_state {
+	IMAGE_PREPARING,
+	IMAGE_READY,
+	IMAGE_FAILED,
+};
+
+/* One image of the store, as this process knows it. */
+struct image_prep {
+	struct image_prep	*next;
+	char			 hex[65];
+	enum image_state	 state;
+	pid_t			 pid;		/* the preparing child */
+	int			 fd;		/* its error line */
+	char			*err;		/* IMAGE_FAILED: why */
+};
 
 /* What the spec mounts over (spec.h): they must exist in the rootfs. */
 static const char *const image_mountpoints[] = {
@@ -69,13 +90,21 @@ image_hex_ok(const char *s)
 	return i == 64;
 }
 
-static int
-image_is_verified(const char *hex)
+static struct image_prep *
+image_find(const struct launchd *ld, const char *hex)
 {
-	for (size_t i = 0; i < image_nverified; i++)
-		if (strcmp(image_verified[i], hex) == 0)
-			return 1;
-	return 0;
+	for (struct image_prep *ip = ld->images; ip != NULL; ip = ip->next)
+		if (strcmp(ip->hex, hex) == 0)
+			return ip;
+	return NULL;
+}
+
+static int
+image_is_verified(const struct launchd *ld, const char *hex)
+{
+	const struct image_prep	*ip = image_find(ld, hex);
+
+	return ip != NULL && ip->state == IMAGE_READY;
 }
 
 /* SHA-256 of a file as hex, and its size.  0 or -1 with errno. */
@@ -326,14 +355,168 @@ bad:
 	return -1;
 }
 
-int
-image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
-    const char **rule, char *err, size_t errlen)
+/* The child: verify, unpack if not cached, make the mount points.  The
+ * exit status says whether it worked; err goes to fd. */
+static void __attribute__((noreturn))
+image_child(struct launchd *ld, const char *hex, int fd)
 {
-	const char	*at, *hex;
-	char		 layout[PATH_MAX], cache[PATH_MAX];
+	char		 layout[PATH_MAX], cache[PATH_MAX], rootfs[PATH_MAX];
+	char		 err[1024];
 	struct stat	 st;
 	json_t		*m;
+	int		 rc = 1;
+
+	/* libevent's SIGCHLD handler would wake the parent's loop. */
+	signal(SIGCHLD, SIG_DFL);
+	image_fmt(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
+	    hex);
+	image_fmt(cache, sizeof(cache), "%s/cache/%s", ld->conf->state_dir,
+	    hex);
+	image_fmt(rootfs, sizeof(rootfs), "%s/rootfs", cache);
+	err[0] = '\0';
+	if ((m = image_verify(layout, hex, err, sizeof(err))) == NULL)
+		goto out;
+	if (stat(cache, &st) == -1) {
+		if (image_unpack(ld, layout, hex, m, cache, err,
+		    sizeof(err)) == -1)
+			goto out;
+	} else if (image_mountpoints_make(rootfs, err, sizeof(err)) == -1) {
+		/* A cache from an older version may lack a mount point. */
+		goto out;
+	}
+	rc = 0;
+out:
+	if (m != NULL)
+		json_decref(m);
+	if (rc != 0)
+		(void)!write(fd, err, strlen(err));
+	close(fd);
+	/* _exit: the parent's atexit handlers and buffers are not ours. */
+	_exit(rc);
+}
+
+static void
+image_prepare(struct launchd *ld, struct image_prep *ip)
+{
+	int	 p[2];
+	pid_t	 pid;
+
+	free(ip->err);
+	ip->err = NULL;
+	if (pipe2(p, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
+		ip->state = IMAGE_FAILED;
+		xasprintf(&ip->err, "cannot start preparing: %s",
+		    strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		image_child(ld, ip->hex, p[1]);
+	}
+	close(p[1]);
+	ip->state = IMAGE_PREPARING;
+	ip->pid = pid;
+	ip->fd = p[0];
+	log_info("image sha256:%s: verifying and unpacking (pid %ld)",
+	    ip->hex, (long)pid);
+}
+
+static struct image_prep *
+image_add(struct launchd *ld, const char *hex)
+{
+	struct image_prep	*ip;
+
+	ip = xcalloc(1, sizeof(*ip));
+	image_fmt(ip->hex, sizeof(ip->hex), "%s", hex);
+	ip->fd = -1;
+	ip->next = ld->images;
+	ld->images = ip;
+	image_prepare(ld, ip);
+	return ip;
+}
+
+void
+image_scan(struct launchd *ld, int retry_failed)
+{
+	char		 path[PATH_MAX];
+	DIR		*d;
+	struct dirent	*de;
+	struct image_prep *ip;
+
+	image_fmt(path, sizeof(path), "%s/images", ld->conf->state_dir);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (!image_hex_ok(de->d_name))
+			continue;
+		if ((ip = image_find(ld, de->d_name)) == NULL)
+			(void)image_add(ld, de->d_name);
+		else if (retry_failed && ip->state == IMAGE_FAILED)
+			image_prepare(ld, ip);
+	}
+	closedir(d);
+}
+
+int
+image_reaped(struct launchd *ld, pid_t pid, int status)
+{
+	struct image_prep	*ip;
+	char			 err[1024];
+	ssize_t			 n;
+
+	for (ip = ld->images; ip != NULL; ip = ip->next)
+		if (ip->state == IMAGE_PREPARING && ip->pid == pid)
+			break;
+	if (ip == NULL)
+		return 0;
+	/* The child wrote at most one short line and has exited. */
+	n = read(ip->fd, err, sizeof(err) - 1);
+	err[n > 0 ? n : 0] = '\0';
+	close(ip->fd);
+	ip->fd = -1;
+	ip->pid = 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		ip->state = IMAGE_READY;
+		log_info("image sha256:%s verified and unpacked", ip->hex);
+	} else {
+		ip->state = IMAGE_FAILED;
+		xasprintf(&ip->err, "%s", err[0] != '\0' ? err :
+		    "verification or unpacking failed");
+		log_warnx("image sha256:%s refused: %s", ip->hex, ip->err);
+	}
+	run_image_ready(ld, ip->hex);
+	pool_fill(ld);
+	return 1;
+}
+
+void
+image_stop(struct launchd *ld)
+{
+	struct image_prep	*ip;
+
+	while ((ip = ld->images) != NULL) {
+		ld->images = ip->next;
+		if (ip->state == IMAGE_PREPARING && ip->pid > 0) {
+			/* Its unpack goes to <digest>.tmp: reaped at the
+			 * next start. */
+			kill(ip->pid, SIGKILL);
+			(void)waitpid(ip->pid, NULL, 0);
+		}
+		if (ip->fd != -1)
+			close(ip->fd);
+		free(ip->err);
+		free(ip);
+	}
+}
+
+int
+image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
+    char hexout[65], const char **rule, char *err, size_t errlen)
+{
+	const char		*at, *hex;
+	char			 layout[PATH_MAX];
+	struct stat		 st;
+	struct image_prep	*ip;
 
 	*rule = RULE_IMAGE_UNKNOWN;
 	if (ref == NULL || (at = strstr(ref, "@sha256:")) == NULL ||
@@ -344,9 +527,8 @@ image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
 		return -1;
 	}
 	hex = at + 8;
+	image_fmt(hexout, 65, "%s", hex);
 	image_fmt(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
-	    hex);
-	image_fmt(cache, sizeof(cache), "%s/cache/%s", ld->conf->state_dir,
 	    hex);
 	if (stat(layout, &st) == -1 || !S_ISDIR(st.st_mode)) {
 		image_fmt(err, errlen, "image %s: not in the image store "
@@ -354,24 +536,22 @@ image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
 		return -1;
 	}
 	*rule = RULE_IMAGE_CORRUPT;
-	if (!image_is_verified(hex)) {
-		if ((m = image_verify(layout, hex, err, errlen)) == NULL) {
-			log_warnx("image %s refused: %s", ref, err);
-			return -1;
-		}
-		if (stat(cache, &st) == -1 && image_unpack(ld, layout, hex, m,
-		    cache, err, errlen) == -1) {
-			log_warnx("image %s: %s", ref, err);
-			json_decref(m);
-			return -1;
-		}
-		json_decref(m);
-		image_verified = xreallocarray(image_verified,
-		    image_nverified + 1, sizeof(*image_verified));
-		image_verified[image_nverified++] = xstrdup(hex);
-		log_info("image %s verified and unpacked", ref);
+	/* Installed since the last scan: prepare it now, in a child. */
+	if ((ip = image_find(ld, hex)) == NULL)
+		ip = image_add(ld, hex);
+	switch (ip->state) {
+	case IMAGE_PREPARING:
+		*rule = NULL;
+		return 1;
+	case IMAGE_FAILED:
+		image_fmt(err, errlen, "image %s: %s", ref, ip->err != NULL ?
+		    ip->err : "verification failed");
+		return -1;
+	case IMAGE_READY:
+		break;
 	}
-	image_fmt(rootfs, PATH_MAX, "%s/rootfs", cache);
+	image_fmt(rootfs, PATH_MAX, "%s/cache/%s/rootfs", ld->conf->state_dir,
+	    hex);
 	if (stat(rootfs, &st) == -1 || !S_ISDIR(st.st_mode)) {
 		image_fmt(err, errlen, "image %s: cache %s is gone", ref,
 		    rootfs);
@@ -401,7 +581,7 @@ image_list(struct launchd *ld, Sbx__V1__ImageInfos *out)
 		ii = xcalloc(1, sizeof(*ii));
 		sbx__v1__image_info__init(ii);
 		xasprintf(&ii->digest, "sha256:%s", de->d_name);
-		ii->verified = image_is_verified(de->d_name);
+		ii->verified = image_is_verified(ld, de->d_name);
 		image_fmt(path, sizeof(path), "%s/cache/%s/rootfs",
 		    ld->conf->state_dir, de->d_name);
 		ii->unpacked = stat(path, &st) == 0;

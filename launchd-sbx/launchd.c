@@ -83,8 +83,12 @@ launchd_signal(evutil_socket_t sig, short what, void *arg)
 		run_reap_children(ld);
 		break;
 	case SIGHUP:
-		log_info("SIGHUP: nothing to reload; restart to change the "
-		    "configuration");
+		/* Images installed since, or repaired: prepare them (in
+		 * children) and refill the pool. */
+		log_info("SIGHUP: rescanning the image store; restart to "
+		    "change the configuration");
+		image_scan(ld, 1);
+		pool_fill(ld);
 		break;
 	case SIGTERM:
 	case SIGINT:
@@ -176,8 +180,11 @@ main(int argc, char *argv[])
 		fatalx("%s: %s", db, err);
 	free(db);
 
-	if ((ld.base = event_base_new()) == NULL)
+	if ((ld.base = event_base_new()) == NULL ||
+	    event_base_priority_init(ld.base, LAUNCHD_NPRIO) == -1)
 		fatalx("cannot create the event loop");
+	if (control_audit_init(&ld) == -1)
+		fatalx("cannot create the audit commit event");
 	if ((ld.ctl = control_start(&ld)) == NULL)
 		fatalx("cannot listen on the sockets");
 	if (!debug) {
@@ -196,6 +203,9 @@ main(int argc, char *argv[])
 		    event_add(sigs[i], NULL) == -1)
 			fatalx("cannot handle signal %d", signos[i]);
 	}
+	/* After daemon(): the children are this process's. */
+	image_scan(&ld, 0);
+	pool_start(&ld);
 	log_info("started: %d tier%s available, launch %s, admin %s", ntiers,
 	    ntiers == 1 ? "" : "s", ld.conf->launch.path,
 	    ld.conf->admin.path);
@@ -204,6 +214,9 @@ main(int argc, char *argv[])
 		log_warnx("event loop failed");
 
 	run_stop_all(&ld);
+	pool_stop(&ld);
+	image_stop(&ld);
+	control_audit_flush(&ld);
 	control_stop(ld.ctl);
 	for (int i = 0; i < LAUNCHD_NSIGS; i++)
 		event_free(sigs[i]);

@@ -63,6 +63,18 @@ struct launchd_runtime {
 	int			  available;	/* passed the start-up check */
 };
 
+/* pool: {size: N, keys: [{image, tier, cpus, memory_mb, pids, scratch_mb,
+ * size}]}: each key describes the limits of the policies it serves. */
+struct launchd_pool_key {
+	char			*image;		/* name@sha256:<hex> */
+	int			 tier;		/* Sbx__V1__Isolation */
+	uint32_t		 cpus_milli;
+	uint32_t		 memory_mb;
+	uint32_t		 pids;
+	uint32_t		 scratch_mb;
+	uint32_t		 size;		/* entries kept ready */
+};
+
 struct launchd_conf {
 	char			*file;
 	char			*dir;
@@ -72,7 +84,9 @@ struct launchd_conf {
 	char			*init;
 	char			*cgroup_parent;
 	char			*egress_socket;	/* NULL: no egress */
-	uint32_t		 pool_size;
+	uint32_t		 pool_size;	/* default size of a key */
+	struct launchd_pool_key	*pool_keys;
+	size_t			 npool_keys;
 	uint32_t		 max_frame_kb;
 	struct launchd_runtime	 runtimes[LAUNCHD_NTIERS];
 	struct launchd_sock_conf launch;
@@ -95,9 +109,15 @@ struct launchd_metrics {
 	uint64_t	 wall_kills;
 	uint64_t	 memory_kills;
 	uint64_t	 pids_hits;
+	uint64_t	 pooled;		/* launches served by the pool */
+	uint64_t	 audit_commits;	/* group commits */
 };
 
 struct run;
+struct pool;
+struct audit_item;
+struct image_prep;
+struct event;
 
 struct launchd {
 	struct launchd_conf	*conf;
@@ -108,7 +128,18 @@ struct launchd {
 	struct launchd_metrics	 metrics;
 	struct run		*runs;		/* live executions */
 	char			*runtime_root;	/* run_dir/runtime */
+	struct pool		*pool;
+	struct image_prep	*images;	/* verified, failed or preparing */
+	/* The audit group commit: records wait here for one transaction. */
+	struct audit_item	*aq_head;
+	struct audit_item	**aq_tail;
+	struct event		*aq_ev;		/* deferred, low priority */
+	int			 aq_armed;
 };
+
+/* Event priorities: the group commit runs after what is ready now. */
+#define LAUNCHD_NPRIO		3
+#define LAUNCHD_PRIO_COMMIT	2
 
 /* ---- control.c ---- */
 
@@ -123,17 +154,38 @@ void		 control_refuse(struct launchd *, struct frame_conn *,
 		    const char *execution_id, const char *rule,
 		    const char *msg);
 char		*control_metrics(const struct launchd *);
+/*
+ * Queue an audit event for the next group commit and call cb (ok 1 once
+ * it is on disk, 0 if the commit failed) after it.  The event's strings
+ * are copied; cb may be NULL.
+ */
+typedef void	(*control_audit_cb)(struct launchd *, void *arg, int ok);
+void		 control_audit(struct launchd *,
+		    const Sbx__V1__AuditEvent *, control_audit_cb, void *arg);
+int		 control_audit_init(struct launchd *);
+/* Commit whatever is queued now (shutdown). */
+void		 control_audit_flush(struct launchd *);
 
 /* ---- image.c ---- */
 
 /*
- * The read-only rootfs of image `ref` (name@sha256:<hex>): verified and
- * unpacked on first use.  0 with rootfs filled, or -1 with *rule set to
- * RULE_IMAGE_UNKNOWN or RULE_IMAGE_CORRUPT and err filled.
+ * The read-only rootfs of image `ref` (name@sha256:<hex>).  Images are
+ * verified and unpacked in child processes (image_scan), never in the
+ * loop.  0 with rootfs filled; 1 when the image is still being prepared
+ * (run_image_ready is called when it is done; hex filled); or -1 with
+ * *rule set to RULE_IMAGE_UNKNOWN, RULE_IMAGE_CORRUPT or RULE_BAD_REQUEST
+ * and err filled.
  */
 int		 image_rootfs(struct launchd *, const char *ref,
-		    char rootfs[PATH_MAX], const char **rule, char *err,
-		    size_t errlen);
+		    char rootfs[PATH_MAX], char hex[65], const char **rule,
+		    char *err, size_t errlen);
+/* Start preparing every image of the store not yet prepared (or that
+ * failed, when retry_failed). */
+void		 image_scan(struct launchd *, int retry_failed);
+/* SIGCHLD: 1 if pid was an image preparation (then it is handled). */
+int		 image_reaped(struct launchd *, pid_t pid, int status);
+/* Shutdown: kill and wait for the preparations; free the table. */
+void		 image_stop(struct launchd *);
 /* The images held: digests (hex) and whether each is unpacked. */
 int		 image_list(struct launchd *, Sbx__V1__ImageInfos *out);
 void		 image_list_clear(Sbx__V1__ImageInfos *);
@@ -151,6 +203,37 @@ void		 dataset_names_free(char **, size_t);
 int		 dataset_stage(struct launchd *, const char *name,
 		    const char *dir, char *err, size_t errlen);
 
+/* ---- pool.c ---- */
+
+struct pool_entry;
+
+/* Read the configured keys; create what is missing (whenever an image is
+ * ready, an entry was taken or one failed). */
+void		 pool_start(struct launchd *);
+void		 pool_fill(struct launchd *);
+/*
+ * The key of a launch: sha256 of the runtime spec it would have with
+ * every per-execution value (ids, hash, staging paths, program) replaced
+ * by a placeholder, so two launches share a key exactly when their specs
+ * differ in nothing but per-execution data.  -1 if no spec.
+ */
+int		 pool_key(const struct spec_params *, char key[65]);
+/* A ready entry for key, taken out of the pool (it is the caller's now,
+ * to start once and destroy), or NULL. */
+struct pool_entry *pool_take(struct launchd *, const char *key);
+/* What the caller needs of a taken entry; pool_entry_free after. */
+const char	*pool_entry_id(const struct pool_entry *);
+const char	*pool_entry_dir(const struct pool_entry *);
+pid_t		 pool_entry_pid(const struct pool_entry *);
+/* The output pipes' read ends; they become the caller's. */
+void		 pool_entry_fds(struct pool_entry *, int *out, int *err);
+void		 pool_entry_free(struct pool_entry *);
+/* SIGCHLD: 1 if pid was the pool's (then it is handled). */
+int		 pool_reaped(struct launchd *, pid_t pid, int status);
+size_t		 pool_ready(const struct launchd *);
+/* Shutdown: delete every entry. */
+void		 pool_stop(struct launchd *);
+
 /* ---- run.c ---- */
 
 /* Run a command and wait at most `seconds`; its output goes to /dev/null
@@ -163,8 +246,24 @@ int		 run_cmd(char *const argv[], int seconds, char *out,
  * with an error, if it cannot start). */
 void		 run_launch(struct launchd *, struct frame_conn *,
 		    const Sbx__V1__Envelope *req);
-/* SIGCHLD: collect whichever executions ended. */
+/* SIGCHLD: collect whichever children ended (executions, runtime
+ * commands, image preparations, pool entries). */
 void		 run_reap_children(struct launchd *);
+/* An image finished preparing: continue the launches waiting for it. */
+void		 run_image_ready(struct launchd *, const char *hex);
+/* fork and exec argv with stdin /dev/null, stdout fd1 and stderr fd2
+ * (-1: /dev/null).  The pid or -1. */
+pid_t		 run_spawn(char *const argv[], int fd1, int fd2);
+/* argv: runtime [global args] --root ROOT then the given words. */
+#define RUN_ARGV_MAX	32
+void		 run_rtargv(const struct launchd_runtime *, const char *root,
+		    char *av[RUN_ARGV_MAX], const char *const words[]);
+void		 run_rtroot(const struct launchd *, int tier,
+		    char out[PATH_MAX]);
+/* Write a new file, mode 0444.  0 or -1 with errno. */
+int		 run_write_file(const char *path, const uint8_t *, size_t);
+/* Remove what the runtime left of one container's cgroups. */
+void		 run_cg_remove(const char *parent, const char *id);
 /* Start-up: remove every container, staging directory and cgroup a
  * previous instance left. */
 void		 run_reap_leftovers(struct launchd *);

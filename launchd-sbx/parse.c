@@ -37,7 +37,11 @@ static const char *const tier_names[LAUNCHD_NTIERS + 1] = {
 };
 static const char *const runtime_keys[] = { "path", "args", NULL };
 static const char *const runtime_required[] = { "path", NULL };
-static const char *const pool_keys[] = { "size", NULL };
+static const char *const pool_keys[] = { "size", "keys", NULL };
+static const char *const poolkey_keys[] = { "image", "tier", "cpus",
+	"memory_mb", "pids", "scratch_mb", "size", NULL };
+static const char *const poolkey_required[] = { "image", "cpus",
+	"memory_mb", "pids", "scratch_mb", NULL };
 static const char *const egress_keys[] = { "socket", NULL };
 static const char *const sockets_keys[] = { "launch", "admin", NULL };
 static const char *const sockets_required[] = { "launch", "admin", NULL };
@@ -293,6 +297,68 @@ parse_runtimes(struct ydoc *doc, const struct ynode *n, const char *dir,
 		yerr(doc, n, "runtimes", "names no tier: nothing could run");
 }
 
+/* pool.keys: the (image, tier, limits) the pool keeps entries for. */
+static void
+parse_pool_keys(struct ydoc *doc, const struct ynode *n,
+    struct launchd_conf *c)
+{
+	static const char *const tiers[] = { "container", "gvisor",
+	    "microvm", NULL };
+	char		 what[64];
+	uint64_t	 v;
+	const char	*s;
+	int		 t;
+
+	if (n == NULL)
+		return;
+	if (n->type != YN_SEQ) {
+		yerr(doc, n, "pool.keys", "want a list of {image, tier, cpus, "
+		    "memory_mb, pids, scratch_mb, size}");
+		return;
+	}
+	c->pool_keys = xcalloc(n->n > 0 ? n->n : 1, sizeof(*c->pool_keys));
+	for (size_t i = 0; i < n->n; i++) {
+		const struct ynode	*e = n->items[i];
+		struct launchd_pool_key	*k = &c->pool_keys[c->npool_keys];
+
+		snprintf(what, sizeof(what), "pool.keys[%zu]", i);
+		if (ymap_check(doc, e, what, poolkey_keys,
+		    poolkey_required) != 0)
+			continue;
+		k->tier = 1;
+		k->size = c->pool_size;
+		if (yget_str(doc, ymap_get(e, "image"), "image", &s) == 0 &&
+		    s != NULL) {
+			if (strstr(s, "@sha256:") == NULL)
+				yerr(doc, ymap_get(e, "image"), what, "image "
+				    "\"%s\" is not pinned as name@sha256:<hex>",
+				    s);
+			k->image = xstrdup(s);
+		}
+		if (ymap_get(e, "tier") != NULL &&
+		    yget_enum(doc, ymap_get(e, "tier"), "tier", tiers,
+		    &t) == 0)
+			k->tier = t + 1;
+		if (yget_milli(doc, ymap_get(e, "cpus"), "cpus", 10,
+		    1024000, &v) == 0)
+			k->cpus_milli = (uint32_t)v;
+		if (yget_uint(doc, ymap_get(e, "memory_mb"), "memory_mb", 1,
+		    1048576, &v) == 0)
+			k->memory_mb = (uint32_t)v;
+		if (yget_uint(doc, ymap_get(e, "pids"), "pids", 1, 1048576,
+		    &v) == 0)
+			k->pids = (uint32_t)v;
+		if (yget_uint(doc, ymap_get(e, "scratch_mb"), "scratch_mb", 1,
+		    1048576, &v) == 0)
+			k->scratch_mb = (uint32_t)v;
+		if (ymap_get(e, "size") != NULL &&
+		    yget_uint(doc, ymap_get(e, "size"), "size", 0, 1024,
+		    &v) == 0)
+			k->size = (uint32_t)v;
+		c->npool_keys++;
+	}
+}
+
 struct launchd_conf *
 parse_launchd(const char *file, struct yerrs *errs)
 {
@@ -346,6 +412,9 @@ parse_launchd(const char *file, struct yerrs *errs)
 	    yget_uint(doc, ymap_get(n, "size"), "pool.size", 0, 1024,
 	    &v) == 0 && ymap_get(n, "size") != NULL)
 		c->pool_size = (uint32_t)v;
+	/* After size: a key without its own size takes the global one. */
+	if (n != NULL && n->type == YN_MAP)
+		parse_pool_keys(doc, ymap_get(n, "keys"), c);
 	if ((n = ymap_get(root, "egress")) != NULL &&
 	    ymap_check(doc, n, "egress", egress_keys, egress_keys) == 0)
 		parse_pathkey(doc, n, "socket", "egress.socket", c->dir,
@@ -405,6 +474,9 @@ parse_launchd_free(struct launchd_conf *c)
 	free(c->init);
 	free(c->cgroup_parent);
 	free(c->egress_socket);
+	for (size_t i = 0; i < c->npool_keys; i++)
+		free(c->pool_keys[i].image);
+	free(c->pool_keys);
 	parse_sock_free(&c->launch);
 	parse_sock_free(&c->admin);
 	free(c);

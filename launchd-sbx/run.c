@@ -1,18 +1,23 @@
 /*
- * run.c: one execution from a verified launch request to its result.  The
- * order is fixed and each step undoes what the earlier ones did when it
- * fails: verify the signed policy, pick the tier's runtime, resolve the
- * image, stage run_dir/x-<execution>/{in,code} (copies, root-owned, files
- * 0444, directories 0555), write the spec, record the launch in the audit
- * log, then `<runtime> create` with stdout and stderr on pipes and
- * `<runtime> start`.  launchd-sbx is a child subreaper, so the container's
- * init becomes its child and its real exit status comes to SIGCHLD.  The
- * wall clock is a libevent timer that kills the whole container from
- * outside.  When the init has exited the cgroup statistics are read (the
- * runtime removes the cgroup at delete), then `<runtime> delete --force`,
- * leftover cgroup directories and the staging tree are removed, the exit
- * is audited, and only then is the result sent: a reply means nothing of
- * the execution is left.
+ * run.c: one execution from a verified launch request to its result, as a
+ * small state machine driven by the event loop, so that no execution
+ * waits for another.  The order is fixed and each step undoes what the
+ * earlier ones did when it fails: verify the signed policy, pick the
+ * tier's runtime, resolve the image (waiting, queued, while it is being
+ * prepared: image.c), stage run_dir/x-<execution>/{in,code} (copies,
+ * root-owned, files 0444, directories 0555) and write the spec -- or take
+ * a pre-created container from the pool (pool.c) and fill its staging --
+ * record the launch (the audit group commit, control.c), then
+ * `<runtime> create` and `<runtime> start`, each a child process whose
+ * exit comes back through SIGCHLD.  launchd-sbx is a child subreaper, so
+ * the container's init becomes its child and its real exit status comes
+ * to SIGCHLD too.  The wall clock is a libevent timer that kills the
+ * whole container from outside.  When the init has exited the cgroup
+ * statistics are read (the runtime removes the cgroup at delete), then
+ * `<runtime> delete --force` runs (a child again), leftover cgroup
+ * directories and the staging tree are removed, the exit is recorded, and
+ * only once that record is on disk is the result sent: a reply means
+ * nothing of the execution is left.
  */
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -59,7 +64,17 @@ run_fmt(char *buf, size_t len, const char *fmt, ...)
 
 #define RUN_CGROUP_ROOT		"/sys/fs/cgroup"
 #define RUN_GRACE_MS		1000	/* output after the init exited */
-#define RUN_ARGV_MAX		32
+#define RUN_ARGV_FILE		"argv"	/* in a pool entry's run/ */
+
+enum run_state {
+	RUN_IMAGE,		/* waiting for its image to be prepared */
+	RUN_RECORD_LAUNCH,	/* waiting for the launch record to commit */
+	RUN_CREATE,		/* <runtime> create running */
+	RUN_START,		/* <runtime> start running */
+	RUN_RUNNING,		/* started; waiting for the init to exit */
+	RUN_DELETE,		/* <runtime> delete running */
+	RUN_RECORD_EXIT,	/* waiting for the exit record to commit */
+};
 
 struct run_out {
 	struct event	*ev;
@@ -77,20 +92,43 @@ struct run {
 	uint64_t			 request_id;
 	Sbx__V1__PolicyGrant		*grant;
 	const struct launchd_runtime	*rt;
+	enum run_state			 state;
+	char				 hex[65];	/* the image */
+	char				 rootfs[PATH_MAX];
+	char				*code_name;
+	uint8_t				*code;
+	size_t				 code_len;
+	const char			*interp;
 	char				 rtroot[PATH_MAX];
-	char				 id[160];
+	char				 id[160];	/* the container */
 	char				 dir[PATH_MAX];
-	pid_t				 pid;
+	char				 pool_key[65];	/* "" unless pooled */
+	int				 created;	/* runtime state may exist */
+	pid_t				 pid;		/* the container's init */
+	pid_t				 cmd_pid;	/* a runtime command */
+	pid_t				 kill_pid;	/* <runtime> kill */
+	int				 delete_pending;	/* after the kill */
 	int				 exited;
 	int				 status;
 	int				 wall_hit;
 	int				 finished;
+	const char			*fail_rule;	/* refused after all */
+	char				*fail_msg;
 	size_t				 cap;
 	uint64_t			 start_ns;
 	uint64_t			 end_ns;
 	struct run_out			 out[2];	/* stdout, stderr */
 	struct event			*wall_ev;
 	struct event			*grace_ev;
+	struct event			*cmd_ev;	/* command timeout */
+	/* The result, gathered before delete. */
+	int				 code_exit;
+	int				 sig;
+	char				*limits[3];
+	size_t				 nlim;
+	uint64_t			 cpu_ms;
+	uint64_t			 peak_kb;
+	uint64_t			 wall_ms;
 };
 
 static const char *const run_controllers[] = {
@@ -100,6 +138,9 @@ static const char *const run_controllers[] = {
 };
 
 static void	run_finish(struct run *);
+static void	run_fail(struct run *, const char *rule, const char *fmt, ...)
+		    __attribute__((format(printf, 3, 4)));
+static void	run_teardown(struct run *);
 
 /* ---- helpers ---- */
 
@@ -137,8 +178,7 @@ run_rmtree(const char *path)
 	return rc;
 }
 
-/* fork and exec argv with the given stdio (-1: /dev/null). */
-static pid_t
+pid_t
 run_spawn(char *const argv[], int fd1, int fd2)
 {
 	sigset_t	 all;
@@ -259,8 +299,7 @@ run_cmd(char *const argv[], int seconds, char *out, size_t outlen)
 	return st;
 }
 
-/* argv: runtime [global args] --root ROOT then the given words. */
-static void
+void
 run_rtargv(const struct launchd_runtime *rt, const char *root,
     char *av[RUN_ARGV_MAX], const char *const words[])
 {
@@ -276,7 +315,7 @@ run_rtargv(const struct launchd_runtime *rt, const char *root,
 	av[n] = NULL;
 }
 
-static void
+void
 run_rtroot(const struct launchd *ld, int tier, char out[PATH_MAX])
 {
 	run_fmt(out, PATH_MAX, "%s/%s", ld->runtime_root,
@@ -310,8 +349,7 @@ run_cg_read(const char *parent, const char *id, const char *ctrl,
 	return v;
 }
 
-/* Remove what the runtime left of one execution's cgroups. */
-static void
+void
 run_cg_remove(const char *parent, const char *id)
 {
 	char	 path[PATH_MAX];
@@ -324,19 +362,80 @@ run_cg_remove(const char *parent, const char *id)
 	}
 }
 
-/* ---- refusals before anything was created ---- */
+/* ---- the list of executions ---- */
 
 static void
-run_refuse(struct launchd *ld, struct frame_conn *c, uint64_t rid,
-    const Sbx__V1__PolicyGrant *g, const char *rule, const char *msg)
+run_unlink(struct run *r)
 {
-	control_refuse(ld, c, rid, g != NULL ? g->task_id : "",
-	    g != NULL ? g->execution_id : "", rule, msg);
+	struct run	**pp;
+
+	for (pp = &r->ld->runs; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	r->next = NULL;
+}
+
+static void
+run_free(struct run *r)
+{
+	for (int i = 0; i < 2; i++) {
+		if (r->out[i].ev != NULL)
+			event_free(r->out[i].ev);
+		if (r->out[i].fd != -1)
+			close(r->out[i].fd);
+		free(r->out[i].buf);
+	}
+	if (r->wall_ev != NULL)
+		event_free(r->wall_ev);
+	if (r->grace_ev != NULL)
+		event_free(r->grace_ev);
+	if (r->cmd_ev != NULL)
+		event_free(r->cmd_ev);
+	if (r->grant != NULL)
+		sbx__v1__policy_grant__free_unpacked(r->grant, NULL);
+	if (r->conn != NULL)
+		frame_conn_release(r->conn);
+	free(r->code_name);
+	free(r->code);
+	free(r->fail_msg);
+	free(r);
+}
+
+/* Refuse and forget an execution that has nothing left on the system. */
+static void
+run_abort(struct run *r, const char *rule, const char *msg)
+{
+	const Sbx__V1__PolicyGrant	*g = r->grant;
+
+	log_warnx("execution %s refused: %s", g->execution_id, msg);
+	control_refuse(r->ld, r->conn, r->request_id, g->task_id,
+	    g->execution_id, rule, msg);
+	run_unlink(r);
+	run_free(r);
+}
+
+static void
+run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
+    const char *action, const char *detail, control_audit_cb cb, void *arg)
+{
+	Sbx__V1__AuditEvent	 ev;
+
+	sbx__v1__audit_event__init(&ev);
+	ev.task_id = g->task_id;
+	ev.execution_id = g->execution_id;
+	ev.policy_hash = g->policy_hash;
+	ev.action = (char *)action;
+	ev.rule = (char *)"";
+	ev.detail = (char *)detail;
+	ev.actor = (char *)"";
+	control_audit(ld, &ev, cb, arg);
 }
 
 /* ---- staging ---- */
 
-static int
+int
 run_write_file(const char *path, const uint8_t *p, size_t len)
 {
 	ssize_t	 w;
@@ -363,9 +462,10 @@ run_write_file(const char *path, const uint8_t *p, size_t len)
 	return close(fd);
 }
 
+/* Fill dir/{in,code}; make them when fresh (a pool entry has them). */
 static int
-run_stage(struct run *r, const Sbx__V1__LaunchRequest *l, const char **rule,
-    char *err, size_t errlen)
+run_stage(struct run *r, int fresh, const char **rule, char *err,
+    size_t errlen)
 {
 	const Sbx__V1__Policy	*pol = r->grant->policy;
 	char			 in[PATH_MAX], code[PATH_MAX], f[PATH_MAX];
@@ -373,8 +473,8 @@ run_stage(struct run *r, const Sbx__V1__LaunchRequest *l, const char **rule,
 	*rule = RULE_RUNTIME;
 	run_fmt(in, sizeof(in), "%s/in", r->dir);
 	run_fmt(code, sizeof(code), "%s/code", r->dir);
-	if (mkdir(r->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
-	    mkdir(code, 0700) == -1) {
+	if (fresh && (mkdir(r->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
+	    mkdir(code, 0700) == -1)) {
 		run_fmt(err, errlen, "staging %s: %s", r->dir,
 		    strerror(errno));
 		return -1;
@@ -387,8 +487,8 @@ run_stage(struct run *r, const Sbx__V1__LaunchRequest *l, const char **rule,
 			return -1;
 		}
 	}
-	run_fmt(f, sizeof(f), "%s/%s", code, l->code_name);
-	if (run_write_file(f, l->code.data, l->code.len) == -1) {
+	run_fmt(f, sizeof(f), "%s/%s", code, r->code_name);
+	if (run_write_file(f, r->code, r->code_len) == -1) {
 		run_fmt(err, errlen, "staging %s: %s", f, strerror(errno));
 		return -1;
 	}
@@ -399,6 +499,30 @@ run_stage(struct run *r, const Sbx__V1__LaunchRequest *l, const char **rule,
 	}
 	*rule = NULL;
 	return 0;
+}
+
+/*
+ * A pool entry's program and per-execution environment: sbx-init -a reads
+ * them at start from run/argv, NUL-terminated strings: NAME=VALUE
+ * entries, an empty string, then the argv.
+ */
+static int
+run_write_argv(struct run *r)
+{
+	const Sbx__V1__PolicyGrant	*g = r->grant;
+	char				 path[PATH_MAX], *buf;
+	int				 n, rc;
+
+	run_fmt(path, sizeof(path), "%s/run/%s", r->dir, RUN_ARGV_FILE);
+	n = asprintf(&buf, "SBX_TASK_ID=%s%cSBX_EXECUTION_ID=%s%c"
+	    "SBX_POLICY_HASH=%s%c%c%s%c/code/%s%c", g->task_id, 0,
+	    g->execution_id, 0, g->policy_hash, 0, 0, r->interp, 0,
+	    r->code_name, 0);
+	if (n < 0)
+		return -1;
+	rc = run_write_file(path, (uint8_t *)buf, (size_t)n);
+	free(buf);
+	return rc;
 }
 
 /* ---- output ---- */
@@ -432,8 +556,23 @@ run_out_cb(evutil_socket_t fd, short what, void *arg)
 		else
 			o->truncated = 1;
 	}
-	if (r->exited && r->out[0].eof && r->out[1].eof)
+	if (r->state == RUN_RUNNING && r->exited && r->out[0].eof &&
+	    r->out[1].eof)
 		run_finish(r);
+}
+
+static int
+run_watch_output(struct run *r)
+{
+	for (int i = 0; i < 2; i++) {
+		fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK);
+		r->out[i].buf = xmalloc(r->cap > 0 ? r->cap : 1);
+		if ((r->out[i].ev = event_new(r->ld->base, r->out[i].fd,
+		    EV_READ | EV_PERSIST, run_out_cb, r)) == NULL ||
+		    event_add(r->out[i].ev, NULL) == -1)
+			return -1;
+	}
+	return 0;
 }
 
 static void
@@ -444,6 +583,9 @@ run_grace_cb(evutil_socket_t fd, short what, void *arg)
 	run_finish(arg);
 }
 
+/* Kill the container from outside: the runtime's kill (a child we do not
+ * wait for here) and the init itself, whose death ends its pid
+ * namespace. */
 static void
 run_kill(struct run *r)
 {
@@ -451,8 +593,9 @@ run_kill(struct run *r)
 	char		*av[RUN_ARGV_MAX];
 
 	run_rtargv(r->rt, r->rtroot, av, w);
-	(void)run_cmd(av, LAUNCHD_CHECK_SECONDS, NULL, 0);
-	/* The init's death ends the pid namespace and all in it. */
+	/* Delete waits for it: both take the runtime's state lock. */
+	if (r->kill_pid <= 0 && (r->kill_pid = run_spawn(av, -1, -1)) == -1)
+		r->kill_pid = 0;
 	if (!r->exited && r->pid > 0)
 		kill(r->pid, SIGKILL);
 }
@@ -473,153 +616,308 @@ run_wall_cb(evutil_socket_t fd, short what, void *arg)
 	run_kill(r);
 }
 
+/* The init exited and the runtime's start has returned: finish as soon
+ * as the output is read. */
+static void
+run_exited(struct run *r)
+{
+	struct timeval	 tv = { 0, RUN_GRACE_MS * 1000 };
+
+	if (r->wall_ev != NULL)
+		event_del(r->wall_ev);
+	if (r->out[0].eof && r->out[1].eof)
+		run_finish(r);
+	else
+		evtimer_add(r->grace_ev, &tv);
+}
+
+/* ---- runtime commands, one at a time per execution ---- */
+
+static void
+run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct run	*r = arg;
+
+	(void)fd;
+	(void)what;
+	if (r->cmd_pid > 0) {
+		log_warnx("execution %s: runtime command %ld took over %d s; "
+		    "killing it", r->id, (long)r->cmd_pid,
+		    LAUNCHD_CMD_SECONDS);
+		kill(r->cmd_pid, SIGKILL);
+	}
+}
+
+/* Spawn a runtime command for r; its exit comes to run_cmd_done. */
+static int
+run_cmd_spawn(struct run *r, const char *const words[], int fd1, int fd2)
+{
+	char		*av[RUN_ARGV_MAX];
+	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
+
+	run_rtargv(r->rt, r->rtroot, av, words);
+	if ((r->cmd_pid = run_spawn(av, fd1, fd2)) == -1) {
+		r->cmd_pid = 0;
+		return -1;
+	}
+	evtimer_add(r->cmd_ev, &tv);
+	return 0;
+}
+
+static pid_t
+run_read_pid(const char *dir)
+{
+	char	 path[PATH_MAX], *s;
+	long	 v;
+
+	run_fmt(path, sizeof(path), "%s/pid", dir);
+	if ((s = read_file(path, 64, NULL)) == NULL)
+		return -1;
+	v = strtol(s, NULL, 10);
+	free(s);
+	return v > 1 ? (pid_t)v : -1;
+}
+
+static void
+run_do_start(struct run *r)
+{
+	const char	*w[] = { "start", r->id, NULL };
+
+	r->state = RUN_START;
+	r->start_ns = mono_ns();
+	if (run_cmd_spawn(r, w, -1, -1) == -1)
+		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
+		    strerror(errno));
+}
+
+static void
+run_do_create(struct run *r)
+{
+	char		 pidf[PATH_MAX];
+	const char	*w[] = { "create", "--bundle", r->dir, "--pid-file",
+			    pidf, r->id, NULL };
+	int		 p1[2], p2[2];
+
+	run_fmt(pidf, sizeof(pidf), "%s/pid", r->dir);
+	r->state = RUN_CREATE;
+	r->created = 1;
+	if (pipe2(p1, O_CLOEXEC) == -1) {
+		run_fail(r, RULE_RUNTIME, "pipe: %s", strerror(errno));
+		return;
+	}
+	if (pipe2(p2, O_CLOEXEC) == -1) {
+		close(p1[0]);
+		close(p1[1]);
+		run_fail(r, RULE_RUNTIME, "pipe: %s", strerror(errno));
+		return;
+	}
+	r->out[0].fd = p1[0];
+	r->out[1].fd = p2[0];
+	if (run_cmd_spawn(r, w, p1[1], p2[1]) == -1) {
+		close(p1[1]);
+		close(p2[1]);
+		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
+		    strerror(errno));
+		return;
+	}
+	close(p1[1]);
+	close(p2[1]);
+}
+
+static void	run_deleted(struct run *);
+
+static void
+run_cmd_done(struct run *r, int st)
+{
+	char	 msg[512];
+	ssize_t	 n;
+
+	evtimer_del(r->cmd_ev);
+	r->cmd_pid = 0;
+	switch (r->state) {
+	case RUN_CREATE:
+		if (st != 0 || (r->pid = run_read_pid(r->dir)) == -1) {
+			/* The runtime said why on stderr (our pipe). */
+			fcntl(r->out[1].fd, F_SETFL, O_NONBLOCK);
+			n = read(r->out[1].fd, msg, sizeof(msg) - 1);
+			msg[n > 0 ? n : 0] = '\0';
+			msg[strcspn(msg, "\n")] = '\0';
+			run_fail(r, RULE_RUNTIME, "%s create failed (status "
+			    "%d): %s", r->rt->path, st, msg);
+			return;
+		}
+		if (run_watch_output(r) == -1) {
+			run_fail(r, RULE_RUNTIME, "cannot watch the output "
+			    "pipes");
+			return;
+		}
+		run_do_start(r);
+		return;
+	case RUN_START:
+		if (st != 0) {
+			run_fail(r, RULE_RUNTIME, "%s start failed (status %d)",
+			    r->rt->path, st);
+			return;
+		}
+		r->state = RUN_RUNNING;
+		{
+			struct timeval tv = {
+			    (time_t)r->grant->policy->limits->wall_seconds, 0 };
+
+			/* Time the wall from the start. */
+			event_base_update_cache_time(r->ld->base);
+			evtimer_add(r->wall_ev, &tv);
+		}
+		r->ld->metrics.launches++;
+		log_info("execution %s (task %s) started%s: pid %ld, %s",
+		    r->grant->execution_id, r->grant->task_id,
+		    r->pool_key[0] != '\0' ? " from the pool" : "",
+		    (long)r->pid, r->rt->path);
+		if (r->exited)
+			run_exited(r);
+		return;
+	case RUN_DELETE:
+		if (st != 0)
+			log_debug("execution %s: %s delete did not succeed",
+			    r->id, r->rt->path);
+		run_deleted(r);
+		return;
+	default:
+		log_warnx("execution %s: a runtime command ended in state %d",
+		    r->id, (int)r->state);
+		return;
+	}
+}
+
 /* ---- the end of an execution ---- */
 
+/* Read the result (status, output, cgroup statistics): before delete. */
 static void
-run_unlink(struct run *r)
+run_collect(struct run *r)
 {
-	struct run	**pp;
+	struct launchd	*ld = r->ld;
+	const char	*parent = ld->conf->cgroup_parent;
+	uint64_t	 oom, failcnt, pidsmax;
 
-	for (pp = &r->ld->runs; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == r) {
-			*pp = r->next;
-			break;
-		}
-}
-
-static void
-run_free(struct run *r)
-{
-	for (int i = 0; i < 2; i++) {
-		if (r->out[i].ev != NULL)
-			event_free(r->out[i].ev);
-		if (r->out[i].fd != -1)
-			close(r->out[i].fd);
-		free(r->out[i].buf);
-	}
-	if (r->wall_ev != NULL)
-		event_free(r->wall_ev);
-	if (r->grace_ev != NULL)
-		event_free(r->grace_ev);
-	if (r->grant != NULL)
-		sbx__v1__policy_grant__free_unpacked(r->grant, NULL);
-	free(r);
-}
-
-/* Remove the container, its cgroups and its staging. */
-static void
-run_cleanup(struct run *r)
-{
-	const char	*w[] = { "delete", "--force", r->id, NULL };
-	char		*av[RUN_ARGV_MAX];
-
-	run_rtargv(r->rt, r->rtroot, av, w);
-	if (run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0) != 0)
-		log_debug("execution %s: %s delete did not succeed", r->id,
-		    r->rt->path);
-	run_cg_remove(r->ld->conf->cgroup_parent, r->id);
-	if (run_rmtree(r->dir) == -1)
-		log_warn("execution %s: cannot remove %s", r->id, r->dir);
-}
-
-static void
-run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
-    const char *action, const char *rule, const char *detail,
-    const char *actor)
-{
-	Sbx__V1__AuditEvent	 ev;
-
-	sbx__v1__audit_event__init(&ev);
-	ev.task_id = g != NULL ? g->task_id : (char *)"";
-	ev.execution_id = g != NULL ? g->execution_id : (char *)"";
-	ev.policy_hash = g != NULL ? g->policy_hash : (char *)"";
-	ev.action = (char *)action;
-	ev.rule = (char *)(rule != NULL ? rule : "");
-	ev.detail = (char *)detail;
-	ev.actor = (char *)(actor != NULL ? actor : "");
-	if (audit_append(ld->audit, &ev) == -1)
-		log_warnx("audit: cannot record %s of %s", action,
-		    ev.execution_id);
-	else
-		audit_event_clear(&ev);
-}
-
-static void
-run_finish(struct run *r)
-{
-	struct launchd		*ld = r->ld;
-	const char		*parent = ld->conf->cgroup_parent;
-	Sbx__V1__ExecutionResult res = SBX__V1__EXECUTION_RESULT__INIT;
-	Sbx__V1__Usage		 use = SBX__V1__USAGE__INIT;
-	Sbx__V1__PolicyRef	 ref = SBX__V1__POLICY_REF__INIT;
-	Sbx__V1__Envelope	 env;
-	char			*limits[3], *detail;
-	size_t			 nlim = 0;
-	uint64_t		 oom, failcnt, pidsmax;
-	int			 sig = 0, code = 0;
-
-	if (r->finished)
-		return;
-	r->finished = 1;
 	/* Drain what is already in the pipes: the init has exited. */
 	for (int i = 0; i < 2; i++)
-		if (!r->out[i].eof)
+		if (!r->out[i].eof && r->out[i].fd != -1 &&
+		    r->out[i].buf != NULL)
 			run_out_cb(r->out[i].fd, EV_READ, r);
 	if (WIFEXITED(r->status)) {
-		code = WEXITSTATUS(r->status);
+		r->code_exit = WEXITSTATUS(r->status);
 		/* sbx-init reports a signalled program as 128+signal. */
-		if (code > 128)
-			sig = code - 128;
+		if (r->code_exit > 128)
+			r->sig = r->code_exit - 128;
 	} else if (WIFSIGNALED(r->status)) {
-		sig = WTERMSIG(r->status);
-		code = 128 + sig;
+		r->sig = WTERMSIG(r->status);
+		r->code_exit = 128 + r->sig;
 	}
-
-	/* Statistics before delete: the runtime removes the cgroup. */
-	use.cpu_ms = run_cg_read(parent, r->id, "cpuacct", "cpuacct.usage",
+	r->cpu_ms = run_cg_read(parent, r->id, "cpuacct", "cpuacct.usage",
 	    NULL) / 1000000;
-	use.peak_memory_kb = run_cg_read(parent, r->id, "memory",
+	r->peak_kb = run_cg_read(parent, r->id, "memory",
 	    "memory.max_usage_in_bytes", NULL) / 1024;
-	use.wall_ms = (r->end_ns - r->start_ns) / 1000000;
+	r->wall_ms = r->end_ns > r->start_ns ?
+	    (r->end_ns - r->start_ns) / 1000000 : 0;
 	oom = run_cg_read(parent, r->id, "memory", "memory.oom_control",
 	    "oom_kill");
 	failcnt = run_cg_read(parent, r->id, "memory", "memory.failcnt",
 	    NULL);
 	pidsmax = run_cg_read(parent, r->id, "pids", "pids.events", "max");
 	if (r->wall_hit)
-		limits[nlim++] = (char *)"wall";
-	if (oom > 0 || (failcnt > 0 && sig == SIGKILL && !r->wall_hit)) {
-		limits[nlim++] = (char *)"memory";
+		r->limits[r->nlim++] = (char *)"wall";
+	if (oom > 0 || (failcnt > 0 && r->sig == SIGKILL && !r->wall_hit)) {
+		r->limits[r->nlim++] = (char *)"memory";
 		ld->metrics.memory_kills++;
 	}
 	if (pidsmax > 0) {
-		limits[nlim++] = (char *)"pids";
+		r->limits[r->nlim++] = (char *)"pids";
 		ld->metrics.pids_hits++;
 	}
+}
 
-	run_cleanup(r);
+static void
+run_finish(struct run *r)
+{
+	if (r->finished)
+		return;
+	r->finished = 1;
+	if (r->grace_ev != NULL)
+		evtimer_del(r->grace_ev);
+	run_collect(r);
+	run_teardown(r);
+}
 
-	xasprintf(&detail, "exit %d signal %d wall_ms %llu cpu_ms %llu "
-	    "peak_kb %llu%s%s%s", code, sig,
-	    (unsigned long long)use.wall_ms, (unsigned long long)use.cpu_ms,
-	    (unsigned long long)use.peak_memory_kb,
-	    nlim > 0 ? " limits " : "", nlim > 0 ? limits[0] : "",
-	    nlim > 1 ? ",..." : "");
-	run_audit(ld, r->grant, "exit", "", detail, "");
-	log_info("execution %s: %s", r->id, detail);
-	free(detail);
+/* Delete the container (a child), then run_deleted. */
+static void
+run_teardown(struct run *r)
+{
+	const char	*w[] = { "delete", "--force", r->id, NULL };
+
+	if (r->wall_ev != NULL)
+		evtimer_del(r->wall_ev);
+	r->state = RUN_DELETE;
+	if (!r->created) {
+		run_deleted(r);
+		return;
+	}
+	if (!r->exited && r->pid > 0)
+		kill(r->pid, SIGKILL);
+	if (r->kill_pid > 0) {
+		r->delete_pending = 1;
+		return;
+	}
+	r->delete_pending = 0;
+	if (run_cmd_spawn(r, w, -1, -1) == -1) {
+		log_warn("execution %s: cannot run %s delete", r->id,
+		    r->rt->path);
+		run_deleted(r);
+	}
+}
+
+/* Something failed after staging began: undo, then refuse. */
+static void
+run_fail(struct run *r, const char *rule, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (r->fail_msg == NULL) {
+		va_start(ap, fmt);
+		if (vasprintf(&r->fail_msg, fmt, ap) == -1)
+			r->fail_msg = NULL;
+		va_end(ap);
+		r->fail_rule = rule;
+	}
+	r->finished = 1;
+	run_teardown(r);
+}
+
+static void
+run_recorded(struct launchd *ld, void *arg, int ok)
+{
+	struct run		*r = arg;
+	Sbx__V1__ExecutionResult res = SBX__V1__EXECUTION_RESULT__INIT;
+	Sbx__V1__Usage		 use = SBX__V1__USAGE__INIT;
+	Sbx__V1__PolicyRef	 ref = SBX__V1__POLICY_REF__INIT;
+	Sbx__V1__Envelope	 env;
+
+	if (!ok)
+		log_warnx("audit: cannot record the exit of %s",
+		    r->grant->execution_id);
 	ld->metrics.completed++;
-
+	use.cpu_ms = r->cpu_ms;
+	use.peak_memory_kb = r->peak_kb;
+	use.wall_ms = r->wall_ms;
 	ref.name = r->grant->policy->name;
 	ref.version = r->grant->policy->version;
 	ref.hash = r->grant->policy_hash;
 	res.task_id = r->grant->task_id;
 	res.execution_id = r->grant->execution_id;
 	res.policy = &ref;
-	res.exit_code = code;
-	res.signal = sig;
-	res.limits_hit = limits;
-	res.n_limits_hit = nlim;
+	res.exit_code = r->code_exit;
+	res.signal = r->sig;
+	res.limits_hit = r->limits;
+	res.n_limits_hit = r->nlim;
 	res.usage = &use;
 	res.stdout.data = r->out[0].buf;
 	res.stdout.len = r->out[0].len;
@@ -632,9 +930,49 @@ run_finish(struct run *r)
 	env.result = &res;
 	if (!frame_conn_closed(r->conn))
 		frame_conn_send(r->conn, &env);
-	frame_conn_release(r->conn);
 	run_unlink(r);
 	run_free(r);
+}
+
+/* Remove what is left of the execution on the host; record its exit. */
+static void
+run_cleanup_host(struct run *r)
+{
+	run_cg_remove(r->ld->conf->cgroup_parent, r->id);
+	if (run_rmtree(r->dir) == -1)
+		log_warn("execution %s: cannot remove %s", r->id, r->dir);
+}
+
+static void
+run_record_exit(struct run *r)
+{
+	char	*detail;
+
+	xasprintf(&detail, "exit %d signal %d wall_ms %llu cpu_ms %llu "
+	    "peak_kb %llu%s%s%s%s%s", r->code_exit, r->sig,
+	    (unsigned long long)r->wall_ms, (unsigned long long)r->cpu_ms,
+	    (unsigned long long)r->peak_kb,
+	    r->nlim > 0 ? " limits " : "", r->nlim > 0 ? r->limits[0] : "",
+	    r->nlim > 1 ? ",..." : "",
+	    r->pool_key[0] != '\0' ? " pool entry " : "",
+	    r->pool_key[0] != '\0' ? r->id : "");
+	log_info("execution %s: %s", r->grant->execution_id, detail);
+	r->state = RUN_RECORD_EXIT;
+	run_audit(r->ld, r->grant, "exit", detail, run_recorded, r);
+	free(detail);
+}
+
+static void
+run_deleted(struct run *r)
+{
+	run_cleanup_host(r);
+	if (r->fail_msg != NULL || r->fail_rule != NULL) {
+		run_abort(r, r->fail_rule != NULL ? r->fail_rule :
+		    RULE_RUNTIME, r->fail_msg != NULL ? r->fail_msg :
+		    "the runtime failed");
+		return;
+	}
+	run_record_exit(r);
 }
 
 void
@@ -645,23 +983,30 @@ run_reap_children(struct launchd *ld)
 	int		 st;
 
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (image_reaped(ld, pid, st) || pool_reaped(ld, pid, st))
+			continue;
 		for (r = ld->runs; r != NULL; r = r->next)
-			if (r->pid == pid && !r->exited)
+			if ((r->pid == pid && !r->exited) ||
+			    r->cmd_pid == pid || r->kill_pid == pid)
 				break;
 		if (r == NULL)
 			continue;	/* an orphan the runtime left us */
+		if (r->kill_pid == pid) {
+			r->kill_pid = 0;
+			if (r->delete_pending)
+				run_teardown(r);
+			continue;
+		}
+		if (r->cmd_pid == pid) {
+			run_cmd_done(r, st);
+			continue;
+		}
 		r->exited = 1;
 		r->status = st;
 		r->end_ns = mono_ns();
-		if (r->wall_ev != NULL)
-			event_del(r->wall_ev);
-		if (r->out[0].eof && r->out[1].eof)
-			run_finish(r);
-		else {
-			struct timeval tv = { 0, RUN_GRACE_MS * 1000 };
-
-			evtimer_add(r->grace_ev, &tv);
-		}
+		if (r->state == RUN_RUNNING)
+			run_exited(r);
+		/* In RUN_START: when start returns.  Later: nothing. */
 	}
 }
 
@@ -681,87 +1026,164 @@ run_interpreter(const char *code_name)
 	return NULL;
 }
 
-static pid_t
-run_read_pid(const char *dir)
+static void
+run_launched(struct launchd *ld, void *arg, int ok)
 {
-	char	 path[PATH_MAX], *s;
-	long	 v;
+	struct run	*r = arg;
 
-	run_fmt(path, sizeof(path), "%s/pid", dir);
-	if ((s = read_file(path, 64, NULL)) == NULL)
-		return -1;
-	v = strtol(s, NULL, 10);
-	free(s);
-	return v > 1 ? (pid_t)v : -1;
+	(void)ld;
+	if (!ok) {
+		run_fail(r, RULE_RUNTIME, "the audit log cannot record the "
+		    "launch");
+		return;
+	}
+	if (r->pool_key[0] != '\0')
+		run_do_start(r);
+	else
+		run_do_create(r);
 }
 
-/* create + start.  0, or -1 with err (the runtime's own words). */
-static int
-run_start(struct run *r, char *err, size_t errlen)
+/* Fill the spec parameters; the paths go to the given buffers. */
+static void
+run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
+    char code[PATH_MAX], char cgpath[PATH_MAX], char prog[PATH_MAX],
+    char *argv[3])
 {
-	char		 pidf[PATH_MAX], *av[RUN_ARGV_MAX];
-	int		 p1[2], p2[2], st;
-	pid_t		 pid;
+	const Sbx__V1__PolicyGrant	*g = r->grant;
+	struct launchd			*ld = r->ld;
 
-	run_fmt(pidf, sizeof(pidf), "%s/pid", r->dir);
-	if (pipe2(p1, O_CLOEXEC) == -1)
-		goto syserr;
-	if (pipe2(p2, O_CLOEXEC) == -1) {
-		close(p1[0]);
-		close(p1[1]);
-		goto syserr;
-	}
-	r->out[0].fd = p1[0];
-	r->out[1].fd = p2[0];
-	{
-		const char *w[] = { "create", "--bundle", r->dir,
-		    "--pid-file", pidf, r->id, NULL };
-		run_rtargv(r->rt, r->rtroot, av, w);
-	}
-	pid = run_spawn(av, p1[1], p2[1]);
-	close(p1[1]);
-	close(p2[1]);
-	if (pid == -1)
-		goto syserr;
-	st = run_wait(pid, LAUNCHD_CMD_SECONDS);
-	if (st != 0 || (r->pid = run_read_pid(r->dir)) == -1) {
-		char	 msg[512];
-		ssize_t	 n;
+	run_fmt(in, PATH_MAX, "%s/in", r->dir);
+	run_fmt(code, PATH_MAX, "%s/code", r->dir);
+	run_fmt(cgpath, PATH_MAX, "/%s/%s", ld->conf->cgroup_parent, r->id);
+	run_fmt(prog, PATH_MAX, "/code/%s", r->code_name);
+	argv[0] = (char *)r->interp;
+	argv[1] = prog;
+	argv[2] = NULL;
+	memset(sp, 0, sizeof(*sp));
+	sp->policy = g->policy;
+	sp->policy_hash = g->policy_hash;
+	sp->task_id = g->task_id;
+	sp->execution_id = g->execution_id;
+	sp->rootfs = r->rootfs;
+	sp->in_dir = in;
+	sp->code_dir = code;
+	sp->egress_sock = ld->conf->egress_socket;
+	sp->init_path = ld->conf->init;
+	sp->cgroups_path = cgpath;
+	sp->argv = argv;
+	sp->flavor = r->rt->flavor;
+}
 
-		/* The runtime said why on stderr (our pipe). */
-		fcntl(r->out[1].fd, F_SETFL, O_NONBLOCK);
-		n = read(r->out[1].fd, msg, sizeof(msg) - 1);
-		msg[n > 0 ? n : 0] = '\0';
-		msg[strcspn(msg, "\n")] = '\0';
-		run_fmt(err, errlen, "%s create failed (status %d): %s",
-		    r->rt->path, st, msg);
-		return -1;
-	}
-	for (int i = 0; i < 2; i++) {
-		fcntl(r->out[i].fd, F_SETFL, O_NONBLOCK);
-		r->out[i].buf = xmalloc(r->cap > 0 ? r->cap : 1);
-		if ((r->out[i].ev = event_new(r->ld->base, r->out[i].fd,
-		    EV_READ | EV_PERSIST, run_out_cb, r)) == NULL ||
-		    event_add(r->out[i].ev, NULL) == -1) {
-			run_fmt(err, errlen, "cannot watch the output pipes");
-			return -1;
+/* Take a pool entry for this launch, if one fits: 1 taken, 0 none. */
+static int
+run_from_pool(struct run *r)
+{
+	struct spec_params	 sp;
+	struct pool_entry	*pe;
+	char			 in[PATH_MAX], code[PATH_MAX];
+	char			 cgpath[PATH_MAX], prog[PATH_MAX], *argv[3];
+	char			 key[65];
+
+	if (r->ld->pool == NULL)
+		return 0;
+	run_params(r, &sp, in, code, cgpath, prog, argv);
+	if (pool_key(&sp, key) == -1 || (pe = pool_take(r->ld, key)) == NULL)
+		return 0;
+	memcpy(r->pool_key, key, sizeof(r->pool_key));
+	run_fmt(r->id, sizeof(r->id), "%s", pool_entry_id(pe));
+	run_fmt(r->dir, sizeof(r->dir), "%s", pool_entry_dir(pe));
+	r->pid = pool_entry_pid(pe);
+	pool_entry_fds(pe, &r->out[0].fd, &r->out[1].fd);
+	pool_entry_free(pe);
+	r->created = 1;
+	r->ld->metrics.pooled++;
+	/* A replacement, now. */
+	pool_fill(r->ld);
+	return 1;
+}
+
+/* The image is ready: stage, spec (or pool entry), record the launch. */
+static void
+run_prepare(struct run *r)
+{
+	struct launchd			*ld = r->ld;
+	const Sbx__V1__Policy		*pol = r->grant->policy;
+	struct spec_params		 sp;
+	const char			*rule;
+	char				 err[1024], in[PATH_MAX];
+	char				 code[PATH_MAX], cgpath[PATH_MAX];
+	char				 prog[PATH_MAX], *argv[3], *detail;
+	json_t				*spec;
+
+	if (run_from_pool(r)) {
+		if (run_stage(r, 0, &rule, err, sizeof(err)) == -1) {
+			run_fail(r, rule, "%s", err);
+			return;
 		}
+		if (run_write_argv(r) == -1) {
+			run_fail(r, RULE_RUNTIME, "staging the argv: %s",
+			    strerror(errno));
+			return;
+		}
+		if (run_watch_output(r) == -1) {
+			run_fail(r, RULE_RUNTIME, "cannot watch the output "
+			    "pipes");
+			return;
+		}
+	} else {
+		if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
+			(void)run_rmtree(r->dir);
+			run_abort(r, rule, err);
+			return;
+		}
+		run_params(r, &sp, in, code, cgpath, prog, argv);
+		if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+			(void)run_rmtree(r->dir);
+			run_abort(r, RULE_BAD_REQUEST, err);
+			return;
+		}
+		if (spec_write(r->dir, spec, err, sizeof(err)) == -1) {
+			json_decref(spec);
+			(void)run_rmtree(r->dir);
+			run_abort(r, RULE_RUNTIME, err);
+			return;
+		}
+		json_decref(spec);
 	}
-	r->start_ns = mono_ns();
-	{
-		const char *w[] = { "start", r->id, NULL };
-		run_rtargv(r->rt, r->rtroot, av, w);
+	/* A pooled container's spec names the pool entry: this record ties
+	 * the execution (and its policy hash) to that entry. */
+	xasprintf(&detail, "%s@%u isolation %s image %s%s%s%s%s", pol->name,
+	    pol->version, policy_isolation_name(pol->isolation), pol->image,
+	    r->pool_key[0] != '\0' ? " pool entry " : "",
+	    r->pool_key[0] != '\0' ? r->id : "",
+	    r->pool_key[0] != '\0' ? " key " : "", r->pool_key);
+	r->state = RUN_RECORD_LAUNCH;
+	run_audit(ld, r->grant, "launch", detail, run_launched, r);
+	free(detail);
+}
+
+void
+run_image_ready(struct launchd *ld, const char *hex)
+{
+	struct run	*r;
+	const char	*rule;
+	char		 err[1024], h[65];
+	int		 rc;
+
+again:
+	for (r = ld->runs; r != NULL; r = r->next) {
+		if (r->state != RUN_IMAGE || strcmp(r->hex, hex) != 0)
+			continue;
+		rc = image_rootfs(ld, r->grant->policy->image, r->rootfs, h,
+		    &rule, err, sizeof(err));
+		if (rc == 1)
+			continue;	/* prepared again: keep waiting */
+		if (rc == -1)
+			run_abort(r, rule, err);
+		else
+			run_prepare(r);
+		goto again;
 	}
-	if ((st = run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0)) != 0) {
-		run_fmt(err, errlen, "%s start failed (status %d)",
-		    r->rt->path, st);
-		return -1;
-	}
-	return 0;
-syserr:
-	run_fmt(err, errlen, "cannot start the runtime: %s",
-	    strerror(errno));
-	return -1;
 }
 
 void
@@ -771,41 +1193,48 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	const Sbx__V1__LaunchRequest	*l = req->launch;
 	Sbx__V1__PolicyGrant		*g;
 	const Sbx__V1__Policy		*pol;
-	struct spec_params		 sp;
-	struct run			*r;
+	struct run			*r, *o;
 	const char			*rule, *interp;
-	char				 err[1024], rootfs[PATH_MAX];
-	char				 in[PATH_MAX], code[PATH_MAX];
-	char				 cgpath[PATH_MAX], prog[PATH_MAX];
-	char				*argv[3], *detail;
-	json_t				*spec;
+	char				 err[1024];
 	struct stat			 st;
-	int				 tier;
+	int				 tier, rc;
 
 	if (l == NULL || l->signed_ == NULL) {
-		run_refuse(ld, c, req->request_id, NULL, RULE_BAD_REQUEST,
-		    "launch request carries no signed policy");
+		control_refuse(ld, c, req->request_id, "", "",
+		    RULE_BAD_REQUEST, "launch request carries no signed "
+		    "policy");
 		return;
 	}
 	if ((g = sign_verify(ld->pk, l->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
-		run_refuse(ld, c, req->request_id, NULL,
+		control_refuse(ld, c, req->request_id, "", "",
 		    strncmp(err, "policy expired", 14) == 0 ? RULE_EXPIRED :
 		    RULE_SIGNATURE, err);
 		return;
 	}
 	pol = g->policy;
+
+	r = xcalloc(1, sizeof(*r));
+	r->ld = ld;
+	r->conn = c;
+	frame_conn_hold(c);
+	r->request_id = req->request_id;
+	r->grant = g;
+	r->out[0].fd = r->out[1].fd = -1;
+	r->next = ld->runs;
+	ld->runs = r;
+
 	if (!name_ok(g->execution_id) || !name_ok(g->task_id) ||
 	    pol->limits == NULL || pol->limits->wall_seconds == 0) {
-		run_refuse(ld, c, req->request_id, g, RULE_BAD_REQUEST,
-		    "grant has a bad execution or task id, or no limits");
-		goto out;
+		run_abort(r, RULE_BAD_REQUEST, "grant has a bad execution or "
+		    "task id, or no limits");
+		return;
 	}
 	if (l->code_name == NULL || !name_ok(l->code_name) ||
 	    (interp = run_interpreter(l->code_name)) == NULL) {
-		run_refuse(ld, c, req->request_id, g, RULE_BAD_REQUEST,
-		    "code_name must be a plain file name ending in .py or .sh");
-		goto out;
+		run_abort(r, RULE_BAD_REQUEST, "code_name must be a plain file "
+		    "name ending in .py or .sh");
+		return;
 	}
 	tier = (int)pol->isolation;
 	if (tier <= 0 || tier >= LAUNCHD_NTIERS ||
@@ -817,110 +1246,51 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 		    ld->conf->runtimes[tier].path != NULL ?
 		    "its runtime failed the start-up check" :
 		    "no runtime is configured for this tier");
-		run_refuse(ld, c, req->request_id, g, RULE_TIER, err);
-		goto out;
+		run_abort(r, RULE_TIER, err);
+		return;
 	}
-	if (image_rootfs(ld, pol->image, rootfs, &rule, err,
-	    sizeof(err)) == -1) {
-		run_refuse(ld, c, req->request_id, g, rule, err);
-		goto out;
-	}
-
-	r = xcalloc(1, sizeof(*r));
-	r->ld = ld;
-	r->conn = c;
-	r->request_id = req->request_id;
-	r->grant = g;
 	r->rt = &ld->conf->runtimes[tier];
-	r->out[0].fd = r->out[1].fd = -1;
+	r->interp = interp;
+	r->code_name = xstrdup(l->code_name);
+	r->code = xmalloc(l->code.len > 0 ? l->code.len : 1);
+	if (l->code.len > 0)
+		memcpy(r->code, l->code.data, l->code.len);
+	r->code_len = l->code.len;
 	r->cap = (size_t)(pol->outputs != NULL && pol->outputs->max_text_kb ?
 	    pol->outputs->max_text_kb : LAUNCHD_TEXT_KB_DEFAULT) * 1024;
 	run_rtroot(ld, tier, r->rtroot);
 	run_fmt(r->id, sizeof(r->id), "%s", g->execution_id);
 	run_fmt(r->dir, sizeof(r->dir), "%s/x-%s", ld->conf->run_dir, r->id);
-	if (lstat(r->dir, &st) == 0) {
-		run_refuse(ld, c, req->request_id, g, RULE_BAD_REQUEST,
-		    "this execution is already running or ran");
-		r->grant = NULL;
-		free(r);
-		goto out;
+	for (o = ld->runs; o != NULL; o = o->next)
+		if (o != r && strcmp(o->grant->execution_id,
+		    g->execution_id) == 0)
+			break;
+	if (o != NULL || lstat(r->dir, &st) == 0) {
+		run_abort(r, RULE_BAD_REQUEST, "this execution is already "
+		    "running or ran");
+		return;
 	}
-	if (run_stage(r, l, &rule, err, sizeof(err)) == -1)
-		goto fail;
-
-	run_fmt(in, sizeof(in), "%s/in", r->dir);
-	run_fmt(code, sizeof(code), "%s/code", r->dir);
-	run_fmt(cgpath, sizeof(cgpath), "/%s/%s", ld->conf->cgroup_parent,
-	    r->id);
-	run_fmt(prog, sizeof(prog), "/code/%s", l->code_name);
-	argv[0] = (char *)interp;
-	argv[1] = prog;
-	argv[2] = NULL;
-	memset(&sp, 0, sizeof(sp));
-	sp.policy = pol;
-	sp.policy_hash = g->policy_hash;
-	sp.task_id = g->task_id;
-	sp.execution_id = g->execution_id;
-	sp.rootfs = rootfs;
-	sp.in_dir = in;
-	sp.code_dir = code;
-	sp.egress_sock = ld->conf->egress_socket;
-	sp.init_path = ld->conf->init;
-	sp.cgroups_path = cgpath;
-	sp.argv = argv;
-	sp.flavor = r->rt->flavor;
-	rule = RULE_BAD_REQUEST;
-	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL)
-		goto fail;
-	rule = RULE_RUNTIME;
-	if (spec_write(r->dir, spec, err, sizeof(err)) == -1) {
-		json_decref(spec);
-		goto fail;
-	}
-	json_decref(spec);
-
-	xasprintf(&detail, "%s@%u isolation %s image %s", pol->name,
-	    pol->version, policy_isolation_name(pol->isolation), pol->image);
-	run_audit(ld, g, "launch", "", detail, "");
-	free(detail);
-
 	if ((r->wall_ev = evtimer_new(ld->base, run_wall_cb, r)) == NULL ||
-	    (r->grace_ev = evtimer_new(ld->base, run_grace_cb, r)) == NULL) {
-		run_fmt(err, sizeof(err), "cannot create timers");
-		goto fail_started;
+	    (r->grace_ev = evtimer_new(ld->base, run_grace_cb, r)) == NULL ||
+	    (r->cmd_ev = evtimer_new(ld->base, run_cmd_timeout_cb,
+	    r)) == NULL) {
+		run_abort(r, RULE_RUNTIME, "cannot create timers");
+		return;
 	}
-	frame_conn_hold(c);
-	r->next = ld->runs;
-	ld->runs = r;
-	if (run_start(r, err, sizeof(err)) == -1) {
-		run_unlink(r);
-		frame_conn_release(c);
-		goto fail_started;
+	rc = image_rootfs(ld, pol->image, r->rootfs, r->hex, &rule, err,
+	    sizeof(err));
+	if (rc == -1) {
+		run_abort(r, rule, err);
+		return;
 	}
-	{
-		struct timeval tv = { (time_t)pol->limits->wall_seconds, 0 };
-
-		/* create and start took a while: time the wall from now. */
-		event_base_update_cache_time(ld->base);
-		evtimer_add(r->wall_ev, &tv);
+	if (rc == 1) {
+		/* Queued: image.c calls run_image_ready when it is done. */
+		r->state = RUN_IMAGE;
+		log_info("execution %s waits for image %s", g->execution_id,
+		    pol->image);
+		return;
 	}
-	ld->metrics.launches++;
-	log_info("execution %s (task %s) started: pid %ld, %s", r->id,
-	    g->task_id, (long)r->pid, r->rt->path);
-	return;
-
-fail_started:
-	rule = RULE_RUNTIME;
-	if (r->pid > 0)
-		run_kill(r);
-fail:
-	log_warnx("execution %s refused: %s", r->id, err);
-	run_cleanup(r);
-	run_refuse(ld, c, req->request_id, g, rule, err);
-	run_free(r);	/* frees g */
-	return;
-out:
-	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	run_prepare(r);
 }
 
 /* ---- start-up and shutdown ---- */
@@ -941,6 +1311,24 @@ run_check_runtimes(struct launchd *ld)
 			log_warn("tier %s unavailable: runtime %s",
 			    parse_tier_name(t), rt->path);
 			continue;
+		}
+		/* Without it runsc ignores the spec's seccomp profile
+		 * without a word: the tier would not enforce the policy. */
+		if (rt->flavor == SPEC_RUNSC) {
+			size_t	 i;
+
+			for (i = 0; i < rt->nargs; i++)
+				if (strcmp(rt->args[i], "--oci-seccomp") == 0 ||
+				    strcmp(rt->args[i],
+				    "--oci-seccomp=true") == 0)
+					break;
+			if (i == rt->nargs) {
+				log_warnx("tier %s unavailable: %s runs without "
+				    "--oci-seccomp, which would ignore the "
+				    "seccomp profile", parse_tier_name(t),
+				    rt->path);
+				continue;
+			}
 		}
 		av[n++] = rt->path;
 		/* runsc checks its flags too: pass them. */
@@ -1058,22 +1446,70 @@ run_count(const struct launchd *ld)
 	return n;
 }
 
+/* Synchronously remove the container, its cgroups and its staging. */
+static void
+run_cleanup_sync(struct run *r)
+{
+	const char	*w[] = { "delete", "--force", r->id, NULL };
+	char		*av[RUN_ARGV_MAX];
+
+	if (r->created) {
+		run_rtargv(r->rt, r->rtroot, av, w);
+		if (run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0) != 0)
+			log_debug("execution %s: %s delete did not succeed",
+			    r->id, r->rt->path);
+	}
+	run_cleanup_host(r);
+}
+
 void
 run_stop_all(struct launchd *ld)
 {
-	while (ld->runs != NULL) {
-		struct run *r = ld->runs;
+	struct run	*r, *next;
 
-		if (!r->exited) {
-			run_kill(r);
-			if (r->pid > 0 && waitpid(r->pid, &r->status, 0) > 0) {
-				r->exited = 1;
-				r->end_ns = mono_ns();
-			}
+	for (r = ld->runs; r != NULL; r = next) {
+		next = r->next;
+		if (r->state == RUN_RECORD_EXIT)
+			continue;	/* the flush sends its reply */
+		if (r->cmd_pid > 0) {
+			kill(r->cmd_pid, SIGKILL);
+			(void)waitpid(r->cmd_pid, NULL, 0);
+			r->cmd_pid = 0;
 		}
-		r->exited = 1;
+		if (r->kill_pid > 0) {
+			(void)waitpid(r->kill_pid, NULL, 0);
+			r->kill_pid = 0;
+		}
+		if (!r->exited && r->pid > 0) {
+			kill(r->pid, SIGKILL);
+			if (waitpid(r->pid, &r->status, 0) > 0)
+				r->exited = 1;
+		}
 		if (r->end_ns == 0)
 			r->end_ns = mono_ns();
-		run_finish(r);
+		if (r->state == RUN_RUNNING && !r->finished) {
+			r->finished = 1;
+			if (!r->exited)
+				r->status = SIGKILL;	/* as if killed */
+			run_collect(r);
+			run_cleanup_sync(r);
+			run_record_exit(r);
+			continue;
+		}
+		if (r->state != RUN_DELETE && r->fail_msg == NULL) {
+			r->fail_rule = RULE_RUNTIME;
+			r->fail_msg = xstrdup("launchd-sbx is shutting down");
+		}
+		run_cleanup_sync(r);
+		r->created = 0;
+		if (r->state == RUN_DELETE && r->fail_msg == NULL &&
+		    r->fail_rule == NULL) {
+			run_record_exit(r);
+			continue;
+		}
+		run_abort(r, r->fail_rule != NULL ? r->fail_rule :
+		    RULE_RUNTIME, r->fail_msg);
 	}
+	/* The records, then the replies. */
+	control_audit_flush(ld);
 }

@@ -17,7 +17,21 @@
  * each connection still gets its replies in order and reads see every
  * acknowledged record; an entitlement change is then its own
  * transaction.
+ *
+ * A run is a compile whose held reply is a launch: only once the batch
+ * holding its execution record has committed does policyd connect to
+ * launchd-sbx (checking that uid launchd.user, root by default, is the
+ * one listening), send the LaunchRequest, and relay the ExecutionResult.
+ * Every way a launch can fail -- launchd-sbx not configured, unreachable,
+ * refusing, silent, dying mid-run -- ends in an Error to the orchestrator
+ * and a "run-failed" audit event with the rule, committed before the
+ * error is sent: never a silent success.  A run's result comes when the
+ * program ends, so it may overtake later replies on the same connection;
+ * request ids tell them apart.
  */
+#include <sys/queue.h>
+
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +50,34 @@ enum held_kind {
 	HELD_DENIAL,
 };
 
+enum run_state {
+	RUN_WAITING,		/* its execution record is not yet durable */
+	RUN_READY,		/* durable: launch on the next loop pass */
+	RUN_LAUNCHED,		/* LaunchRequest sent; awaiting the result */
+};
+
+struct run {
+	TAILQ_ENTRY(run)	 entry;
+	struct control		*ctl;
+	struct frame_conn	*conn;		/* held */
+	struct frame_client	*fc;
+	enum run_state		 state;
+	uint64_t		 request_id;
+	char			*task_id;
+	char			 execution_id[40];
+	char			 hash[POLICY_HASH_HEX];
+	char			*policy_name;
+	uint32_t		 policy_version;
+	uint32_t		 wall;		/* the policy's wall_seconds */
+	char			 actor[32];
+	uint8_t			*launch;	/* packed LaunchRequest frame */
+	size_t			 launch_len;
+};
+
+TAILQ_HEAD(runs, run);
+
 struct held {
+	struct run		*run;		/* a run's launch, or NULL */
 	struct frame_conn	*conn;
 	uint8_t			*buf;
 	size_t			 len;
@@ -67,7 +108,12 @@ struct control {
 	struct event		*done_ev;	/* the writer has finished */
 	struct held_list	 open;		/* for the store's open batch */
 	struct held_list	 flight;	/* for the batch in flight */
+	struct runs		 runs;		/* every run not yet answered */
+	struct event		*launch_ev;	/* start the ready runs */
 };
+
+static void	control_run_ready(struct control *, struct run *);
+static void	control_run_free(struct run *);
 
 static const char *const control_rules[] = {
 	RULE_UNKNOWN_TASK_TYPE, RULE_TASK_MISMATCH, RULE_NO_ENTITLEMENT,
@@ -95,18 +141,21 @@ control_actor(struct frame_conn *c, char *buf, size_t len)
 		snprintf(buf, len, "uid:?");
 }
 
-/* Hold a reply until the open batch commits. */
+/*
+ * Hold a reply until the open batch commits.  For a run, env is NULL and
+ * run is what happens on commit (the launch) instead of a reply.
+ */
 static void
-control_hold(struct control *ctl, struct frame_conn *c,
+control_hold_run(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule,
-    int recorded)
+    int recorded, struct run *run, uint64_t request_id)
 {
 	struct held_list	*l = &ctl->open;
 	struct held		*h;
-	uint8_t			*buf;
-	size_t			 len;
+	uint8_t			*buf = NULL;
+	size_t			 len = 0;
 
-	if ((buf = frame_pack(env, &len)) == NULL) {
+	if (env != NULL && (buf = frame_pack(env, &len)) == NULL) {
 		/* Still wait for the commit: an error sent now could
 		 * overtake this client's earlier held replies. */
 		Sbx__V1__Envelope	e;
@@ -127,10 +176,11 @@ control_hold(struct control *ctl, struct frame_conn *c,
 		l->v = xreallocarray(l->v, l->cap, sizeof(*l->v));
 	}
 	h = &l->v[l->n++];
+	h->run = run;
 	h->conn = c;
 	h->buf = buf;
 	h->len = len;
-	h->request_id = env->request_id;
+	h->request_id = request_id;
 	h->kind = kind;
 	h->rule = rule;
 	h->recorded = recorded;
@@ -138,6 +188,15 @@ control_hold(struct control *ctl, struct frame_conn *c,
 	/* An idle writer takes the batch at once: what arrives while it
 	 * commits forms the next one, so batches grow with the load. */
 	control_kick(ctl);
+}
+
+static void
+control_hold(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule,
+    int recorded)
+{
+	control_hold_run(ctl, c, env, kind, rule, recorded, NULL,
+	    env->request_id);
 }
 
 /*
@@ -169,12 +228,19 @@ control_release(struct control *ctl, struct held_list *l, int ok)
 					compile_count_denial(&pd->metrics,
 					    h->rule);
 			}
-			frame_conn_send_packed(h->conn, h->buf, h->len);
-		} else
+			if (h->run != NULL)
+				control_run_ready(ctl, h->run);
+			else
+				frame_conn_send_packed(h->conn, h->buf,
+				    h->len);
+		} else {
 			frame_conn_send_error(h->conn, h->request_id,
 			    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 			    "policyd.db: the record could not be committed; "
 			    "nothing was done");
+			if (h->run != NULL)
+				control_run_free(h->run);
+		}
 		free(h->buf);
 		frame_conn_release(h->conn);
 	}
@@ -316,9 +382,266 @@ control_send_error(struct control *ctl, struct frame_conn *c, uint64_t id,
 	control_send(ctl, c, &env);
 }
 
+/* ---- run: compile, then launch on launchd-sbx ---- */
+
+static void
+control_run_free(struct run *r)
+{
+	TAILQ_REMOVE(&r->ctl->runs, r, entry);
+	frame_client_free(r->fc);
+	frame_conn_release(r->conn);
+	free(r->task_id);
+	free(r->policy_name);
+	free(r->launch);
+	free(r);
+}
+
+/*
+ * The run failed after its execution was recorded: audit "run-failed"
+ * with the rule, and send the orchestrator the error once that event is
+ * durable.  Frees the run.
+ */
+static void
+control_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void
+control_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...)
+{
+	struct control		*ctl = r->ctl;
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Error		 err;
+	char			 msg[512];
+	va_list			 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("run %s of task %s failed (%s): %s", r->execution_id,
+	    r->task_id, rule, msg);
+	ctl->pd->metrics.run_failures++;
+	store_add_event(ctl->pd->store, r->task_id, "run-failed",
+	    r->execution_id, r->hash, rule, msg, r->actor);
+	sbx__v1__error__init(&err);
+	err.code = code;
+	err.message = msg;
+	err.rule = (char *)rule;
+	frame_env_init(&env, r->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+	env.error = &err;
+	control_hold(ctl, r->conn, &env, HELD_OTHER, NULL, 1);
+	control_run_free(r);
+}
+
+static void
+control_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__PolicyRef	 ref;
+
+	if (res->execution_id[0] != '\0' &&
+	    strcmp(res->execution_id, r->execution_id) != 0) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx answered for execution "
+		    "%.64s, not %s", res->execution_id, r->execution_id);
+		return;
+	}
+	if (res->policy != NULL && res->policy->hash[0] != '\0' &&
+	    strcmp(res->policy->hash, r->hash) != 0) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx ran policy %.64s, not "
+		    "%s", res->policy->hash, r->hash);
+		return;
+	}
+	/* What policyd knows for certain goes in whatever launchd said. */
+	res->task_id = r->task_id;
+	res->execution_id = r->execution_id;
+	sbx__v1__policy_ref__init(&ref);
+	ref.name = r->policy_name;
+	ref.version = r->policy_version;
+	ref.hash = r->hash;
+	res->policy = &ref;
+	frame_env_init(&env, r->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
+	env.result = res;
+	r->ctl->pd->metrics.runs++;
+	frame_conn_send(r->conn, &env);
+	/* The unpacked reply owns its strings; ours must not be freed
+	 * through it. */
+	res->task_id = NULL;
+	res->execution_id = NULL;
+	res->policy = NULL;
+}
+
+static void
+control_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	struct run		*r = arg;
+	Sbx__V1__Error		*e;
+	char			*tid, *xid;
+	Sbx__V1__PolicyRef	*pol;
+
+	(void)fc;
+	if (rep == NULL) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "launchd-unavailable", "launchd-sbx at %s: %s; execution "
+		    "%s has no result", r->ctl->pd->conf->launchd_socket, why,
+		    r->execution_id);
+		return;
+	}
+	if (rep->request_id != r->request_id) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx answered request %llu, "
+		    "not %llu", (unsigned long long)rep->request_id,
+		    (unsigned long long)r->request_id);
+		return;
+	}
+	switch (rep->body_case) {
+	case SBX__V1__ENVELOPE__BODY_RESULT:
+		tid = rep->result->task_id;
+		xid = rep->result->execution_id;
+		pol = rep->result->policy;
+		control_run_result(r, rep->result);
+		/* Restore what the envelope owns, for its free. */
+		if (rep->result->task_id == NULL) {
+			rep->result->task_id = tid;
+			rep->result->execution_id = xid;
+			rep->result->policy = pol;
+			control_run_free(r);
+		}
+		return;
+	case SBX__V1__ENVELOPE__BODY_ERROR:
+		e = rep->error;
+		if (e->code == SBX__V1__ERROR_CODE__ERROR_LAUNCH)
+			control_run_fail(r, e->code, e->rule[0] != '\0' ?
+			    e->rule : "launch-refused", "%s", e->message);
+		else
+			control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+			    e->rule[0] != '\0' ? e->rule : "launchd-error",
+			    "launchd-sbx: %s", e->message);
+		return;
+	default:
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx answered with message "
+		    "body %d, not a result", (int)rep->body_case);
+		return;
+	}
+}
+
+static void
+control_run_start(struct run *r)
+{
+	struct control		*ctl = r->ctl;
+	struct policyd_conf	*conf = ctl->pd->conf;
+	size_t			 max;
+	char			 err[512];
+
+	if (frame_conn_closed(r->conn)) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "client-gone", "the orchestrator hung up before the "
+		    "launch; nothing ran");
+		return;
+	}
+	/* Results carry capped stdout and stderr: allow at least 4 MiB. */
+	max = (size_t)conf->max_frame_kb * 1024;
+	if (max < 4 * 1024 * 1024)
+		max = 4 * 1024 * 1024;
+	r->fc = frame_connect(ctl->pd->base, conf->launchd_socket,
+	    conf->launchd_uid, max, control_run_reply, r, err, sizeof(err));
+	if (r->fc == NULL) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "launchd-unreachable", "launchd-sbx unreachable: %s; "
+		    "nothing ran", err);
+		return;
+	}
+	/* launchd-sbx enforces the wall clock; this only bounds our wait. */
+	frame_client_timeout(r->fc, (int)(r->wall + conf->launchd_grace));
+	if (frame_client_send_packed(r->fc, r->launch, r->launch_len) == -1) {
+		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "launchd-unreachable", "cannot send the launch request to "
+		    "launchd-sbx; nothing ran");
+		return;
+	}
+	r->state = RUN_LAUNCHED;
+	free(r->launch);
+	r->launch = NULL;
+	log_debug("run %s of task %s: launch sent", r->execution_id,
+	    r->task_id);
+}
+
+/* Launches start from the loop, never from inside a flush: a failure
+ * adds an audit event to the batches a flush is settling. */
+static void
+control_launch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct control	*ctl = arg;
+	struct run	*r, *next;
+
+	(void)fd;
+	(void)what;
+	for (r = TAILQ_FIRST(&ctl->runs); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, entry);
+		if (r->state == RUN_READY) {
+			control_run_start(r);
+			/* A failure may have freed entries: start over. */
+			next = TAILQ_FIRST(&ctl->runs);
+		}
+	}
+}
+
+static void
+control_run_ready(struct control *ctl, struct run *r)
+{
+	r->state = RUN_READY;
+	event_active(ctl->launch_ev, EV_TIMEOUT, 0);
+}
+
+/* A compiled run: what the launch needs, packed now. */
+static struct run *
+control_run_new(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task,
+    struct compile_out *out, const char *actor)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__LaunchRequest	 lr;
+	struct run		*r;
+
+	sbx__v1__launch_request__init(&lr);
+	lr.signed_ = &out->signed_;
+	lr.code_name = task->code_name;
+	lr.code = task->code;
+	lr.outputs = task->outputs;
+	lr.n_outputs = task->n_outputs;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_LAUNCH;
+	env.launch = &lr;
+	r = xcalloc(1, sizeof(*r));
+	if ((r->launch = frame_pack(&env, &r->launch_len)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->ctl = ctl;
+	r->conn = c;
+	frame_conn_hold(c);
+	r->state = RUN_WAITING;
+	r->request_id = req->request_id;
+	r->task_id = xstrdup(task->id);
+	snprintf(r->execution_id, sizeof(r->execution_id), "%s",
+	    out->execution_id);
+	memcpy(r->hash, out->hash, sizeof(r->hash));
+	r->policy_name = xstrdup(out->policy->name);
+	r->policy_version = out->policy->version;
+	r->wall = out->policy->limits != NULL ?
+	    out->policy->limits->wall_seconds : 0;
+	snprintf(r->actor, sizeof(r->actor), "%s", actor);
+	TAILQ_INSERT_TAIL(&ctl->runs, r, entry);
+	return r;
+}
+
 static void
 control_compile(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task)
+    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task, int run)
 {
 	struct policyd		*pd = ctl->pd;
 	struct compile_out	 out;
@@ -340,6 +663,26 @@ control_compile(struct control *ctl, struct frame_conn *c,
 		env.error = &err;
 		control_hold(ctl, c, &env, recorded ? HELD_DENIAL : HELD_OTHER,
 		    control_rule(err.rule), recorded);
+		compile_error_clear(&err);
+		return;
+	}
+	if (run) {
+		struct run	*r;
+
+		if ((r = control_run_new(ctl, c, req, task, &out,
+		    actor)) != NULL) {
+			control_hold_run(ctl, c, NULL, HELD_EXECUTION, NULL, 1,
+			    r, req->request_id);
+			compile_out_clear(&out);
+			return;
+		}
+		/* The execution is in the batch: its reply must wait too. */
+		compile_out_clear(&out);
+		env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+		compile_error(&err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "the launch request cannot be encoded");
+		env.error = &err;
+		control_hold(ctl, c, &env, HELD_OTHER, NULL, 1);
 		compile_error_clear(&err);
 		return;
 	}
@@ -628,9 +971,18 @@ control_metrics(const struct policyd *pd)
 	    "sbx_policyd_executions_total %llu\n"
 	    "# HELP sbx_policyd_commits_total Durable group commits.\n"
 	    "# TYPE sbx_policyd_commits_total counter\n"
-	    "sbx_policyd_commits_total %llu\n", s,
+	    "sbx_policyd_commits_total %llu\n"
+	    "# HELP sbx_policyd_runs_total Runs whose result was relayed.\n"
+	    "# TYPE sbx_policyd_runs_total counter\n"
+	    "sbx_policyd_runs_total %llu\n"
+	    "# HELP sbx_policyd_run_failures_total Runs that ended in an "
+	    "error after compiling.\n"
+	    "# TYPE sbx_policyd_run_failures_total counter\n"
+	    "sbx_policyd_run_failures_total %llu\n", s,
 	    (unsigned long long)m->executions,
-	    (unsigned long long)m->commits);
+	    (unsigned long long)m->commits,
+	    (unsigned long long)m->runs,
+	    (unsigned long long)m->run_failures);
 	free(s);
 	return t;
 }
@@ -654,6 +1006,35 @@ control_send_metrics(struct control *ctl, struct frame_conn *c,
 }
 
 static void
+control_run(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__Task	*t = req->run->task;
+
+	/* Refused before anything is compiled or counted. */
+	if (ctl->pd->conf->launchd_socket == NULL) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE, "",
+		    "launchd-sbx is not configured");
+		return;
+	}
+	if (t != NULL && !name_ok(t->code_name)) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", t->code_name[0] ==
+		    '\0' ? "task.code_name: a run needs the code's file name" :
+		    "task.code_name: want 1..128 of [A-Za-z0-9._@:-]");
+		return;
+	}
+	if (t != NULL && t->code.len == 0) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+		    "task.code: a run needs code");
+		return;
+	}
+	control_compile(ctl, c, req, t, 1);
+}
+
+static void
 control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 {
 	struct control_sock	*cs = arg;
@@ -661,12 +1042,10 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 
 	switch (req->body_case) {
 	case SBX__V1__ENVELOPE__BODY_COMPILE:
-		control_compile(ctl, c, req, req->compile->task);
+		control_compile(ctl, c, req, req->compile->task, 0);
 		return;
 	case SBX__V1__ENVELOPE__BODY_RUN:
-		control_send_error(ctl, c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE, "",
-		    "launchd-sbx is not configured");
+		control_run(ctl, c, req);
 		return;
 	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
 		control_audit_query(ctl, c, req);
@@ -737,6 +1116,15 @@ control_start(struct policyd *pd)
 	ctl->orch_arg.admin = 0;
 	ctl->admin_arg.ctl = ctl;
 	ctl->admin_arg.admin = 1;
+	TAILQ_INIT(&ctl->runs);
+	if ((ctl->launch_ev = event_new(pd->base, -1, 0, control_launch_cb,
+	    ctl)) == NULL) {
+		free(ctl);
+		return NULL;
+	}
+	if (pd->conf->launchd_socket != NULL)
+		log_info("runs launch on %s (uid %u)",
+		    pd->conf->launchd_socket, (unsigned)pd->conf->launchd_uid);
 	if ((ctl->orch = control_listen(ctl, &pd->conf->orch, "orchestrator",
 	    &ctl->orch_arg)) == NULL ||
 	    (ctl->admin = control_listen(ctl, &pd->conf->admin, "admin",
@@ -753,6 +1141,12 @@ control_stop(struct control *ctl)
 	if (ctl == NULL)
 		return;
 	control_flush(ctl);
+	/* Runs still waiting for launchd-sbx end with us: their clients'
+	 * connections close, which is no success. */
+	while (!TAILQ_EMPTY(&ctl->runs))
+		control_run_free(TAILQ_FIRST(&ctl->runs));
+	if (ctl->launch_ev != NULL)
+		event_free(ctl->launch_ev);
 	frame_server_free(ctl->orch);
 	frame_server_free(ctl->admin);
 	if (ctl->done_ev != NULL)

@@ -29,7 +29,7 @@
 
 static const char *const top_keys[] = {
 	"user", "state_dir", "templates", "task_types", "signing_key",
-	"public_key", "policy_ttl", "max_frame_kb", "sockets", NULL
+	"public_key", "policy_ttl", "max_frame_kb", "sockets", "launchd", NULL
 };
 static const char *const top_required[] = {
 	"state_dir", "templates", "task_types", "sockets", NULL
@@ -40,6 +40,10 @@ static const char *const sock_keys[] = {
 };
 static const char *const sock_required[] = { "path", "allow", NULL };
 static const char *const allow_keys[] = { "users", "groups", NULL };
+static const char *const launchd_keys[] = {
+	"socket", "user", "timeout", NULL
+};
+static const char *const launchd_required[] = { "socket", NULL };
 static const char *const type_keys[] = { "template", "version", NULL };
 static const char *const type_required[] = { "template", NULL };
 
@@ -229,6 +233,43 @@ parse_socket(struct ydoc *doc, const struct ynode *n, const char *name,
 	parse_allow(doc, ymap_get(n, "allow"), key, &sc->allow);
 }
 
+/*
+ * launchd: {socket: PATH, user: root, timeout: 120}.  user is who must be
+ * listening on the socket (checked with SO_PEERCRED on every connect);
+ * timeout is the grace past the policy's wall clock before policyd gives
+ * up on a reply.
+ */
+static void
+parse_launchd(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
+{
+	const char	*u;
+	unsigned long	 num;
+	struct passwd	*pw;
+	uint64_t	 v;
+
+	c->launchd_uid = 0;
+	c->launchd_grace = LAUNCHD_GRACE_DEFAULT;
+	if (n == NULL)
+		return;
+	if (ymap_check(doc, n, "launchd", launchd_keys, launchd_required) != 0)
+		return;
+	parse_pathkey(doc, n, "socket", c->dir, &c->launchd_socket);
+	if (ymap_get(n, "user") != NULL &&
+	    yget_str(doc, ymap_get(n, "user"), "launchd.user", &u) == 0) {
+		if (parse_number(u, &num) == 0)
+			c->launchd_uid = (uid_t)num;
+		else if ((pw = getpwnam(u)) == NULL)
+			yerr(doc, ymap_get(n, "user"), "launchd.user",
+			    "no such user \"%s\"", u);
+		else
+			c->launchd_uid = pw->pw_uid;
+	}
+	if (ymap_get(n, "timeout") != NULL &&
+	    yget_uint(doc, ymap_get(n, "timeout"), "launchd.timeout", 1,
+	    86400, &v) == 0)
+		c->launchd_grace = (uint32_t)v;
+}
+
 static void
 parse_types(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
 {
@@ -359,6 +400,7 @@ parse_config(const char *file, struct yerrs *errs)
 			    "sockets.admin.path", "same path as the "
 			    "orchestrator socket");
 	}
+	parse_launchd(doc, ymap_get(root, "launchd"), c);
 done:
 	ydoc_free(doc);
 	if (errs->n != nerr) {
@@ -395,6 +437,7 @@ parse_config_free(struct policyd_conf *c)
 	free(c->templates);
 	free(c->signing_key);
 	free(c->public_key);
+	free(c->launchd_socket);
 	parse_sock_free(&c->orch);
 	parse_sock_free(&c->admin);
 	free(c);

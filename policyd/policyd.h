@@ -63,7 +63,12 @@ struct policyd_conf {
 	uint32_t		 max_frame_kb;
 	struct policyd_sock_conf orch;
 	struct policyd_sock_conf admin;
+	char			*launchd_socket;	/* NULL: run unavailable */
+	uid_t			 launchd_uid;	/* who must listen there */
+	uint32_t		 launchd_grace;	/* s past wall_seconds */
 };
+
+#define LAUNCHD_GRACE_DEFAULT	120
 
 /* Parse and check a config file; every problem goes to errs.  Returns
  * NULL if there was any. */
@@ -237,6 +242,8 @@ struct policyd_metrics {
 	uint64_t	 compiles;
 	uint64_t	 executions;
 	uint64_t	 commits;	/* batches committed */
+	uint64_t	 runs;		/* results relayed */
+	uint64_t	 run_failures;	/* compiled, then failed to run */
 	struct {
 		const char	*rule;
 		uint64_t	 n;

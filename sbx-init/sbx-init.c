@@ -48,6 +48,8 @@
 #define INIT_EXIT_USAGE		2
 #define INIT_EXIT_INTERNAL	1
 #define INIT_EXIT_EXEC		127
+#define INIT_ARGV_MAX		(64 * 1024)	/* -a file size */
+#define INIT_ARGV_WORDS		256
 
 /* One direction of a relay: bytes read from one socket, not yet written. */
 struct init_buf {
@@ -100,6 +102,7 @@ static int	init_listen(void);
 static void	init_set_maxrelays(void);
 static pid_t	init_spawn(char **);
 static void	init_child_env(void);
+static char	**init_argv_file(const char *);
 static int	init_status(int);
 static void	init_accept(int);
 static bool	init_relay_connect(struct init_relay *);
@@ -115,7 +118,9 @@ static void
 init_usage(void)
 {
 	fprintf(stderr, "usage: sbx-init [-v] [-c cafile] [-p port] "
-	    "[-s socket] -- program [arg ...]\n");
+	    "[-s socket] -- program [arg ...]\n"
+	    "       sbx-init [-v] [-c cafile] [-p port] [-s socket] "
+	    "-a argvfile\n");
 	exit(INIT_EXIT_USAGE);
 }
 
@@ -167,6 +172,7 @@ main(int argc, char *argv[])
 {
 	sigset_t		 mask;
 	const char		*errstr = NULL, *portarg = NULL;
+	const char		*argvfile = NULL;
 	char			*end;
 	long			 l;
 	bool			 pid1;
@@ -174,8 +180,11 @@ main(int argc, char *argv[])
 	int			 ch, sfd, lfd, status, i;
 	size_t			 k;
 
-	while ((ch = getopt(argc, argv, "+c:p:s:v")) != -1) {
+	while ((ch = getopt(argc, argv, "+a:c:p:s:v")) != -1) {
 		switch (ch) {
+		case 'a':
+			argvfile = optarg;
+			break;
 		case 'c':
 			init_capath = optarg;
 			break;
@@ -204,6 +213,14 @@ main(int argc, char *argv[])
 	if (errstr != NULL) {
 		init_log("-p %s: %s", portarg, errstr);
 		init_usage();
+	}
+	/* -a: the program comes from the file, read now, as the sandbox
+	 * user, not from the command line (a pre-created sandbox). */
+	if (argvfile != NULL) {
+		if (argc != 0)
+			init_usage();
+		argv = init_argv_file(argvfile);
+		argc = 1;
 	}
 	if (argc < 1)
 		init_usage();
@@ -487,6 +504,67 @@ init_child_env(void)
 		for (k = 0; k < sizeof(ca) / sizeof(ca[0]); k++)
 			setenv(ca[k], init_capath, 1);
 	}
+}
+
+/*
+ * -a FILE: NUL-terminated strings, NAME=VALUE entries for the environment
+ * first, then an empty string, then the program and its arguments.  A
+ * pre-created sandbox's spec cannot name them: launchd-sbx writes the file
+ * just before it starts the sandbox.  Never returns without a program.
+ */
+static char **
+init_argv_file(const char *path)
+{
+	static char	 buf[INIT_ARGV_MAX + 1];
+	static char	*av[INIT_ARGV_WORDS + 1];
+	size_t		 len = 0, i, next, n = 0;
+	ssize_t		 r;
+	bool		 env = true;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		init_fatal("-a %s: %s", path, strerror(errno));
+	while (len < INIT_ARGV_MAX &&
+	    (r = read(fd, buf + len, INIT_ARGV_MAX - len)) != 0) {
+		if (r == -1) {
+			if (errno == EINTR)
+				continue;
+			init_fatal("-a %s: %s", path, strerror(errno));
+		}
+		len += (size_t)r;
+	}
+	close(fd);
+	if (len == INIT_ARGV_MAX || len == 0 || buf[len - 1] != '\0')
+		init_fatal("-a %s: want NUL-terminated strings, at most %d "
+		    "bytes", path, INIT_ARGV_MAX - 1);
+	for (i = 0; i < len; i = next) {
+		char	*w = buf + i, *eq;
+
+		/* Before the '=' below is cut. */
+		next = i + strlen(w) + 1;
+		if (env) {
+			if (*w == '\0') {
+				env = false;
+				continue;
+			}
+			if ((eq = strchr(w, '=')) == NULL || eq == w)
+				init_fatal("-a %s: \"%s\" is not NAME=VALUE",
+				    path, w);
+			*eq = '\0';
+			if (setenv(w, eq + 1, 1) == -1)
+				init_fatal("-a %s: setenv %s: %s", path, w,
+				    strerror(errno));
+			continue;
+		}
+		if (n == INIT_ARGV_WORDS)
+			init_fatal("-a %s: more than %d arguments", path,
+			    INIT_ARGV_WORDS);
+		av[n++] = w;
+	}
+	if (n == 0 || av[0][0] == '\0')
+		init_fatal("-a %s: names no program", path);
+	av[n] = NULL;
+	return av;
 }
 
 /* The shell's convention: the exit code, or 128 + the killing signal. */

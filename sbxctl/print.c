@@ -3,13 +3,16 @@
  * a person may feed back (policies, entitlements in the import format),
  * aligned tables for lists, and JSON (-j) for programs.  Every string that
  * came from a daemon is escaped on the way out, so a task id or a detail
- * cannot forge lines in a terminal or break a JSON reader.
+ * cannot forge lines in a terminal or break a JSON reader.  A run's
+ * result is one JSON object (DESIGN.md), built with jansson.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "policy.h"
 #include "util.h"
@@ -426,4 +429,170 @@ print_verify(FILE *fp, Sbx__V1__AuditVerifyReply *const *v, size_t n,
 	}
 	if (json)
 		fputs(n ? "\n]}\n" : "]}\n", fp);
+}
+
+/* ---- run results (jansson) ---- */
+
+/*
+ * Bytes from the sandbox as a JSON string: JSON holds only Unicode, so
+ * each byte that is not part of valid UTF-8 becomes U+FFFD (visible, and
+ * never an escape the reader might take for something else).
+ */
+static json_t *
+print_json_bytes(const uint8_t *p, size_t len)
+{
+	json_t	*j;
+	char	*s;
+	size_t	 i = 0, o = 0, need, k;
+	uint32_t cp;
+
+	s = xmalloc(len * 3 + 1);
+	while (i < len) {
+		uint8_t	b = p[i];
+
+		if (b < 0x80) {
+			/* NUL cannot live in a C string: replace it too. */
+			if (b == 0)
+				goto bad;
+			s[o++] = (char)b;
+			i++;
+			continue;
+		}
+		if ((b & 0xe0) == 0xc0) {
+			need = 1;
+			cp = b & 0x1f;
+		} else if ((b & 0xf0) == 0xe0) {
+			need = 2;
+			cp = b & 0x0f;
+		} else if ((b & 0xf8) == 0xf0) {
+			need = 3;
+			cp = b & 0x07;
+		} else
+			goto bad;
+		if (need >= len - i)
+			goto bad;
+		for (k = 1; k <= need; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				goto bad;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates and values past U+10FFFF. */
+		if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+		    (need == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			goto bad;
+		memcpy(s + o, p + i, need + 1);
+		o += need + 1;
+		i += need + 1;
+		continue;
+	bad:
+		memcpy(s + o, "\xef\xbf\xbd", 3);
+		o += 3;
+		i++;
+	}
+	s[o] = '\0';
+	j = json_stringn(s, o);
+	free(s);
+	return j != NULL ? j : json_string("");
+}
+
+static json_t *
+print_json_strv(char **v, size_t n)
+{
+	json_t	*a = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+void
+print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
+{
+	json_t		*o, *pol, *u, *outs, *drop, *den, *e;
+	const Sbx__V1__Usage *us = r->usage;
+	char		*text;
+
+	o = json_object();
+	json_object_set_new(o, "task_id", json_string(r->task_id));
+	json_object_set_new(o, "execution_id", json_string(r->execution_id));
+	pol = json_object();
+	if (r->policy != NULL) {
+		json_object_set_new(pol, "name", json_string(r->policy->name));
+		json_object_set_new(pol, "version",
+		    json_integer(r->policy->version));
+		json_object_set_new(pol, "hash", json_string(r->policy->hash));
+	}
+	json_object_set_new(o, "policy", pol);
+	json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+	json_object_set_new(o, "signal", json_integer(r->signal));
+	json_object_set_new(o, "limits_hit",
+	    print_json_strv(r->limits_hit, r->n_limits_hit));
+	u = json_object();
+	json_object_set_new(u, "cpu_ms", json_integer(us ?
+	    (json_int_t)us->cpu_ms : 0));
+	json_object_set_new(u, "peak_memory_kb", json_integer(us ?
+	    (json_int_t)us->peak_memory_kb : 0));
+	json_object_set_new(u, "wall_ms", json_integer(us ?
+	    (json_int_t)us->wall_ms : 0));
+	json_object_set_new(u, "egress_bytes_out", json_integer(us ?
+	    (json_int_t)us->egress_bytes_out : 0));
+	json_object_set_new(u, "egress_bytes_in", json_integer(us ?
+	    (json_int_t)us->egress_bytes_in : 0));
+	json_object_set_new(u, "egress_requests", json_integer(us ?
+	    (json_int_t)us->egress_requests : 0));
+	json_object_set_new(o, "usage", u);
+	json_object_set_new(o, "stdout", print_json_bytes(r->stdout.data,
+	    r->stdout.len));
+	json_object_set_new(o, "stderr", print_json_bytes(r->stderr.data,
+	    r->stderr.len));
+	json_object_set_new(o, "stdout_truncated",
+	    json_boolean(r->stdout_truncated));
+	json_object_set_new(o, "stderr_truncated",
+	    json_boolean(r->stderr_truncated));
+	outs = json_array();
+	for (size_t i = 0; i < r->n_outputs; i++) {
+		const Sbx__V1__ReleasedOutput *ro = r->outputs[i];
+
+		e = json_object();
+		json_object_set_new(e, "name", json_string(ro->name));
+		json_object_set_new(e, "type", json_string(ro->type));
+		json_object_set_new(e, "bytes", json_integer(
+		    (json_int_t)ro->bytes));
+		json_object_set_new(e, "where", json_string(ro->where));
+		if (ro->sha256[0] != '\0')
+			json_object_set_new(e, "sha256",
+			    json_string(ro->sha256));
+		if (ro->truncated)
+			json_object_set_new(e, "truncated", json_true());
+		json_array_append_new(outs, e);
+	}
+	json_object_set_new(o, "outputs", outs);
+	drop = json_array();
+	for (size_t i = 0; i < r->n_dropped; i++) {
+		e = json_object();
+		json_object_set_new(e, "name", json_string(r->dropped[i]->name));
+		json_object_set_new(e, "reason",
+		    json_string(r->dropped[i]->reason));
+		json_array_append_new(drop, e);
+	}
+	json_object_set_new(o, "dropped", drop);
+	den = json_array();
+	for (size_t i = 0; i < r->n_denials; i++) {
+		const Sbx__V1__Denial	*d = r->denials[i];
+
+		e = json_object();
+		json_object_set_new(e, "rule", json_string(d->rule));
+		json_object_set_new(e, "boundary", json_string(d->boundary));
+		json_object_set_new(e, "detail", json_string(d->detail));
+		json_array_append_new(den, e);
+	}
+	json_object_set_new(o, "denials", den);
+	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (text != NULL) {
+		fputs(text, fp);
+		fputc('\n', fp);
+		free(text);
+	}
+	json_decref(o);
 }

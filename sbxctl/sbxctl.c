@@ -39,6 +39,8 @@ struct ctl_daemon {
 
 static const struct ctl_daemon ctl_audit_daemons[] = {
 	{ "policyd", "policyd.sock", 0 },
+	{ "launchd-sbx", "launchd-admin.sock", 1 },
+	{ "brokerd", "brokerd-admin.sock", 1 },
 };
 #define CTL_NDAEMONS	(sizeof(ctl_audit_daemons) / sizeof(ctl_audit_daemons[0]))
 
@@ -46,14 +48,23 @@ static struct {
 	char		*state;
 	char		*orch_sock;	/* policyd's orchestrator socket */
 	char		*admin_sock;	/* policyd's admin socket */
+	char		*launchd_sock;	/* launchd-sbx's admin socket */
+	char		*broker_sock;	/* brokerd's admin socket */
 	int		 json;
 	int		 quiet;		/* do not report unreachable */
 	uint64_t	 request_id;
 } ctl;
 
 static const char usage_text[] =
-"usage: sbxctl [-hj] [-s state] [-S socket] [-A socket] command [arg ...]\n"
+"usage: sbxctl [-hj] [-s state] [-S socket] [-A socket] [-L socket]\n"
+"              [-B socket] command [arg ...]\n"
 "       sbxctl compile taskfile\n"
+"       sbxctl run taskfile\n"
+"       sbxctl dataset add name file\n"
+"       sbxctl dataset list\n"
+"       sbxctl image list\n"
+"       sbxctl secret put [--minted] name < value\n"
+"       sbxctl secret list\n"
 "       sbxctl entitlement add --tenant T --user U [--dataset D ...]\n"
 "              [--host H ...] [--limit key=value ...]\n"
 "       sbxctl entitlement remove --tenant T --user U [--dataset D ...]\n"
@@ -122,6 +133,10 @@ ctl_server_error(const char *daemon, const Sbx__V1__Error *e)
 		rc = SBXCTL_POLICY;
 	else if (e->code == SBX__V1__ERROR_CODE__ERROR_LAUNCH)
 		rc = SBXCTL_LAUNCH;
+	/* A daemon the answering one needs is down (launchd-sbx behind
+	 * policyd): as unreachable as if we had called it ourselves. */
+	else if (e->code == SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE)
+		rc = SBXCTL_UNREACHABLE;
 	if (rc != SBXCTL_ERR) {
 		if (e->rule[0] != '\0')
 			log_warnx("%s (%s): %s", what, e->rule, e->message);
@@ -229,6 +244,161 @@ ctl_compile(int argc, char **argv)
 	if (rc != SBXCTL_OK)
 		return rc;
 	print_compiled(stdout, rep->compiled, ctl.json);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
+/* ---- run ---- */
+
+/*
+ * Compile and run: policyd records the execution, launchd-sbx runs it,
+ * and the result comes back as one JSON object.  Exit 0 means it ran,
+ * whatever the program's own exit code; refusals map as everywhere else.
+ */
+static int
+ctl_run(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__RunRequest	 rreq = SBX__V1__RUN_REQUEST__INIT;
+	struct yerrs		 errs = { 0 };
+	int			 rc;
+
+	if (argc != 2)
+		return ctl_usage("run takes one task file");
+	if ((rreq.task = parse_task_file(argv[1], &errs)) == NULL) {
+		ctl_print_yerrs(&errs);
+		yerrs_free(&errs);
+		log_warnx("%s: task file not sent", argv[1]);
+		return SBXCTL_ERR;
+	}
+	yerrs_free(&errs);
+	if (rreq.task->code.len == 0) {
+		sbx__v1__task__free_unpacked(rreq.task, NULL);
+		log_warnx("%s: a run needs code (code: FILE)", argv[1]);
+		return SBXCTL_ERR;
+	}
+	req.body_case = SBX__V1__ENVELOPE__BODY_RUN;
+	req.run = &rreq;
+	rc = ctl_call("policyd", ctl.orch_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_RESULT, &rep);
+	sbx__v1__task__free_unpacked(rreq.task, NULL);
+	if (rc != SBXCTL_OK)
+		return rc;
+	print_result(stdout, rep->result);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
+/* ---- dataset, image (launchd-sbx's admin socket) ---- */
+
+/* Datasets are spreadsheets and CSVs; launchd-sbx caps its frames. */
+#define SBXCTL_DATASET_MAX	(64 * 1024 * 1024)
+
+static int
+ctl_dataset(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__DatasetPut	 put = SBX__V1__DATASET_PUT__INIT;
+	Sbx__V1__DatasetList	 list = SBX__V1__DATASET_LIST__INIT;
+	Sbx__V1__DatasetNames	*dn;
+	char			*data;
+	size_t			 len;
+	int			 rc;
+
+	if (argc >= 2 && strcmp(argv[1], "add") == 0) {
+		if (argc != 4)
+			return ctl_usage("dataset add takes a name and a file");
+		if (!name_ok(argv[2]) || argv[2][0] == '.') {
+			log_warnx("\"%s\" is not a dataset name: want 1..128 "
+			    "of [A-Za-z0-9._@:-], not starting with a dot",
+			    argv[2]);
+			return SBXCTL_USAGE;
+		}
+		if ((data = read_file(argv[3], SBXCTL_DATASET_MAX,
+		    &len)) == NULL) {
+			log_warn("%s", argv[3]);
+			return SBXCTL_ERR;
+		}
+		put.name = argv[2];
+		put.content.data = (uint8_t *)data;
+		put.content.len = len;
+		req.body_case = SBX__V1__ENVELOPE__BODY_DATASET_PUT;
+		req.dataset_put = &put;
+		rc = ctl_call("launchd-sbx", ctl.launchd_sock, &req,
+		    SBX__V1__ENVELOPE__BODY_ACK, &rep);
+		free(data);
+		if (rc != SBXCTL_OK)
+			return rc;
+		printf("%s\n", rep->ack->detail);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+		return SBXCTL_OK;
+	}
+	if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+		if (argc != 2)
+			return ctl_usage("dataset list takes no arguments");
+		req.body_case = SBX__V1__ENVELOPE__BODY_DATASET_LIST;
+		req.dataset_list = &list;
+		rc = ctl_call("launchd-sbx", ctl.launchd_sock, &req,
+		    SBX__V1__ENVELOPE__BODY_DATASET_NAMES, &rep);
+		if (rc != SBXCTL_OK)
+			return rc;
+		dn = rep->dataset_names;
+		if (ctl.json) {
+			fputs("{\"datasets\": [", stdout);
+			for (size_t i = 0; i < dn->n_names; i++) {
+				fputs(i ? ", " : "", stdout);
+				print_json_string(stdout, dn->names[i]);
+			}
+			fputs("]}\n", stdout);
+		} else
+			for (size_t i = 0; i < dn->n_names; i++) {
+				print_yaml_scalar(stdout, dn->names[i]);
+				fputc('\n', stdout);
+			}
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+		return SBXCTL_OK;
+	}
+	return ctl_usage("dataset needs add or list");
+}
+
+static int
+ctl_image(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__ImageList	 list = SBX__V1__IMAGE_LIST__INIT;
+	Sbx__V1__ImageInfos	*ii;
+	int			 rc;
+
+	if (argc != 2 || strcmp(argv[1], "list") != 0)
+		return ctl_usage("image needs list");
+	req.body_case = SBX__V1__ENVELOPE__BODY_IMAGE_LIST;
+	req.image_list = &list;
+	rc = ctl_call("launchd-sbx", ctl.launchd_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_IMAGE_INFOS, &rep);
+	if (rc != SBXCTL_OK)
+		return rc;
+	ii = rep->image_infos;
+	if (ctl.json)
+		fputs("{\"images\": [", stdout);
+	for (size_t i = 0; i < ii->n_images; i++) {
+		const Sbx__V1__ImageInfo *im = ii->images[i];
+
+		if (ctl.json) {
+			fputs(i ? ",\n  {\"digest\": " : "\n  {\"digest\": ",
+			    stdout);
+			print_json_string(stdout, im->digest);
+			printf(", \"verified\": %s, \"unpacked\": %s}",
+			    im->verified ? "true" : "false",
+			    im->unpacked ? "true" : "false");
+		} else {
+			print_yaml_scalar(stdout, im->digest);
+			printf("  %s  %s\n", im->verified ? "verified" :
+			    "not-verified-yet", im->unpacked ? "unpacked" :
+			    "packed");
+		}
+	}
+	if (ctl.json)
+		fputs(ii->n_images ? "\n]}\n" : "]}\n", stdout);
 	sbx__v1__envelope__free_unpacked(rep, NULL);
 	return SBXCTL_OK;
 }
@@ -596,6 +766,8 @@ ctl_daemon_socket(const struct ctl_daemon *d)
 
 	if (strcmp(d->name, "policyd") == 0)
 		return xstrdup(ctl.orch_sock);
+	if (strcmp(d->name, "launchd-sbx") == 0)
+		return xstrdup(ctl.launchd_sock);
 	xasprintf(&p, "%s/sockets/%s", ctl.state, d->socket);
 	return p;
 }
@@ -748,13 +920,14 @@ ctl_metrics(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	const char	*state, *orch = NULL, *admin = NULL;
+	const char	*state, *orch = NULL, *admin = NULL, *launchd = NULL;
+	const char	*broker = NULL;
 	int		 ch, rc;
 
 	log_init("sbxctl", 1, 0);
 	if ((state = getenv("SBX_STATE")) == NULL || *state == '\0')
 		state = "./run";
-	while ((ch = getopt(argc, argv, "+hjs:S:A:")) != -1) {
+	while ((ch = getopt(argc, argv, "+hjs:S:A:L:B:")) != -1) {
 		switch (ch) {
 		case 'j':
 			ctl.json = 1;
@@ -767,6 +940,12 @@ main(int argc, char **argv)
 			break;
 		case 'A':
 			admin = optarg;
+			break;
+		case 'L':
+			launchd = optarg;
+			break;
+		case 'B':
+			broker = optarg;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
@@ -789,10 +968,28 @@ main(int argc, char **argv)
 	else
 		xasprintf(&ctl.admin_sock, "%s/sockets/policyd-admin.sock",
 		    state);
+	if (launchd != NULL)
+		ctl.launchd_sock = xstrdup(launchd);
+	else
+		xasprintf(&ctl.launchd_sock, "%s/sockets/launchd-admin.sock",
+		    state);
+	if (broker != NULL)
+		ctl.broker_sock = xstrdup(broker);
+	else
+		xasprintf(&ctl.broker_sock, "%s/sockets/brokerd-admin.sock",
+		    state);
 	ctl.request_id = ((uint64_t)getpid() << 32);
 
 	if (strcmp(argv[0], "compile") == 0)
 		rc = ctl_compile(argc, argv);
+	else if (strcmp(argv[0], "run") == 0)
+		rc = ctl_run(argc, argv);
+	else if (strcmp(argv[0], "dataset") == 0)
+		rc = ctl_dataset(argc, argv);
+	else if (strcmp(argv[0], "image") == 0)
+		rc = ctl_image(argc, argv);
+	else if (strcmp(argv[0], "secret") == 0)
+		rc = cmd_secret(argc, argv, ctl.broker_sock);
 	else if (strcmp(argv[0], "entitlement") == 0)
 		rc = ctl_entitlement(argc, argv);
 	else if (strcmp(argv[0], "template") == 0)
@@ -810,5 +1007,7 @@ main(int argc, char **argv)
 	free(ctl.state);
 	free(ctl.orch_sock);
 	free(ctl.admin_sock);
+	free(ctl.launchd_sock);
+	free(ctl.broker_sock);
 	return rc;
 }

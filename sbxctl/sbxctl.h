@@ -41,6 +41,9 @@ int		 parse_template_ref(const char *s, char **name,
 int		 parse_is_path(const char *s);
 void		 parse_strv_add(char ***v, size_t *n, const char *s);
 
+/* secret.c */
+int		 cmd_secret(int argc, char **argv, const char *admin_sock);
+
 /* print.c */
 void		 print_iso_time(char *buf, size_t len, int64_t sec, long nsec);
 void		 print_yaml_scalar(FILE *, const char *);
@@ -54,5 +57,6 @@ void		 print_audit(FILE *, Sbx__V1__AuditEvent *const *, size_t,
 		    int json);
 void		 print_verify(FILE *, Sbx__V1__AuditVerifyReply *const *,
 		    size_t, int json);
+void		 print_result(FILE *, const Sbx__V1__ExecutionResult *);
 
 #endif

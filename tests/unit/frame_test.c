@@ -867,3 +867,183 @@ Test(server, socket_owner_and_group)
 	peer_allow_free(&allow);
 	rmdir(dir);
 }
+
+/* ---- outgoing connection (frame_connect) ---- */
+
+static struct {
+	struct event_base	*base;
+	int			 replies;
+	int			 failures;
+	char			 detail[160];
+	char			 why[256];
+	int			 free_in_cb;
+	struct frame_client	*fc;
+} C;
+
+static void
+client_handler(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	(void)arg;
+	if (rep == NULL) {
+		C.failures++;
+		snprintf(C.why, sizeof(C.why), "%s", why);
+	} else {
+		C.replies++;
+		if (rep->body_case == SBX__V1__ENVELOPE__BODY_ACK)
+			snprintf(C.detail, sizeof(C.detail), "%s",
+			    rep->ack->detail);
+	}
+	if (C.free_in_cb) {
+		frame_client_free(fc);
+		C.fc = NULL;
+	}
+	event_base_loopbreak(C.base);
+}
+
+/* Run the client's loop until the handler has been called, or 5 s. */
+static void
+client_loop(void)
+{
+	struct timeval	tv = { 5, 0 };
+
+	event_base_loopexit(C.base, &tv);
+	event_base_dispatch(C.base);
+}
+
+static void
+client_query(struct frame_client *fc, uint64_t reqid, const char *task)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+
+	frame_env_init(&env, reqid);
+	sbx__v1__audit_query__init(&q);
+	q.task_id = (char *)task;
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+	env.audit_query = &q;
+	cr_assert_eq(frame_client_send(fc, &env), 0);
+}
+
+Test(client, reply_reaches_handler)
+{
+	char	err[256];
+
+	server_start(NULL);
+	memset(&C, 0, sizeof(C));
+	cr_assert_not_null(C.base = event_base_new());
+	C.fc = frame_connect(C.base, S.path, getuid(), 0, client_handler,
+	    NULL, err, sizeof(err));
+	cr_assert_not_null(C.fc, "frame_connect: %s", err);
+	cr_assert_eq(frame_client_peer(C.fc)->uid, getuid());
+	client_query(C.fc, 1, "t-1");
+	client_loop();
+	cr_assert_eq(C.replies, 1);
+	cr_assert_str_eq(C.detail, "ok:t-1");
+	/* A second request on the same connection. */
+	client_query(C.fc, 2, "t-2");
+	client_loop();
+	cr_assert_eq(C.replies, 2);
+	cr_assert_str_eq(C.detail, "ok:t-2");
+	cr_assert_eq(C.failures, 0);
+	frame_client_free(C.fc);
+	event_base_free(C.base);
+	server_stop();
+}
+
+Test(client, server_of_another_uid_is_refused)
+{
+	char	err[256];
+
+	server_start(NULL);
+	memset(&C, 0, sizeof(C));
+	cr_assert_not_null(C.base = event_base_new());
+	C.fc = frame_connect(C.base, S.path, getuid() + 1, 0, client_handler,
+	    NULL, err, sizeof(err));
+	cr_assert_null(C.fc, "connected to a server of the wrong uid");
+	cr_assert(strstr(err, "not the expected uid") != NULL, "err: %s", err);
+	/* Refused before a byte was sent: the server handled nothing. */
+	usleep(100000);
+	cr_assert_eq(S.handled, 0);
+	event_base_free(C.base);
+	server_stop();
+}
+
+Test(client, missing_socket_is_reported)
+{
+	struct event_base	*base;
+	char			 err[256];
+
+	log_init("frame_test", 1, 0);
+	cr_assert_not_null(base = event_base_new());
+	cr_assert_null(frame_connect(base, "/nonexistent/sbx.sock", 0, 0,
+	    client_handler, NULL, err, sizeof(err)));
+	cr_assert(strstr(err, "/nonexistent/sbx.sock") != NULL, "err: %s",
+	    err);
+	event_base_free(base);
+}
+
+Test(client, close_without_reply_fails_closed)
+{
+	struct frame_server_config	cfg;
+	struct peer_allow		other = { 0 };
+	char				err[256];
+
+	/* A server that does not allow us closes without a word. */
+	peer_allow_uid(&other, getuid() + 1);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.allow = &other;
+	server_start(&cfg);
+	memset(&C, 0, sizeof(C));
+	C.free_in_cb = 1;
+	cr_assert_not_null(C.base = event_base_new());
+	C.fc = frame_connect(C.base, S.path, getuid(), 0, client_handler,
+	    NULL, err, sizeof(err));
+	cr_assert_not_null(C.fc, "frame_connect: %s", err);
+	client_query(C.fc, 1, "t-1");
+	client_loop();
+	cr_assert_eq(C.replies, 0);
+	cr_assert_eq(C.failures, 1);
+	cr_assert(strstr(C.why, "without a reply") != NULL, "why: %s", C.why);
+	cr_assert_null(C.fc);
+	event_base_free(C.base);
+	server_stop();
+	peer_allow_free(&other);
+}
+
+Test(client, silence_times_out)
+{
+	struct sockaddr_un	sun;
+	char			dir[] = "/tmp/frame_test.XXXXXX", path[64];
+	char			err[256];
+	int			lfd;
+
+	/* A listener that never accepts nor answers. */
+	log_init("frame_test", 1, 0);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/sock", dir);
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, path);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	cr_assert_eq(listen(lfd, 4), 0);
+	memset(&C, 0, sizeof(C));
+	cr_assert_not_null(C.base = event_base_new());
+	C.fc = frame_connect(C.base, path, getuid(), 0, client_handler, NULL,
+	    err, sizeof(err));
+	cr_assert_not_null(C.fc, "frame_connect: %s", err);
+	frame_client_timeout(C.fc, 1);
+	client_query(C.fc, 1, "t-1");
+	client_loop();
+	cr_assert_eq(C.failures, 1);
+	cr_assert(strstr(C.why, "no reply") != NULL, "why: %s", C.why);
+	/* After the failure nothing more is sent. */
+	cr_assert_eq(frame_client_send(C.fc, &(Sbx__V1__Envelope)
+	    SBX__V1__ENVELOPE__INIT), -1);
+	frame_client_free(C.fc);
+	event_base_free(C.base);
+	close(lfd);
+	unlink(path);
+	rmdir(dir);
+}

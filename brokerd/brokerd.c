@@ -1,0 +1,282 @@
+/*
+ * brokerd.c: main.  Reads like the daemon's table of contents: options,
+ * config (every error reported, -n stops there), policyd's public key,
+ * the master key (created on first start, refused if anyone but brokerd's
+ * user can read it), the sockets, the secret store, the privilege drop,
+ * the event loop.  What needs root (creating files for the daemon's user,
+ * binding sockets under /run) happens before the drop, which is verified;
+ * after it brokerd holds only its own files and the master key, in
+ * read-only guarded memory.
+ */
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <sodium.h>
+
+#include "log.h"
+#include "sign.h"
+#include "util.h"
+#include "yaml.h"
+#include "brokerd/brokerd.h"
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: brokerd [-dnv] [-f file]\n");
+	exit(1);
+}
+
+static int
+brokerd_root(void)
+{
+	return geteuid() == 0;
+}
+
+/* Create the state directory for the daemon's user (0700). */
+static void
+brokerd_state_dir(const struct brokerd_conf *c)
+{
+	struct stat	 st;
+
+	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST)
+		fatal("state_dir %s", c->state_dir);
+	if (stat(c->state_dir, &st) == -1)
+		fatal("state_dir %s", c->state_dir);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("state_dir %s: not a directory", c->state_dir);
+	if (brokerd_root() && c->user != NULL &&
+	    chown(c->state_dir, c->uid, c->gid) == -1)
+		fatal("chown %s to %s", c->state_dir, c->user);
+}
+
+/* The uid the master key must belong to: brokerd's user once it drops,
+ * else whoever runs it. */
+static uid_t
+brokerd_key_owner(const struct brokerd_conf *c)
+{
+	if (brokerd_root() && c->user != NULL)
+		return c->uid;
+	return geteuid();
+}
+
+static unsigned char *
+brokerd_master_key(const struct brokerd_conf *c)
+{
+	unsigned char	*key;
+	char		 err[512];
+
+	if (access(c->master_key, F_OK) == -1) {
+		if (errno != ENOENT)
+			fatal("master_key %s", c->master_key);
+		if (bstore_key_create(c->master_key, err, sizeof(err)) == -1)
+			fatalx("master_key: %s", err);
+		if (brokerd_root() && c->user != NULL &&
+		    chown(c->master_key, c->uid, c->gid) == -1)
+			fatal("chown %s to %s", c->master_key, c->user);
+		log_info("created master key %s", c->master_key);
+	}
+	if ((key = bstore_key_load(c->master_key, brokerd_key_owner(c), err,
+	    sizeof(err))) == NULL)
+		fatalx("master_key: %s", err);
+	return key;
+}
+
+static void
+brokerd_chown_db(const struct brokerd_conf *c)
+{
+	static const char *const files[] = {
+		BROKERD_DB, BROKERD_DB "-wal", BROKERD_DB "-shm", NULL
+	};
+
+	if (!brokerd_root() || c->user == NULL)
+		return;
+	for (size_t i = 0; files[i] != NULL; i++)
+		if (chown(files[i], c->uid, c->gid) == -1 && errno != ENOENT)
+			fatal("chown %s/%s to %s", c->state_dir, files[i],
+			    c->user);
+}
+
+static void
+brokerd_drop(const struct brokerd_conf *c)
+{
+	uid_t	 ru, eu, su;
+	gid_t	 rg, eg, sg;
+
+	if (!brokerd_root()) {
+		if (c->user != NULL)
+			log_debug("not root: keeping uid %u rather than "
+			    "switching to %s", (unsigned)getuid(), c->user);
+		return;
+	}
+	if (c->user == NULL) {
+		log_warnx("running as root: set user in %s", c->file);
+		return;
+	}
+	if (setgroups(1, &c->gid) == -1 ||
+	    setresgid(c->gid, c->gid, c->gid) == -1 ||
+	    setresuid(c->uid, c->uid, c->uid) == -1)
+		fatal("cannot drop privileges to %s", c->user);
+	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
+	    ru != c->uid || eu != c->uid || su != c->uid ||
+	    rg != c->gid || eg != c->gid || sg != c->gid)
+		fatalx("privilege drop to %s did not take", c->user);
+	if (setuid(0) != -1)
+		fatalx("privilege drop to %s can be undone", c->user);
+	log_debug("running as %s (uid %u gid %u)", c->user,
+	    (unsigned)c->uid, (unsigned)c->gid);
+}
+
+/* SIGHUP: read policyd's public key again (a rotated key). */
+static void
+brokerd_reload(struct brokerd *bd)
+{
+	unsigned char	 pk[32];
+	char		 err[512];
+
+	if (sign_pubkey_load(bd->conf->policy_public_key, pk, err,
+	    sizeof(err)) == -1) {
+		log_warnx("reload: %s; keeping the key loaded", err);
+		return;
+	}
+	memcpy(bd->pk, pk, sizeof(pk));
+	log_info("reload: policyd's public key %s",
+	    bd->conf->policy_public_key);
+}
+
+static void
+brokerd_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct brokerd	*bd = arg;
+
+	(void)what;
+	switch (sig) {
+	case SIGHUP:
+		brokerd_reload(bd);
+		break;
+	case SIGTERM:
+	case SIGINT:
+		log_info("exiting on signal %d", (int)sig);
+		event_base_loopbreak(bd->base);
+		break;
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct brokerd	 bd;
+	struct yerrs	 errs = { NULL, 0 };
+	struct event	*sigs[3];
+	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
+	const struct rlimit no_core = { 0, 0 };
+	const char	*file = BROKERD_CONF_DEFAULT;
+	unsigned char	*key;
+	char		 err[512];
+	int		 ch, debug = 0, noaction = 0, verbose = 0;
+
+	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			noaction = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init("brokerd", 1, noaction ? 0 : verbose);
+
+	memset(&bd, 0, sizeof(bd));
+	if ((bd.conf = bparse_config(file, &errs)) == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		fprintf(stderr, "brokerd: %s: %zu error%s\n", file, errs.n,
+		    errs.n == 1 ? "" : "s");
+		yerrs_free(&errs);
+		return 1;
+	}
+	yerrs_free(&errs);
+	if (noaction) {
+		printf("configuration OK\n");
+		bparse_config_free(bd.conf);
+		return 0;
+	}
+
+	/* A core file of brokerd would hold the master key and whatever
+	 * value was being answered. */
+	if (setrlimit(RLIMIT_CORE, &no_core) == -1)
+		fatal("setrlimit RLIMIT_CORE");
+	if (sodium_init() < 0)
+		fatalx("libsodium could not be initialised");
+	signal(SIGPIPE, SIG_IGN);
+	/* The database, its journal and the key are brokerd's alone; the
+	 * sockets get their modes explicitly. */
+	umask(077);
+	if (sign_pubkey_load(bd.conf->policy_public_key, bd.pk, err,
+	    sizeof(err)) == -1)
+		fatalx("policy_public_key: %s", err);
+	brokerd_state_dir(bd.conf);
+	key = brokerd_master_key(bd.conf);
+
+	if ((bd.base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	if ((bd.ctl = bcontrol_start(&bd)) == NULL)
+		fatalx("cannot listen on the sockets");
+	if (!debug) {
+		if (daemon(1, 0) == -1)
+			fatal("daemon");
+		log_foreground(0);
+		if (event_reinit(bd.base) == -1)
+			fatalx("cannot reinitialise the event loop");
+	}
+
+	if (chdir(bd.conf->state_dir) == -1)
+		fatal("chdir %s", bd.conf->state_dir);
+	if ((bd.store = bstore_open(BROKERD_DB, key, err, sizeof(err))) ==
+	    NULL)
+		fatalx("%s/%s: %s", bd.conf->state_dir, BROKERD_DB, err);
+	brokerd_chown_db(bd.conf);
+	brokerd_drop(bd.conf);
+
+	for (int i = 0; i < 3; i++) {
+		if ((sigs[i] = evsignal_new(bd.base, signos[i],
+		    brokerd_signal, &bd)) == NULL ||
+		    event_add(sigs[i], NULL) == -1)
+			fatalx("cannot handle signal %d", signos[i]);
+	}
+	log_info("started: credential %s, admin %s",
+	    bd.conf->credential.path, bd.conf->admin.path);
+
+	if (event_base_dispatch(bd.base) == -1)
+		log_warnx("event loop failed");
+
+	bcontrol_stop(bd.ctl);
+	for (int i = 0; i < 3; i++)
+		event_free(sigs[i]);
+	bstore_close(bd.store);		/* wipes the master key */
+	bparse_config_free(bd.conf);
+	event_base_free(bd.base);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,376 @@
+/*
+ * control.c: egressd's two sockets.  The control socket (launchd-sbx
+ * only) opens and closes channels; the admin socket (root and sbx-admin)
+ * reports metrics and answers audit questions.  Framing, peer checks,
+ * frame caps and version checks are common/frame.c's; this file
+ * dispatches.
+ *
+ * The invariant: a channel exists only for a policy whose signature,
+ * expiry and hash egressd has verified with policyd's public key, and its
+ * opening is on disk in the audit log before launchd-sbx hears of it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "audit.h"
+#include "frame.h"
+#include "log.h"
+#include "sign.h"
+#include "util.h"
+#include "egressd.h"
+
+struct control_sock {
+	struct control		*ctl;
+	int			 admin;
+};
+
+struct control {
+	struct egressd		*ed;
+	struct frame_server	*control;
+	struct frame_server	*admin;
+	struct control_sock	 control_arg;
+	struct control_sock	 admin_arg;
+};
+
+static void
+control_actor(struct frame_conn *c, char *buf, size_t len)
+{
+	const struct ucred	*cr = frame_conn_peer(c);
+
+	snprintf(buf, len, "uid:%u", cr != NULL ? (unsigned)cr->uid : 0);
+}
+
+static int
+control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
+    const char *action, const char *detail, const char *actor)
+{
+	Sbx__V1__AuditEvent	 ev = SBX__V1__AUDIT_EVENT__INIT;
+
+	ev.task_id = g->task_id;
+	ev.execution_id = g->execution_id;
+	ev.policy_hash = g->policy_hash;
+	ev.action = (char *)action;
+	ev.detail = (char *)detail;
+	ev.actor = (char *)actor;
+	if (audit_append(ed->audit, &ev) == -1)
+		return -1;
+	audit_event_clear(&ev);
+	return 0;
+}
+
+static void
+control_open(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	struct egressd		*ed = ctl->ed;
+	const Sbx__V1__EgressOpen *o = req->egress_open;
+	Sbx__V1__PolicyGrant	*g;
+	Sbx__V1__EgressOpened	 rep = SBX__V1__EGRESS_OPENED__INIT;
+	Sbx__V1__Envelope	 env;
+	struct channel		*ch;
+	char			 err[512], actor[32], *detail;
+	const char		*pem;
+	size_t			 pemlen;
+
+	if (o->signed_ == NULL) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+		    "egress_open has no signed policy");
+		return;
+	}
+	if ((g = sign_verify(ed->pk, o->signed_, now_s(), err,
+	    sizeof(err))) == NULL) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_DENIED, "", "signed policy "
+		    "refused: %s", err);
+		return;
+	}
+	if (!name_ok(g->execution_id) || !name_ok(g->task_id) ||
+	    g->policy == NULL) {
+		sbx__v1__policy_grant__free_unpacked(g, NULL);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+		    "the grant's task or execution id is not a safe name");
+		return;
+	}
+	if (proxy_channel_find(ed, g->execution_id) != NULL) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+		    "execution %s already has a channel", g->execution_id);
+		sbx__v1__policy_grant__free_unpacked(g, NULL);
+		return;
+	}
+	if ((ch = proxy_channel_open(ed, g, o->signed_, err,
+	    sizeof(err))) == NULL) {
+		sbx__v1__policy_grant__free_unpacked(g, NULL);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", "%s", err);
+		return;
+	}
+	control_actor(c, actor, sizeof(actor));
+	xasprintf(&detail, "policy %s v%u, %zu host%s", ch->pol->name,
+	    ch->pol->version, ch->pol->network != NULL ?
+	    ch->pol->network->n_allow : 0, ch->pol->network != NULL &&
+	    ch->pol->network->n_allow == 1 ? "" : "s");
+	if (control_audit(ed, ch->grant, "open", detail, actor) == -1) {
+		free(detail);
+		proxy_channel_close(ch);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "the audit log cannot be written: no channel opened");
+		return;
+	}
+	log_info("open execution %s task %s: %s", ch->grant->execution_id,
+	    ch->grant->task_id, detail);
+	free(detail);
+	pem = ca_cert_pem(ch->ca, &pemlen);
+	rep.socket_path = ch->path;
+	rep.ca_cert_pem.data = (uint8_t *)pem;
+	rep.ca_cert_pem.len = pemlen;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPENED;
+	env.egress_opened = &rep;
+	frame_conn_send(c, &env);
+}
+
+static void
+control_close(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	struct egressd		*ed = ctl->ed;
+	struct channel		*ch;
+	Sbx__V1__EgressUsage	 u = SBX__V1__EGRESS_USAGE__INIT;
+	Sbx__V1__RuleCount	 rc[EGRESS_NRULES], *rcp[EGRESS_NRULES];
+	Sbx__V1__Envelope	 env;
+	char			 actor[32], *detail;
+	size_t			 n = 0;
+
+	if ((ch = proxy_channel_find(ed, req->egress_close->execution_id)) ==
+	    NULL) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND, "",
+		    "no channel for execution %.128s",
+		    req->egress_close->execution_id);
+		return;
+	}
+	u.execution_id = ch->grant->execution_id;
+	u.bytes_out = ch->bytes_out;
+	u.bytes_in = ch->bytes_in;
+	u.requests = ch->requests;
+	for (int i = 0; i < EGRESS_NRULES; i++) {
+		if (ch->denials[i] == 0)
+			continue;
+		sbx__v1__rule_count__init(&rc[n]);
+		rc[n].rule = (char *)proxy_rule_name(i);
+		rc[n].count = ch->denials[i];
+		rcp[n] = &rc[n];
+		n++;
+	}
+	u.denials = rcp;
+	u.n_denials = n;
+	control_actor(c, actor, sizeof(actor));
+	xasprintf(&detail, "%llu requests, %llu bytes out, %llu bytes in, "
+	    "%zu denial rule%s", (unsigned long long)ch->requests,
+	    (unsigned long long)ch->bytes_out,
+	    (unsigned long long)ch->bytes_in, n, n == 1 ? "" : "s");
+	if (control_audit(ed, ch->grant, "close", detail, actor) == -1)
+		log_warnx("audit: cannot record closing execution %s",
+		    ch->grant->execution_id);
+	log_info("close execution %s: %s", ch->grant->execution_id, detail);
+	free(detail);
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_USAGE;
+	env.egress_usage = &u;
+	frame_conn_send(c, &env);
+	proxy_channel_close(ch);
+}
+
+char *
+control_metrics(const struct egressd *ed)
+{
+	const struct egress_metrics	*m = &ed->m;
+	char				*s, *t;
+
+	xasprintf(&s,
+	    "# HELP sbx_egressd_requests_total Requests decided.\n"
+	    "# TYPE sbx_egressd_requests_total counter\n"
+	    "sbx_egressd_requests_total %llu\n"
+	    "# HELP sbx_egressd_allowed_total Requests sent upstream.\n"
+	    "# TYPE sbx_egressd_allowed_total counter\n"
+	    "sbx_egressd_allowed_total %llu\n"
+	    "# HELP sbx_egressd_bytes_out_total Bytes sent upstream.\n"
+	    "# TYPE sbx_egressd_bytes_out_total counter\n"
+	    "sbx_egressd_bytes_out_total %llu\n"
+	    "# HELP sbx_egressd_bytes_in_total Bytes received upstream.\n"
+	    "# TYPE sbx_egressd_bytes_in_total counter\n"
+	    "sbx_egressd_bytes_in_total %llu\n"
+	    "# HELP sbx_egressd_upstream_errors_total Upstreams that failed.\n"
+	    "# TYPE sbx_egressd_upstream_errors_total counter\n"
+	    "sbx_egressd_upstream_errors_total %llu\n"
+	    "# HELP sbx_egressd_channels Channels open.\n"
+	    "# TYPE sbx_egressd_channels gauge\n"
+	    "sbx_egressd_channels %llu\n"
+	    "# HELP sbx_egressd_denials_total Requests denied, by rule.\n"
+	    "# TYPE sbx_egressd_denials_total counter\n",
+	    (unsigned long long)m->requests, (unsigned long long)m->allowed,
+	    (unsigned long long)m->bytes_out, (unsigned long long)m->bytes_in,
+	    (unsigned long long)m->upstream_errors,
+	    (unsigned long long)m->channels_open);
+	for (int i = 0; i < EGRESS_NRULES; i++) {
+		xasprintf(&t, "%ssbx_egressd_denials_total{rule=\"%s\"} %llu\n",
+		    s, proxy_rule_name(i), (unsigned long long)m->denials[i]);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+static void
+control_admin_metrics(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Metrics	 m = SBX__V1__METRICS__INIT;
+
+	m.text = control_metrics(ctl->ed);
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_METRICS;
+	env.metrics = &m;
+	frame_conn_send(c, &env);
+	free(m.text);
+}
+
+static void
+control_audit_query(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__AuditRecords	 recs = SBX__V1__AUDIT_RECORDS__INIT;
+	Sbx__V1__AuditEvent	**v = NULL;
+	size_t			 n = 0;
+
+	if (audit_query(ctl->ed->audit, req->audit_query->task_id,
+	    req->audit_query->limit, &v, &n) == -1) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "audit log cannot be read");
+		return;
+	}
+	recs.events = v;
+	recs.n_events = n;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
+	env.audit_records = &recs;
+	frame_conn_send(c, &env);
+	audit_events_free(v, n);
+}
+
+static void
+control_audit_verify(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__AuditVerifyReply	 r = SBX__V1__AUDIT_VERIFY_REPLY__INIT;
+
+	if (audit_verify(ctl->ed->audit, &r) == -1) {
+		audit_verify_clear(&r);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "audit log cannot be read");
+		return;
+	}
+	if (r.daemon == NULL || r.daemon[0] == '\0')
+		r.daemon = xstrdup("egressd");
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
+	env.audit_verified = &r;
+	frame_conn_send(c, &env);
+	audit_verify_clear(&r);
+}
+
+static void
+control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct control_sock	*cs = arg;
+	struct control		*ctl = cs->ctl;
+
+	if (!cs->admin) {
+		switch (req->body_case) {
+		case SBX__V1__ENVELOPE__BODY_EGRESS_OPEN:
+			control_open(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE:
+			control_close(ctl, c, req);
+			return;
+		default:
+			break;
+		}
+	} else {
+		switch (req->body_case) {
+		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+			control_admin_metrics(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+			control_audit_query(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+			control_audit_verify(ctl, c, req);
+			return;
+		default:
+			break;
+		}
+	}
+	frame_conn_send_error(c, req->request_id,
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", cs->admin ?
+	    "the admin socket does not take this message" :
+	    "the control socket does not take this message");
+}
+
+static struct frame_server *
+control_listen(struct control *ctl, const struct egressd_sock_conf *sc,
+    const char *name, struct control_sock *arg)
+{
+	struct frame_server_config	 cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = name;
+	cfg.path = sc->path;
+	cfg.mode = sc->mode;
+	cfg.owner = (uid_t)-1;
+	cfg.group = sc->group;
+	cfg.allow = &sc->allow;
+	return frame_server_listen(ctl->ed->base, &cfg, control_dispatch, arg);
+}
+
+struct control *
+control_start(struct egressd *ed)
+{
+	struct control	*ctl;
+
+	ctl = xcalloc(1, sizeof(*ctl));
+	ctl->ed = ed;
+	ctl->control_arg.ctl = ctl;
+	ctl->admin_arg.ctl = ctl;
+	ctl->admin_arg.admin = 1;
+	if ((ctl->control = control_listen(ctl, &ed->conf->control,
+	    "control", &ctl->control_arg)) == NULL ||
+	    (ctl->admin = control_listen(ctl, &ed->conf->admin, "admin",
+	    &ctl->admin_arg)) == NULL) {
+		control_stop(ctl);
+		return NULL;
+	}
+	return ctl;
+}
+
+void
+control_stop(struct control *ctl)
+{
+	if (ctl == NULL)
+		return;
+	frame_server_free(ctl->control);
+	frame_server_free(ctl->admin);
+	free(ctl);
+}

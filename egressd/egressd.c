@@ -1,0 +1,227 @@
+/*
+ * egressd.c: main.  Reads like the daemon's table of contents: options,
+ * config (every error reported, -n stops there), policyd's public key,
+ * the state and run directories, the sockets, the audit log, the
+ * resolver, the privilege drop, the event loop.  After the drop egressd
+ * holds only its own files, the outbound network and, in memory, the
+ * per-task CA keys.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <openssl/ssl.h>
+#include <sodium.h>
+
+#include "audit.h"
+#include "log.h"
+#include "sign.h"
+#include "util.h"
+#include "yaml.h"
+#include "egressd.h"
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: egressd [-dnv] [-f file]\n");
+	exit(1);
+}
+
+static int
+egressd_root(void)
+{
+	return geteuid() == 0;
+}
+
+static void
+egressd_dir(const struct egressd_conf *c, const char *path, mode_t mode,
+    const char *what)
+{
+	struct stat	 st;
+
+	if (mkdir(path, mode) == -1 && errno != EEXIST)
+		fatal("%s %s", what, path);
+	if (stat(path, &st) == -1)
+		fatal("%s %s", what, path);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("%s %s: not a directory", what, path);
+	if (chmod(path, mode) == -1)
+		fatal("chmod %s", path);
+	if (egressd_root() && c->user != NULL &&
+	    chown(path, c->uid, c->gid) == -1)
+		fatal("chown %s to %s", path, c->user);
+}
+
+static void
+egressd_drop(const struct egressd_conf *c)
+{
+	uid_t	 ru, eu, su;
+	gid_t	 rg, eg, sg;
+
+	if (!egressd_root()) {
+		if (c->user != NULL)
+			log_debug("not root: keeping uid %u rather than "
+			    "switching to %s", (unsigned)getuid(), c->user);
+		return;
+	}
+	if (c->user == NULL) {
+		log_warnx("running as root: set user in %s", c->file);
+		return;
+	}
+	if (setgroups(1, &c->gid) == -1 ||
+	    setresgid(c->gid, c->gid, c->gid) == -1 ||
+	    setresuid(c->uid, c->uid, c->uid) == -1)
+		fatal("cannot drop privileges to %s", c->user);
+	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
+	    ru != c->uid || eu != c->uid || su != c->uid ||
+	    rg != c->gid || eg != c->gid || sg != c->gid)
+		fatalx("privilege drop to %s did not take", c->user);
+	if (setuid(0) != -1)
+		fatalx("privilege drop to %s can be undone", c->user);
+}
+
+static void
+egressd_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct egressd	*ed = arg;
+
+	(void)what;
+	log_info("exiting on signal %d", (int)sig);
+	event_base_loopbreak(ed->base);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct egressd	 ed;
+	struct yerrs	 errs = { NULL, 0 };
+	struct event	*sigs[2];
+	struct channel	*ch;
+	const int	 signos[2] = { SIGTERM, SIGINT };
+	const char	*file = EGRESSD_CONF_DEFAULT;
+	char		 err[512], *db;
+	int		 c, debug = 0, noaction = 0, verbose = 0;
+
+	while ((c = getopt(argc, argv, "df:nv")) != -1) {
+		switch (c) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 'n':
+			noaction = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init("egressd", 1, noaction ? 0 : verbose);
+
+	memset(&ed, 0, sizeof(ed));
+	TAILQ_INIT(&ed.channels);
+	if ((ed.conf = parse_config(file, &errs)) == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		fprintf(stderr, "egressd: %s: %zu error%s\n", file, errs.n,
+		    errs.n == 1 ? "" : "s");
+		yerrs_free(&errs);
+		return 1;
+	}
+	yerrs_free(&errs);
+	if (sign_pubkey_load(ed.conf->public_key, ed.pk, err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "egressd: public_key %s: %s\n",
+		    ed.conf->public_key, err);
+		parse_config_free(ed.conf);
+		return 1;
+	}
+	if (noaction) {
+		printf("configuration OK\n");
+		parse_config_free(ed.conf);
+		return 0;
+	}
+	if (sodium_init() == -1)
+		fatalx("libsodium cannot start");
+	signal(SIGPIPE, SIG_IGN);
+	umask(077);
+	egressd_dir(ed.conf, ed.conf->state_dir, 0700, "state_dir");
+	/* Task sockets are found by name only: the directory is not
+	 * listable, and each socket is bind-mounted into its sandbox. */
+	egressd_dir(ed.conf, ed.conf->run_dir, 0711, "run_dir");
+
+	if ((ed.base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	if ((ed.ctl = control_start(&ed)) == NULL)
+		fatalx("cannot listen on the sockets");
+	if (!debug) {
+		if (daemon(1, 0) == -1)
+			fatal("daemon");
+		log_foreground(0);
+		if (event_reinit(ed.base) == -1)
+			fatalx("cannot reinitialise the event loop");
+	}
+	xasprintf(&db, "%s/%s", ed.conf->state_dir, EGRESSD_DB);
+	if ((ed.audit = audit_open(db, "egressd", err, sizeof(err))) == NULL)
+		fatalx("%s: %s", db, err);
+	if (egressd_root() && ed.conf->user != NULL) {
+		const char *const sfx[] = { "", "-wal", "-shm", NULL };
+
+		for (size_t i = 0; sfx[i] != NULL; i++) {
+			char	*f;
+
+			xasprintf(&f, "%s%s", db, sfx[i]);
+			if (chown(f, ed.conf->uid, ed.conf->gid) == -1 &&
+			    errno != ENOENT)
+				fatal("chown %s", f);
+			free(f);
+		}
+	}
+	free(db);
+	if ((ed.dns = resolve_init(ed.base, ed.conf)) == NULL)
+		fatalx("cannot start the resolver");
+	if ((ed.upstream_ctx = proxy_tls_upstream_ctx(ed.conf)) == NULL)
+		log_warnx("no upstream TLS context: CONNECT is refused");
+	egressd_drop(ed.conf);
+
+	for (int i = 0; i < 2; i++) {
+		if ((sigs[i] = evsignal_new(ed.base, signos[i],
+		    egressd_signal, &ed)) == NULL ||
+		    event_add(sigs[i], NULL) == -1)
+			fatalx("cannot handle signal %d", signos[i]);
+	}
+	log_info("started: control %s, admin %s, run_dir %s",
+	    ed.conf->control.path, ed.conf->admin.path, ed.conf->run_dir);
+
+	if (event_base_dispatch(ed.base) == -1)
+		log_warnx("event loop failed");
+
+	while ((ch = TAILQ_FIRST(&ed.channels)) != NULL)
+		proxy_channel_close(ch);
+	control_stop(ed.ctl);
+	for (int i = 0; i < 2; i++)
+		event_free(sigs[i]);
+	evdns_base_free(ed.dns, 0);
+	if (ed.upstream_ctx != NULL)
+		SSL_CTX_free(ed.upstream_ctx);
+	audit_close(ed.audit);
+	parse_config_free(ed.conf);
+	event_base_free(ed.base);
+	log_info("stopped");
+	return 0;
+}

@@ -1,0 +1,420 @@
+/*
+ * egressd.h: egressd's structures and the prototypes of its modules.
+ * egressd is the sandbox's only route out: one channel per execution,
+ * each a Unix socket bound into that one sandbox, behind which every HTTP
+ * request is decided against the execution's signed policy before a byte
+ * leaves.  The invariant everything here serves: nothing is sent upstream
+ * unless decide() allowed that exact request, to an address that was
+ * resolved and checked by egressd itself, and every denial is audited.
+ */
+#ifndef SBX_EGRESSD_H
+#define SBX_EGRESSD_H
+
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <http_parser.h>
+
+#include "peer.h"
+#include "policy.h"
+
+#include "sbx/v1/envelope.pb-c.h"
+#include "sbx/v1/policy.pb-c.h"
+
+#define EGRESSD_CONF_DEFAULT	"/etc/sbx/egressd.yaml"
+#define EGRESSD_DB		"egressd.db"
+
+/* Rule ids (EGRESS.md). */
+#define RULE_HOST		"host-not-allowed"
+#define RULE_METHOD		"method-not-allowed"
+#define RULE_PATH		"path-not-allowed"
+#define RULE_REQ_SIZE		"request-too-large"
+#define RULE_URL		"url-too-long"
+#define RULE_HEADERS		"headers-too-large"
+#define RULE_RESP_SIZE		"response-too-large"
+#define RULE_BUDGET		"egress-budget-exhausted"
+#define RULE_REDIRECT		"redirect-not-allowed"
+#define RULE_ADDRESS		"address-not-allowed"
+#define RULE_DNS		"dns-failed"
+#define RULE_CREDENTIAL		"credential-unavailable"
+#define RULE_BAD_REQUEST	"bad-request"
+#define RULE_SNI		"sni-mismatch"
+#define RULE_CONNS		"too-many-connections"
+#define RULE_TIMEOUT		"timeout"
+#define RULE_UPSTREAM		"upstream-failed"
+#define EGRESS_NRULES		17
+
+#define DECIDE_URL_MAX		2048
+#define DECIDE_HOST_MAX		256
+
+struct event_base;
+struct evdns_base;
+struct evconnlistener;
+struct bufferevent;
+struct evbuffer;
+struct audit;
+struct yerrs;
+struct ca;
+struct control;
+
+/* ---- parse.c ---- */
+
+struct egressd_sock_conf {
+	char			*path;
+	mode_t			 mode;
+	gid_t			 group;		/* (gid_t)-1 when unset */
+	struct peer_allow	 allow;
+};
+
+struct egressd_conf {
+	char			*file;
+	char			*dir;
+	char			*user;		/* NULL: no drop */
+	uid_t			 uid;
+	gid_t			 gid;
+	char			*state_dir;
+	char			*run_dir;
+	char			*public_key;
+	char			*resolv_conf;	/* NULL: /etc/resolv.conf */
+	char			*hosts_file;	/* NULL: none */
+	char			**upstream_cas;	/* extra trusted CA files */
+	size_t			  nupstream_cas;
+	char			*broker_path;	/* NULL: no broker */
+	uid_t			 broker_uid;
+	uint32_t		 max_conns_per_task;
+	uint32_t		 header_timeout;	/* seconds */
+	uint32_t		 idle_timeout;
+	uint32_t		 connect_timeout;
+	uint32_t		 max_header_kb;
+	uint32_t		 max_headers;
+	struct egressd_sock_conf control;
+	struct egressd_sock_conf admin;
+};
+
+struct egressd_conf *parse_config(const char *file, struct yerrs *);
+void		 parse_config_free(struct egressd_conf *);
+
+/* ---- decide.c: the pure decision ---- */
+
+/* A request target, canonicalised. */
+struct decide_target {
+	int		 tls;			/* https or inside CONNECT */
+	char		 host[DECIDE_HOST_MAX];	/* canonical; IPv6 bare */
+	int		 ip;			/* 4 or 6 for literals, else 0 */
+	uint16_t	 port;
+	int		 port_given;
+	char		*path;			/* origin-form, malloc'd */
+};
+
+struct decide_req {
+	const char	*method;
+	const struct decide_target *target;
+	size_t		 url_len;	/* the target as the client sent it */
+	uint64_t	 body_bytes;	/* decoded */
+	uint64_t	 out_bytes;	/* request line, headers and body sent */
+};
+
+struct decision {
+	const char			*rule;	/* NULL: allowed */
+	int				 status;
+	const Sbx__V1__AllowRule	*allow;
+	char				 detail[256];
+};
+
+/* Canonicalise a host as written in a URL or Host header (without the
+ * port): 0, or -1 with *why. */
+int		 decide_host_canon(const char *in, size_t len, char *out,
+		    size_t outlen, int *ip, const char **why);
+/* Parse an absolute-form http(s) URL (or, with authority_only, a CONNECT
+ * target host:port).  0 or -1 with *why; free with decide_target_clear. */
+int		 decide_parse_target(const char *url, size_t len,
+		    int authority_only, struct decide_target *,
+		    const char **why);
+/* Parse a Host header value: 0 or -1. */
+int		 decide_parse_authority(const char *s, size_t len, int tls,
+		    struct decide_target *, const char **why);
+void		 decide_target_clear(struct decide_target *);
+/* The rule for a host, or NULL. */
+const Sbx__V1__AllowRule *decide_rule(const Sbx__V1__Policy *,
+		    const char *host);
+uint16_t	 decide_rule_port(const Sbx__V1__AllowRule *, int tls);
+/* 1 if path (origin-form, query allowed) is allowed by the rule. */
+int		 decide_path(const Sbx__V1__AllowRule *, const char *path,
+		    const char **why);
+uint64_t	 decide_max_request(const Sbx__V1__AllowRule *);
+uint64_t	 decide_max_response(const Sbx__V1__AllowRule *);
+uint64_t	 decide_max_out(const Sbx__V1__Policy *);
+/* The reference decide() and the issue's extras, in order: host, port,
+ * method, URL length, path, request size, budget. */
+void		 decide_request(const Sbx__V1__Policy *,
+		    const struct decide_req *, uint64_t bytes_out,
+		    struct decision *);
+/* The target of a 3xx Location relative to the request: NULL if the
+ * policy allows the client to follow it, else the rule id. */
+const char	*decide_redirect(const Sbx__V1__Policy *,
+		    const struct decide_target *from, const char *location,
+		    char *detail, size_t detaillen);
+const Sbx__V1__Credential *decide_credential(const Sbx__V1__Policy *,
+		    const char *host);
+void		 decide_deny(struct decision *, const char *rule, int status,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* ---- resolve.c ---- */
+
+/* The class of a non-public address ("loopback", "private", ...), NULL
+ * for a public one. */
+const char	*resolve_addr_class(const struct sockaddr *);
+/* 1 if sa is inside cidr ("10.0.0.0/8", "fd00::/8"), 0 if not. */
+int		 resolve_cidr_match(const char *cidr, const struct sockaddr *);
+/* NULL if the rule lets egressd dial sa, else the class that forbids it. */
+const char	*resolve_addr_check(const Sbx__V1__AllowRule *,
+		    const struct sockaddr *);
+void		 resolve_addr_str(const struct sockaddr *, char *, size_t);
+
+struct resolve_req;
+/* ok: 0 with sa the first address the rule allows; -1 with rule
+ * (RULE_DNS or RULE_ADDRESS) and detail. */
+typedef void	(*resolve_cb)(int ok, const struct sockaddr *, socklen_t,
+		    const char *rule, const char *detail, void *arg);
+struct evdns_base *resolve_init(struct event_base *,
+		    const struct egressd_conf *);
+struct resolve_req *resolve_start(struct evdns_base *,
+		    const Sbx__V1__AllowRule *, const struct decide_target *,
+		    resolve_cb, void *arg);
+void		 resolve_cancel(struct resolve_req *);
+
+/* ---- ca.c ---- */
+
+struct ca	*ca_new(const char *execution_id, char *err, size_t errlen);
+void		 ca_free(struct ca *);
+/* PEM of the CA certificate (the public part). */
+const char	*ca_cert_pem(const struct ca *, size_t *lenp);
+/* An SSL_CTX serving a leaf for host (cached per CA); NULL on error. */
+struct ssl_ctx_st *ca_leaf_ctx(struct ca *, const char *host);
+
+/* ---- broker.c ---- */
+
+struct broker_req;
+/* ok 1: value (len bytes, sodium_malloc'd, zeroed and freed after the
+ * callback returns) for header; ok 0: why says what failed. */
+typedef void	(*broker_cb)(int ok, const char *header,
+		    const uint8_t *value, size_t len, const char *why,
+		    void *arg);
+struct broker_req *broker_fetch(struct event_base *,
+		    const struct egressd_conf *,
+		    const Sbx__V1__SignedPolicy *, const char *host,
+		    const char *secret, const char *header, broker_cb,
+		    void *arg);
+void		 broker_cancel(struct broker_req *);
+
+/* ---- proxy_http.c ---- */
+
+struct http_hdr {
+	char		*name;
+	size_t		 nlen;
+	char		*value;
+	size_t		 vlen;
+};
+
+/* One request as the sandbox sent it, parsed by libhttp-parser. */
+struct http_req {
+	http_parser	 p;
+	/* Called once the head is parsed and checked, before any body
+	 * byte: decides, sets max_body; -1 refuses (rule set by it). */
+	int		(*on_head)(struct http_req *, void *);
+	void		*arg;
+	size_t		 max_headers;
+	uint64_t	 max_body;	/* set once the rule is known */
+	char		*url;
+	size_t		 url_len;	/* as sent, even past the cap */
+	const char	*method;
+	struct http_hdr	*hdrs;
+	size_t		 nhdrs;
+	int		 in_value;
+	int		 headers_done;
+	int		 complete;
+	int		 chunked;
+	int		 keep_alive;
+	int		 expect_continue;
+	struct evbuffer	*body;		/* decoded */
+	uint64_t	 body_bytes;
+	const char	*rule;		/* set on a refusal */
+	const char	*why;
+};
+
+/* The upstream's response head, and the body's framing. */
+struct http_resp {
+	http_parser	 p;
+	int		 head_request;	/* the request was HEAD */
+	uint64_t	 max_body;
+	unsigned	 status;
+	char		*location;
+	int		 in_location;
+	int		 field_is_location;
+	size_t		 nhdrs;
+	size_t		 max_headers;
+	int		 headers_done;
+	int		 complete;
+	int		 keep_alive;
+	uint64_t	 body_bytes;
+	const char	*rule;
+	const char	*why;
+};
+
+/* Strict checks of a head (request or response) before it is parsed:
+ * CRLF line ends only, no obs-fold, no NUL or other control bytes in it.
+ * 0 or -1 with *why. */
+int		 http_head_check(const char *head, size_t len,
+		    const char **why);
+void		 http_req_init(struct http_req *, size_t max_headers);
+void		 http_req_reset(struct http_req *);
+void		 http_req_clear(struct http_req *);
+/*
+ * Feed bytes; returns how many were used.  Calls on_head after the head
+ * and stops after the message (complete).  On a refusal returns -1 with
+ * rule and why set.
+ */
+long		 http_req_feed(struct http_req *, const char *, size_t);
+const struct http_hdr *http_req_header(const struct http_req *,
+		    const char *name, size_t *count);
+/* The head to send upstream: request line in origin form, Host, the
+ * client's end-to-end headers minus `drop` (the credential's header, may
+ * be NULL), Content-Length; without the final CRLF. */
+void		 http_req_head(const struct http_req *,
+		    const struct decide_target *, const char *drop,
+		    struct evbuffer *out);
+void		 http_resp_init(struct http_resp *, size_t max_headers,
+		    int head_request, uint64_t max_body);
+void		 http_resp_clear(struct http_resp *);
+long		 http_resp_feed(struct http_resp *, const char *, size_t);
+
+/* ---- proxy.c ---- */
+
+struct egress_metrics {
+	uint64_t	 requests;
+	uint64_t	 allowed;
+	uint64_t	 bytes_out;
+	uint64_t	 bytes_in;
+	uint64_t	 channels_open;
+	uint64_t	 upstream_errors;
+	uint64_t	 denials[EGRESS_NRULES];
+};
+
+struct proxy_conn;
+TAILQ_HEAD(proxy_conns, proxy_conn);
+
+enum proxy_state {
+	PC_IDLE,		/* waiting for (the rest of) a request head */
+	PC_BODY,		/* head decided, reading the body */
+	PC_WAIT,		/* brokerd, DNS or connect in progress */
+	PC_RESPONSE,		/* request sent, relaying the response */
+	PC_TUNNEL,		/* CONNECT: TLS handshake with the client */
+	PC_CLOSING,		/* flushing a last reply, then freed */
+};
+
+struct proxy_conn {
+	TAILQ_ENTRY(proxy_conn)	 entry;
+	struct channel		*ch;
+	int			 counted;	/* in ch->conns */
+	enum proxy_state	 state;
+	struct bufferevent	*cbev;		/* the sandbox's side */
+	struct bufferevent	*ubev;		/* upstream */
+	char			 up_host[DECIDE_HOST_MAX];
+	uint16_t		 up_port;
+	int			 connecting;
+	int			 close_after;
+	struct http_req		 req;
+	struct decide_target	 target;
+	struct decision		 dec;
+	const Sbx__V1__AllowRule *rule;
+	struct evbuffer		*head;		/* rebuilt request head */
+	uint8_t			*cred_line;	/* sodium_malloc'd */
+	size_t			 cred_len;
+	struct resolve_req	*rq;
+	struct broker_req	*br;
+	struct http_resp	 resp;
+	int			 resp_head_sent;
+	/* CONNECT interception (proxy_tls.c) */
+	int			 tls;		/* requests come over TLS */
+	char			 tls_host[DECIDE_HOST_MAX];
+	int			 tls_ip;
+	uint16_t		 tls_port;
+	struct ssl_st		*client_ssl;
+};
+
+struct channel {
+	TAILQ_ENTRY(channel)	 entry;
+	struct egressd		*ed;
+	Sbx__V1__PolicyGrant	*grant;
+	const Sbx__V1__Policy	*pol;		/* grant->policy */
+	Sbx__V1__SignedPolicy	 signed_;	/* copy, for brokerd */
+	char			*path;		/* the task's socket */
+	struct evconnlistener	*lev;
+	struct ca		*ca;
+	int			 listed;	/* in ed->channels */
+	struct proxy_conns	 conns;
+	uint32_t		 nconns;
+	uint64_t		 bytes_out;
+	uint64_t		 bytes_in;
+	uint64_t		 requests;
+	uint64_t		 denials[EGRESS_NRULES];
+};
+TAILQ_HEAD(channels, channel);
+
+struct egressd {
+	struct egressd_conf	*conf;
+	unsigned char		 pk[32];
+	struct event_base	*base;
+	struct evdns_base	*dns;
+	struct audit		*audit;
+	struct control		*ctl;
+	struct channels		 channels;
+	struct egress_metrics	 m;
+	struct ssl_ctx_st	*upstream_ctx;	/* verified client side */
+};
+
+/* Index of a rule id in the counters, -1 if unknown. */
+int		 proxy_rule_index(const char *rule);
+const char	*proxy_rule_name(int);
+/* Open the task's socket for a verified grant (ownership passes). */
+struct channel	*proxy_channel_open(struct egressd *, Sbx__V1__PolicyGrant *,
+		    const Sbx__V1__SignedPolicy *, char *err, size_t errlen);
+struct channel	*proxy_channel_find(struct egressd *, const char *exec_id);
+/* Stop accepting, end every connection, remove the socket, free. */
+void		 proxy_channel_close(struct channel *);
+/* Count and audit a denial of the channel. */
+void		 proxy_audit_deny(struct channel *, const char *rule,
+		    const char *detail);
+/* Deny the connection's request: audit, JSON reply, close. */
+void		 proxy_deny(struct proxy_conn *, const char *rule, int status,
+		    const char *detail);
+void		 proxy_conn_free(struct proxy_conn *);
+/* Callbacks and timeouts of the client side, after a TLS switch too. */
+void		 proxy_conn_setup(struct proxy_conn *);
+/* Resolve, check and dial the target (or reuse the connection). */
+void		 proxy_dial(struct proxy_conn *);
+void		 proxy_cred_cleanup(const void *, size_t, void *);
+
+/* ---- proxy_tls.c ---- */
+
+/* The CONNECT was allowed: answer 200 and start the TLS handshake. */
+void		 proxy_tls_start(struct proxy_conn *);
+/* The upstream TCP connection is up: wrap it in verified TLS, send. */
+void		 proxy_tls_upstream(struct proxy_conn *);
+void		 proxy_tls_upstream_failed(struct proxy_conn *, const char *);
+void		 proxy_tls_clear(struct proxy_conn *);
+/* The client-side SSL_CTX for upstreams (system store + conf CAs). */
+struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd_conf *);
+/* Send the rebuilt request (proxy.c). */
+void		 proxy_send_request(struct proxy_conn *);
+
+/* ---- control.c ---- */
+
+struct control	*control_start(struct egressd *);
+void		 control_stop(struct control *);
+char		*control_metrics(const struct egressd *);
+
+#endif

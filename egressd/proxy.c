@@ -1,0 +1,1067 @@
+/*
+ * proxy.c: a channel's socket and its connections.  Each channel is one
+ * execution: a Unix socket (mode 0666, reachable only through the bind
+ * mount into that one sandbox) whose connections speak HTTP/1.1 as to a
+ * forward proxy.  Each request goes through the same steps, in order:
+ * parse and check framing (proxy_http.c), decide the head (decide.c),
+ * read and count the body, decide again with the real sizes, fetch the
+ * credential (broker.c), resolve the name and check the address
+ * (resolve.c), dial exactly that address, send a request rebuilt from
+ * the parsed one, and relay the response while checking its status,
+ * Location and size.  Any refusal ends the request with a JSON denial and
+ * an audit event, and nothing of that request has been sent upstream.
+ *
+ * Invariant: bytes reach an upstream socket only in proxy_send_request(), which
+ * runs only after every check above has passed for that request.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <jansson.h>
+#include <openssl/ssl.h>
+#include <sodium.h>
+
+#include "audit.h"
+#include "log.h"
+#include "util.h"
+#include "egressd.h"
+
+static const char *const proxy_rules[EGRESS_NRULES] = {
+	RULE_HOST, RULE_METHOD, RULE_PATH, RULE_REQ_SIZE, RULE_URL,
+	RULE_HEADERS, RULE_RESP_SIZE, RULE_BUDGET, RULE_REDIRECT,
+	RULE_ADDRESS, RULE_DNS, RULE_CREDENTIAL, RULE_BAD_REQUEST, RULE_SNI,
+	RULE_CONNS, RULE_TIMEOUT, RULE_UPSTREAM,
+};
+
+static void	proxy_parse(struct proxy_conn *);
+static void	proxy_up_read(struct bufferevent *, void *);
+static void	proxy_up_event(struct bufferevent *, short, void *);
+static void	proxy_client_read(struct bufferevent *, void *);
+static void	proxy_client_write(struct bufferevent *, void *);
+static void	proxy_client_event(struct bufferevent *, short, void *);
+
+int
+proxy_rule_index(const char *rule)
+{
+	for (int i = 0; i < EGRESS_NRULES; i++)
+		if (strcmp(proxy_rules[i], rule) == 0)
+			return i;
+	return -1;
+}
+
+const char *
+proxy_rule_name(int i)
+{
+	return i >= 0 && i < EGRESS_NRULES ? proxy_rules[i] : "?";
+}
+
+void
+proxy_audit_deny(struct channel *ch, const char *rule, const char *detail)
+{
+	Sbx__V1__AuditEvent	 ev = SBX__V1__AUDIT_EVENT__INIT;
+	int			 i = proxy_rule_index(rule);
+
+	if (i >= 0) {
+		ch->denials[i]++;
+		ch->ed->m.denials[i]++;
+	}
+	log_info("deny %s task %s execution %s: %s", rule,
+	    ch->grant->task_id, ch->grant->execution_id, detail);
+	if (ch->ed->audit == NULL)
+		return;
+	ev.task_id = ch->grant->task_id;
+	ev.execution_id = ch->grant->execution_id;
+	ev.policy_hash = ch->grant->policy_hash;
+	ev.action = (char *)"deny";
+	ev.rule = (char *)rule;
+	ev.detail = (char *)detail;
+	ev.actor = (char *)"sandbox";
+	if (audit_append(ch->ed->audit, &ev) == -1)
+		log_warnx("audit: cannot record a %s denial", rule);
+	else
+		audit_event_clear(&ev);
+}
+
+static void
+proxy_timeouts(struct bufferevent *bev, uint32_t rd, uint32_t wr)
+{
+	struct timeval	 r = { rd, 0 }, w = { wr, 0 };
+
+	bufferevent_set_timeouts(bev, rd ? &r : NULL, wr ? &w : NULL);
+}
+
+static void
+proxy_up_free(struct proxy_conn *c)
+{
+	if (c->ubev != NULL)
+		bufferevent_free(c->ubev);
+	c->ubev = NULL;
+	c->up_host[0] = '\0';
+}
+
+static void
+proxy_request_clear(struct proxy_conn *c)
+{
+	resolve_cancel(c->rq);
+	c->rq = NULL;
+	broker_cancel(c->br);
+	c->br = NULL;
+	if (c->cred_line != NULL)
+		sodium_free(c->cred_line);
+	c->cred_line = NULL;
+	c->cred_len = 0;
+	decide_target_clear(&c->target);
+	memset(&c->target, 0, sizeof(c->target));
+	http_resp_clear(&c->resp);
+	memset(&c->resp, 0, sizeof(c->resp));
+	if (c->head != NULL)
+		evbuffer_drain(c->head, evbuffer_get_length(c->head));
+	c->rule = NULL;
+	c->resp_head_sent = 0;
+	memset(&c->dec, 0, sizeof(c->dec));
+}
+
+void
+proxy_conn_free(struct proxy_conn *c)
+{
+	struct channel	*ch = c->ch;
+
+	proxy_request_clear(c);
+	http_req_clear(&c->req);
+	proxy_up_free(c);
+	if (c->head != NULL)
+		evbuffer_free(c->head);
+	if (c->cbev != NULL)
+		bufferevent_free(c->cbev);
+	proxy_tls_clear(c);
+	if (c->counted) {
+		TAILQ_REMOVE(&ch->conns, c, entry);
+		ch->nconns--;
+	}
+	free(c);
+}
+
+/* Close after what is queued for the client has been written. */
+static void
+proxy_close(struct proxy_conn *c)
+{
+	proxy_request_clear(c);
+	proxy_up_free(c);
+	c->state = PC_CLOSING;
+	bufferevent_disable(c->cbev, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0)
+		proxy_conn_free(c);
+}
+
+/* A reply egressd writes itself: a denial or an upstream failure. */
+static void
+proxy_reply(struct proxy_conn *c, int status, const char *rule,
+    const char *detail)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->cbev);
+	json_t		*j;
+	char		*body;
+	const char	*reason;
+
+	switch (status) {
+	case 400: reason = "Bad Request"; break;
+	case 408: reason = "Request Timeout"; break;
+	case 413: reason = "Payload Too Large"; break;
+	case 414: reason = "URI Too Long"; break;
+	case 431: reason = "Request Header Fields Too Large"; break;
+	case 502: reason = "Bad Gateway"; break;
+	case 504: reason = "Gateway Timeout"; break;
+	default: reason = "Forbidden"; break;
+	}
+	j = json_pack("{s:s, s:s, s:s}", "rule", rule, "detail", detail,
+	    "policy_hash", c->ch->grant->policy_hash);
+	body = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (body == NULL)
+		body = xstrdup("{}");
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n"
+	    "X-Sbx-Rule: %s\r\n"
+	    "Connection: close\r\n\r\n%s\n", status, reason,
+	    strlen(body) + 1, rule, body);
+	free(body);
+	json_decref(j);
+}
+
+/* Deny this request: audit, answer, close the connection (the rest of
+ * the request may still be unread). */
+void
+proxy_deny(struct proxy_conn *c, const char *rule, int status,
+    const char *detail)
+{
+	if (c->state == PC_CLOSING)
+		return;
+	proxy_audit_deny(c->ch, rule, detail);
+	if (c->resp_head_sent) {
+		/* Part of the response is out: all that is left is to cut
+		 * it short. */
+		proxy_close(c);
+		return;
+	}
+	proxy_reply(c, status, rule, detail);
+	proxy_close(c);
+}
+
+static void
+proxy_fail(struct proxy_conn *c, int status, const char *detail)
+{
+	c->ch->ed->m.upstream_errors++;
+	log_debug("execution %s: %s", c->ch->grant->execution_id, detail);
+	if (!c->resp_head_sent)
+		proxy_reply(c, status, RULE_UPSTREAM, detail);
+	proxy_close(c);
+}
+
+static int
+proxy_status(const char *rule)
+{
+	if (strcmp(rule, RULE_HEADERS) == 0)
+		return 431;
+	if (strcmp(rule, RULE_REQ_SIZE) == 0)
+		return 413;
+	if (strcmp(rule, RULE_URL) == 0)
+		return 414;
+	if (strcmp(rule, RULE_BAD_REQUEST) == 0)
+		return 400;
+	return 403;
+}
+
+/* ---- request ---- */
+
+/*
+ * The head is parsed: canonicalise the target, check it against Host,
+ * and decide everything that does not need the body, so a denied
+ * request's body is never even read.
+ */
+static int
+proxy_on_head(struct http_req *r, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	const struct http_hdr	*h, *cl;
+	struct decide_target	 ht;
+	struct decide_req	 dr;
+	const char		*why = NULL;
+	uint64_t		 declared = 0;
+
+	c->ch->requests++;
+	c->ch->ed->m.requests++;
+	if (r->p.method == HTTP_CONNECT) {
+		if (c->tls) {
+			decide_deny(&c->dec, RULE_BAD_REQUEST, 400,
+			    "CONNECT inside a CONNECT tunnel");
+			return -1;
+		}
+		if (decide_parse_target(r->url, r->url_len, 1, &c->target,
+		    &why) == -1) {
+			decide_deny(&c->dec, RULE_BAD_REQUEST, 400,
+			    "bad CONNECT target: %s", why);
+			return -1;
+		}
+	} else if (c->tls) {
+		/* Inside the tunnel: origin-form, on the CONNECT's host. */
+		if (r->url_len == 0 || r->url_len > DECIDE_URL_MAX ||
+		    r->url[0] != '/') {
+			if (r->url_len > DECIDE_URL_MAX)
+				decide_deny(&c->dec, RULE_URL, 414, "URL of "
+				    "%zu bytes is over the %d-byte limit",
+				    r->url_len, DECIDE_URL_MAX);
+			else
+				decide_deny(&c->dec, RULE_BAD_REQUEST, 400,
+				    "want an origin-form target inside the "
+				    "tunnel");
+			return -1;
+		}
+		if (strpbrk(r->url, "\\#") != NULL) {
+			decide_deny(&c->dec, RULE_BAD_REQUEST, 400,
+			    "backslash or fragment in URL");
+			return -1;
+		}
+		memset(&c->target, 0, sizeof(c->target));
+		snprintf(c->target.host, sizeof(c->target.host), "%s",
+		    c->tls_host);
+		c->target.ip = c->tls_ip;
+		c->target.port = c->tls_port;
+		c->target.tls = 1;
+		c->target.path = xstrdup(r->url);
+	} else if (r->url_len > DECIDE_URL_MAX) {
+		/* Too long to be worth parsing; the host still decides
+		 * which denial an agent reads, so try. */
+		if (decide_parse_target(r->url, strlen(r->url), 0,
+		    &c->target, &why) == -1) {
+			decide_deny(&c->dec, RULE_URL, 414, "URL of %zu bytes "
+			    "is over the %d-byte limit", r->url_len,
+			    DECIDE_URL_MAX);
+			return -1;
+		}
+	} else if (decide_parse_target(r->url, r->url_len, 0, &c->target,
+	    &why) == -1) {
+		decide_deny(&c->dec, RULE_BAD_REQUEST, 400, "bad request "
+		    "target: %s", why);
+		return -1;
+	}
+	if (r->p.method != HTTP_CONNECT &&
+	    (h = http_req_header(r, "Host", NULL)) != NULL) {
+		if (decide_parse_authority(h->value, h->vlen, c->target.tls,
+		    &ht, &why) == -1) {
+			decide_deny(&c->dec, RULE_BAD_REQUEST, 400, "bad Host "
+			    "header: %s", why);
+			return -1;
+		}
+		if (strcmp(ht.host, c->target.host) != 0 ||
+		    ht.port != c->target.port) {
+			decide_deny(&c->dec, c->tls ? RULE_SNI :
+			    RULE_BAD_REQUEST, c->tls ? 403 : 400,
+			    "Host %s:%u does not match the target %s:%u",
+			    ht.host, ht.port, c->target.host,
+			    c->target.port);
+			return -1;
+		}
+	}
+	if ((cl = http_req_header(r, "Content-Length", NULL)) != NULL)
+		declared = strtoull(cl->value, NULL, 10);
+	memset(&dr, 0, sizeof(dr));
+	dr.method = r->p.method == HTTP_CONNECT ? NULL : r->method;
+	dr.target = &c->target;
+	dr.url_len = c->tls ? r->url_len : r->url_len;
+	dr.body_bytes = declared;
+	if (r->p.method == HTTP_CONNECT) {
+		/* A tunnel is decided on host and port here; every
+		 * request inside is decided on its own. */
+		const Sbx__V1__AllowRule *ar = decide_rule(c->ch->pol,
+		    c->target.host);
+
+		if (ar == NULL)
+			decide_deny(&c->dec, RULE_HOST, 403, "host %s is not "
+			    "in the policy's allowlist", c->target.host);
+		else if (c->target.port != decide_rule_port(ar, 1))
+			decide_deny(&c->dec, RULE_HOST, 403, "port %u is not "
+			    "allowed for host %s", c->target.port,
+			    c->target.host);
+		c->dec.allow = ar;
+		c->rule = ar;
+		return c->dec.rule != NULL ? -1 : 0;
+	}
+	/* Everything but the budget: that is checked with the real
+	 * sizes once the body is in. */
+	decide_request(c->ch->pol, &dr, 0, &c->dec);
+	if (c->dec.rule != NULL && strcmp(c->dec.rule, RULE_BUDGET) != 0)
+		return -1;
+	memset(&c->dec, 0, sizeof(c->dec));
+	c->rule = decide_rule(c->ch->pol, c->target.host);
+	r->max_body = decide_max_request(c->rule);
+	if (r->expect_continue)
+		evbuffer_add_printf(bufferevent_get_output(c->cbev),
+		    "HTTP/1.1 100 Continue\r\n\r\n");
+	return 0;
+}
+
+void
+proxy_send_request(struct proxy_conn *c)
+{
+	struct evbuffer	*out = bufferevent_get_output(c->ubev);
+	size_t		 n = evbuffer_get_length(c->head) +
+			    evbuffer_get_length(c->req.body) + 2;
+
+	evbuffer_add_buffer(out, c->head);
+	if (c->cred_line != NULL) {
+		/* The credential stays in sodium memory until it is
+		 * written, and is zeroed as it is freed. */
+		if (evbuffer_add_reference(out, c->cred_line, c->cred_len,
+		    proxy_cred_cleanup, NULL) == 0)
+			c->cred_line = NULL;
+		else {
+			proxy_fail(c, 502, "cannot queue the request");
+			return;
+		}
+	}
+	evbuffer_add(out, "\r\n", 2);
+	evbuffer_add_buffer(out, c->req.body);
+	c->ch->bytes_out += n;
+	c->ch->ed->m.bytes_out += n;
+	c->ch->ed->m.allowed++;
+	http_resp_init(&c->resp, c->ch->ed->conf->max_headers,
+	    c->req.p.method == HTTP_HEAD, decide_max_response(c->rule));
+	c->state = PC_RESPONSE;
+	proxy_timeouts(c->ubev, c->ch->ed->conf->idle_timeout,
+	    c->ch->ed->conf->idle_timeout);
+	proxy_timeouts(c->cbev, 0, c->ch->ed->conf->idle_timeout);
+	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+}
+
+void
+proxy_cred_cleanup(const void *data, size_t len, void *arg)
+{
+	(void)len;
+	(void)arg;
+	sodium_free((void *)data);
+}
+
+static void
+proxy_up_connected(struct proxy_conn *c)
+{
+	if (c->tls)
+		proxy_tls_upstream(c);
+	else
+		proxy_send_request(c);
+}
+
+static void
+proxy_resolved(int ok, const struct sockaddr *sa, socklen_t salen,
+    const char *rule, const char *detail, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	char			 addr[64];
+
+	c->rq = NULL;
+	if (ok == -1) {
+		proxy_deny(c, rule, 403, detail);
+		return;
+	}
+	resolve_addr_str(sa, addr, sizeof(addr));
+	log_debug("execution %s: %s:%u is %s", c->ch->grant->execution_id,
+	    c->target.host, c->target.port, addr);
+	if ((c->ubev = bufferevent_socket_new(c->ch->ed->base, -1,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		proxy_fail(c, 502, "cannot create a socket");
+		return;
+	}
+	bufferevent_setcb(c->ubev, proxy_up_read, NULL, proxy_up_event, c);
+	proxy_timeouts(c->ubev, c->ch->ed->conf->connect_timeout,
+	    c->ch->ed->conf->connect_timeout);
+	/* Exactly the address that was checked. */
+	if (bufferevent_socket_connect(c->ubev, sa, (int)salen) == -1) {
+		proxy_fail(c, 502, "cannot connect upstream");
+		return;
+	}
+	snprintf(c->up_host, sizeof(c->up_host), "%s", c->target.host);
+	c->up_port = c->target.port;
+	c->connecting = 1;
+}
+
+/* Reuse the upstream connection when it goes to the same place. */
+void
+proxy_dial(struct proxy_conn *c)
+{
+	struct resolve_req	*rq;
+
+	if (c->ubev != NULL && !c->connecting &&
+	    strcmp(c->up_host, c->target.host) == 0 &&
+	    c->up_port == c->target.port) {
+		proxy_send_request(c);
+		return;
+	}
+	proxy_up_free(c);
+	c->state = PC_WAIT;
+	rq = resolve_start(c->ch->ed->dns, c->rule, &c->target,
+	    proxy_resolved, c);
+	/* An immediate answer has run the callback already. */
+	if (rq != NULL)
+		c->rq = rq;
+}
+
+static void
+proxy_credential(int ok, const char *header, const uint8_t *value,
+    size_t len, const char *why, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	size_t			 hl;
+	char			 detail[600];
+
+	c->br = NULL;
+	if (!ok) {
+		snprintf(detail, sizeof(detail), "no credential for %s: %s",
+		    c->target.host, why);
+		proxy_deny(c, RULE_CREDENTIAL, 403, detail);
+		return;
+	}
+	for (size_t i = 0; i < len; i++)
+		if (value[i] == '\r' || value[i] == '\n' || value[i] == '\0') {
+			proxy_deny(c, RULE_CREDENTIAL, 403, "the credential "
+			    "is not a valid header value");
+			return;
+		}
+	hl = strlen(header);
+	c->cred_len = hl + 2 + len + 2;
+	if ((c->cred_line = sodium_malloc(c->cred_len)) == NULL) {
+		proxy_deny(c, RULE_CREDENTIAL, 403, "out of secure memory");
+		return;
+	}
+	memcpy(c->cred_line, header, hl);
+	memcpy(c->cred_line + hl, ": ", 2);
+	memcpy(c->cred_line + hl + 2, value, len);
+	memcpy(c->cred_line + hl + 2 + len, "\r\n", 2);
+	proxy_dial(c);
+}
+
+/* The whole request is in: decide again with the real sizes. */
+static void
+proxy_request_ready(struct proxy_conn *c)
+{
+	const Sbx__V1__Credential	*cred;
+	const struct egressd_conf	*conf = c->ch->ed->conf;
+	struct decide_req		 dr;
+
+	c->state = PC_WAIT;
+	bufferevent_set_timeouts(c->cbev, NULL, NULL);
+	if (c->req.p.method == HTTP_CONNECT) {
+		proxy_tls_start(c);
+		return;
+	}
+	cred = decide_credential(c->ch->pol, c->target.host);
+	http_req_head(&c->req, &c->target, cred != NULL ? cred->header :
+	    NULL, c->head);
+	memset(&dr, 0, sizeof(dr));
+	dr.method = c->req.method;
+	dr.target = &c->target;
+	dr.url_len = c->req.url_len;
+	dr.body_bytes = c->req.body_bytes;
+	dr.out_bytes = evbuffer_get_length(c->head) + 2 + c->req.body_bytes;
+	decide_request(c->ch->pol, &dr, c->ch->bytes_out, &c->dec);
+	if (c->dec.rule != NULL) {
+		proxy_deny(c, c->dec.rule, c->dec.status, c->dec.detail);
+		return;
+	}
+	if (cred == NULL) {
+		proxy_dial(c);
+		return;
+	}
+	if (conf->broker_path == NULL) {
+		proxy_deny(c, RULE_CREDENTIAL, 403, "no credential broker is "
+		    "configured");
+		return;
+	}
+	c->br = broker_fetch(c->ch->ed->base, conf, &c->ch->signed_,
+	    c->target.host, cred->secret, cred->header, proxy_credential, c);
+}
+
+static void
+proxy_head_timeout(struct proxy_conn *c)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->cbev);
+	size_t		 len = evbuffer_get_length(in);
+
+	proxy_timeouts(c->cbev, len > 0 ? c->ch->ed->conf->header_timeout :
+	    c->ch->ed->conf->idle_timeout, c->ch->ed->conf->idle_timeout);
+}
+
+static void
+proxy_parse(struct proxy_conn *c)
+{
+	struct evbuffer		*in = bufferevent_get_input(c->cbev);
+	const struct egressd_conf *conf = c->ch->ed->conf;
+	size_t			 max_head = (size_t)conf->max_header_kb * 1024;
+	struct evbuffer_ptr	 pos;
+	const char		*why;
+	size_t			 len, n;
+	char			*data;
+	long			 used;
+
+	while (c->state == PC_IDLE || c->state == PC_BODY) {
+		len = evbuffer_get_length(in);
+		if (len == 0)
+			break;
+		if (c->state == PC_IDLE) {
+			pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+			if (pos.pos == -1) {
+				n = len < max_head ? len : max_head;
+				data = (char *)evbuffer_pullup(in, (ssize_t)n);
+				/* Refuse a bad head before it is complete,
+				 * but a trailing CR may still get its LF. */
+				if (n > 0 && data[n - 1] == '\r')
+					n--;
+				if (http_head_check(data, n, &why) == -1) {
+					proxy_deny(c, RULE_BAD_REQUEST, 400,
+					    why);
+					return;
+				}
+				if (len > max_head)
+					proxy_deny(c, RULE_HEADERS, 431,
+					    "request head over max_header_kb");
+				else
+					proxy_head_timeout(c);
+				return;
+			}
+			n = (size_t)pos.pos + 4;
+			if (n > max_head) {
+				proxy_deny(c, RULE_HEADERS, 431, "request "
+				    "head over max_header_kb");
+				return;
+			}
+			data = (char *)evbuffer_pullup(in, (ssize_t)n);
+			if (http_head_check(data, n, &why) == -1) {
+				proxy_deny(c, RULE_BAD_REQUEST, 400, why);
+				return;
+			}
+			c->state = PC_BODY;
+		} else {
+			n = len;
+			data = (char *)evbuffer_pullup(in, -1);
+		}
+		used = http_req_feed(&c->req, data, n);
+		if (used < 0) {
+			if (c->dec.rule != NULL)
+				proxy_deny(c, c->dec.rule, c->dec.status,
+				    c->dec.detail);
+			else
+				proxy_deny(c, c->req.rule,
+				    proxy_status(c->req.rule),
+				    c->req.why != NULL ? c->req.why :
+				    "refused");
+			return;
+		}
+		evbuffer_drain(in, (size_t)used);
+		if (c->req.complete) {
+			proxy_request_ready(c);
+			return;
+		}
+		if (used == 0)
+			break;
+	}
+	if (c->state == PC_BODY)
+		proxy_timeouts(c->cbev, conf->header_timeout,
+		    conf->idle_timeout);
+}
+
+/* The response is over: ready for the next request. */
+static void
+proxy_response_done(struct proxy_conn *c)
+{
+	int	 keep = c->req.keep_alive && !c->close_after;
+
+	if (!c->resp.keep_alive || evbuffer_get_length(
+	    bufferevent_get_input(c->ubev)) > 0)
+		proxy_up_free(c);
+	proxy_request_clear(c);
+	if (!keep) {
+		proxy_close(c);
+		return;
+	}
+	http_req_reset(&c->req);
+	c->state = PC_IDLE;
+	if (c->ubev != NULL)
+		proxy_timeouts(c->ubev, 0, 0);
+	proxy_head_timeout(c);
+	bufferevent_enable(c->cbev, EV_READ);
+	proxy_parse(c);
+}
+
+static int
+proxy_is_redirect(unsigned status)
+{
+	return status == 301 || status == 302 || status == 303 ||
+	    status == 307 || status == 308;
+}
+
+/* Feed the upstream's bytes through the response parser, forwarding
+ * exactly what it has accepted. */
+static void
+proxy_relay(struct proxy_conn *c, int eof)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->ubev);
+	struct evbuffer	*out = bufferevent_get_output(c->cbev);
+	size_t		 max_head = (size_t)c->ch->ed->conf->max_header_kb *
+			    1024 * 4;
+	struct evbuffer_ptr pos;
+	const char	*why;
+	char		*data, detail[600];
+	size_t		 len, n;
+	long		 used;
+
+	while (c->state == PC_RESPONSE) {
+		len = evbuffer_get_length(in);
+		if (!c->resp.headers_done) {
+			if (len == 0 && !eof)
+				return;
+			pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+			if (pos.pos == -1) {
+				if (len > max_head)
+					proxy_fail(c, 502, "response head too "
+					    "large");
+				else if (eof)
+					proxy_fail(c, 502, "upstream closed "
+					    "without a response");
+				return;
+			}
+			n = (size_t)pos.pos + 4;
+			data = (char *)evbuffer_pullup(in, (ssize_t)n);
+			if (http_head_check(data, n, &why) == -1) {
+				snprintf(detail, sizeof(detail), "malformed "
+				    "response head: %s", why);
+				proxy_fail(c, 502, detail);
+				return;
+			}
+		} else {
+			n = len;
+			if (n == 0 && !eof)
+				return;
+			data = n > 0 ? (char *)evbuffer_pullup(in, -1) : NULL;
+		}
+		used = http_resp_feed(&c->resp, data, n);
+		if (used < 0) {
+			if (strcmp(c->resp.rule, RULE_RESP_SIZE) == 0 ||
+			    strcmp(c->resp.rule, RULE_REDIRECT) == 0) {
+				snprintf(detail, sizeof(detail), "%s from %s",
+				    c->resp.why, c->target.host);
+				proxy_deny(c, c->resp.rule, 403, detail);
+			} else {
+				snprintf(detail, sizeof(detail), "bad response "
+				    "from %s: %s", c->target.host,
+				    c->resp.why);
+				proxy_fail(c, 502, detail);
+			}
+			return;
+		}
+		if (c->resp.headers_done && !c->resp_head_sent) {
+			if (c->resp.status == 101) {
+				proxy_fail(c, 502, "upstream switched "
+				    "protocols");
+				return;
+			}
+			if (proxy_is_redirect(c->resp.status) &&
+			    c->resp.location != NULL &&
+			    decide_redirect(c->ch->pol, &c->target,
+			    c->resp.location, detail, sizeof(detail)) !=
+			    NULL) {
+				proxy_deny(c, RULE_REDIRECT, 403, detail);
+				return;
+			}
+			if ((c->resp.p.flags & F_CONTENTLENGTH) &&
+			    !c->resp.head_request &&
+			    c->resp.p.content_length > c->resp.max_body) {
+				snprintf(detail, sizeof(detail), "response of "
+				    "%llu bytes from %.200s is over "
+				    "max_response_kb",
+				    (unsigned long long)
+				    c->resp.p.content_length, c->target.host);
+				proxy_deny(c, RULE_RESP_SIZE, 403, detail);
+				return;
+			}
+			c->resp_head_sent = 1;
+		}
+		c->ch->bytes_in += (uint64_t)used;
+		c->ch->ed->m.bytes_in += (uint64_t)used;
+		evbuffer_remove_buffer(in, out, (size_t)used);
+		if (c->resp.complete) {
+			if (c->resp.status >= 100 && c->resp.status < 200) {
+				/* An interim response: the real one
+				 * follows. */
+				uint64_t mb = c->resp.max_body;
+				int	 hr = c->resp.head_request;
+
+				http_resp_clear(&c->resp);
+				http_resp_init(&c->resp,
+				    c->ch->ed->conf->max_headers, hr, mb);
+				c->resp_head_sent = 0;
+				continue;
+			}
+			if (eof || c->resp.p.flags & F_CONNECTION_CLOSE)
+				c->close_after = 1;
+			proxy_response_done(c);
+			return;
+		}
+		if (eof && n == 0) {
+			proxy_close(c);
+			return;
+		}
+		if ((size_t)used == n && !eof)
+			return;
+		if (used == 0 && eof) {
+			proxy_close(c);
+			return;
+		}
+	}
+}
+
+static void
+proxy_up_read(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn	*c = arg;
+
+	(void)bev;
+	if (c->state == PC_RESPONSE)
+		proxy_relay(c, 0);
+	else if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+		/* Bytes nobody asked for: this connection is not
+		 * reusable. */
+		proxy_up_free(c);
+}
+
+static void
+proxy_up_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	char			 detail[600];
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		c->connecting = 0;
+		proxy_up_connected(c);
+		return;
+	}
+	if (c->state != PC_RESPONSE && c->state != PC_WAIT &&
+	    c->state != PC_TUNNEL) {
+		/* An idle kept-alive upstream went away. */
+		proxy_up_free(c);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT) {
+		snprintf(detail, sizeof(detail), "%s:%u did not %s in time",
+		    c->target.host, c->target.port, c->connecting ?
+		    "accept the connection" : "answer");
+		if (c->resp_head_sent)
+			proxy_close(c);
+		else
+			proxy_deny(c, RULE_TIMEOUT, 504, detail);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && c->state == PC_RESPONSE) {
+		proxy_relay(c, 1);
+		return;
+	}
+	if (c->connecting)
+		snprintf(detail, sizeof(detail), "cannot connect to %s:%u: %s",
+		    c->target.host, c->target.port,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	else
+		snprintf(detail, sizeof(detail), "connection to %s:%u failed",
+		    c->target.host, c->target.port);
+	if (c->tls && c->state == PC_WAIT)
+		proxy_tls_upstream_failed(c, detail);
+	else
+		proxy_fail(c, 502, detail);
+}
+
+/* ---- client side ---- */
+
+static void
+proxy_client_read(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn	*c = arg;
+
+	(void)bev;
+	if (c->state == PC_CLOSING) {
+		evbuffer_drain(bufferevent_get_input(bev),
+		    evbuffer_get_length(bufferevent_get_input(bev)));
+		return;
+	}
+	/* Pipelined bytes wait in the buffer (bounded by the
+	 * watermark) until the response before them is done. */
+	if (c->state == PC_IDLE || c->state == PC_BODY)
+		proxy_parse(c);
+}
+
+static void
+proxy_client_write(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn	*c = arg;
+
+	(void)bev;
+	if (c->state == PC_CLOSING)
+		proxy_conn_free(c);
+}
+
+static void
+proxy_client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+
+	if (c->state == PC_CLOSING) {
+		proxy_conn_free(c);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && (c->state == PC_WAIT ||
+	    c->state == PC_RESPONSE)) {
+		/* Half-closed: the client still reads its response. */
+		c->close_after = 1;
+		bufferevent_disable(bev, EV_READ);
+		return;
+	}
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING)) {
+		if ((c->state == PC_IDLE && evbuffer_get_length(in) > 0) ||
+		    c->state == PC_BODY) {
+			proxy_deny(c, RULE_TIMEOUT, 408, "the request did "
+			    "not arrive in time");
+			return;
+		}
+	}
+	/* EOF, error, idle timeout: the client is gone or done. */
+	proxy_conn_free(c);
+}
+
+void
+proxy_conn_setup(struct proxy_conn *c)
+{
+	const struct egressd_conf *conf = c->ch->ed->conf;
+
+	bufferevent_setcb(c->cbev, proxy_client_read, proxy_client_write,
+	    proxy_client_event, c);
+	/* Bound what a client can queue ahead of its current request. */
+	bufferevent_setwatermark(c->cbev, EV_READ, 0,
+	    (size_t)conf->max_header_kb * 1024 + 64 * 1024);
+	proxy_head_timeout(c);
+	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+}
+
+static void
+proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct channel		*ch = arg;
+	struct proxy_conn	*c;
+	char			 detail[128];
+
+	(void)lev;
+	(void)sa;
+	(void)salen;
+	c = xcalloc(1, sizeof(*c));
+	c->ch = ch;
+	if ((c->cbev = bufferevent_socket_new(ch->ed->base, fd,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		close(fd);
+		free(c);
+		return;
+	}
+	c->head = evbuffer_new();
+	http_req_init(&c->req, ch->ed->conf->max_headers);
+	c->req.on_head = proxy_on_head;
+	c->req.arg = c;
+	if (ch->nconns >= ch->ed->conf->max_conns_per_task) {
+		snprintf(detail, sizeof(detail), "the task already has %u "
+		    "connections open", ch->nconns);
+		bufferevent_setcb(c->cbev, NULL, proxy_client_write,
+		    proxy_client_event, c);
+		bufferevent_enable(c->cbev, EV_WRITE);
+		proxy_deny(c, RULE_CONNS, 403, detail);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&ch->conns, c, entry);
+	ch->nconns++;
+	c->counted = 1;
+	c->state = PC_IDLE;
+	proxy_conn_setup(c);
+}
+
+/* ---- channels ---- */
+
+struct channel *
+proxy_channel_find(struct egressd *ed, const char *xid)
+{
+	struct channel	*ch;
+
+	TAILQ_FOREACH(ch, &ed->channels, entry)
+		if (strcmp(ch->grant->execution_id, xid) == 0)
+			return ch;
+	return NULL;
+}
+
+static int
+proxy_listen(struct channel *ch, char *err, size_t errlen)
+{
+	struct sockaddr_un	 sun;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(ch->path) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "socket path %s is too long", ch->path);
+		return -1;
+	}
+	memcpy(sun.sun_path, ch->path, strlen(ch->path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	(void)unlink(ch->path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chmod(ch->path, 0666) == -1 || listen(fd, 128) == -1) {
+		snprintf(err, errlen, "%s: %s", ch->path, strerror(errno));
+		close(fd);
+		(void)unlink(ch->path);
+		return -1;
+	}
+	if ((ch->lev = evconnlistener_new(ch->ed->base, proxy_accept, ch,
+	    LEV_OPT_CLOSE_ON_FREE, -1, fd)) == NULL) {
+		snprintf(err, errlen, "%s: cannot listen", ch->path);
+		close(fd);
+		(void)unlink(ch->path);
+		return -1;
+	}
+	return 0;
+}
+
+struct channel *
+proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
+    const Sbx__V1__SignedPolicy *sp, char *err, size_t errlen)
+{
+	struct channel	*ch;
+
+	ch = xcalloc(1, sizeof(*ch));
+	ch->ed = ed;
+	ch->grant = g;
+	ch->pol = g->policy;
+	TAILQ_INIT(&ch->conns);
+	ch->signed_.grant.data = xmalloc(sp->grant.len);
+	memcpy(ch->signed_.grant.data, sp->grant.data, sp->grant.len);
+	ch->signed_.grant.len = sp->grant.len;
+	ch->signed_.signature.data = xmalloc(sp->signature.len + 1);
+	memcpy(ch->signed_.signature.data, sp->signature.data,
+	    sp->signature.len);
+	ch->signed_.signature.len = sp->signature.len;
+	xasprintf(&ch->path, "%s/%s.sock", ed->conf->run_dir,
+	    g->execution_id);
+	if ((ch->ca = ca_new(g->execution_id, err, errlen)) == NULL ||
+	    proxy_listen(ch, err, errlen) == -1) {
+		ch->grant = NULL;
+		proxy_channel_close(ch);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&ed->channels, ch, entry);
+	ch->listed = 1;
+	ed->m.channels_open++;
+	return ch;
+}
+
+void
+proxy_channel_close(struct channel *ch)
+{
+	struct proxy_conn	*c;
+
+	if (ch->lev != NULL) {
+		evconnlistener_free(ch->lev);
+		(void)unlink(ch->path);
+	}
+	while ((c = TAILQ_FIRST(&ch->conns)) != NULL)
+		proxy_conn_free(c);
+	if (ch->listed) {
+		TAILQ_REMOVE(&ch->ed->channels, ch, entry);
+		ch->ed->m.channels_open--;
+	}
+	ca_free(ch->ca);
+	free(ch->path);
+	free(ch->signed_.grant.data);
+	free(ch->signed_.signature.data);
+	if (ch->grant != NULL)
+		sbx__v1__policy_grant__free_unpacked(ch->grant, NULL);
+	free(ch);
+}

@@ -1,0 +1,547 @@
+/*
+ * proxy_http.c: HTTP/1.1 messages with libhttp-parser, and the framing
+ * checks that keep egressd and the upstream server reading one request
+ * the same way.  A request is refused (rule bad-request) when its framing
+ * is ambiguous: Content-Length together with Transfer-Encoding, more than
+ * one or a malformed Content-Length, a Transfer-Encoding other than
+ * exactly "chunked", bad chunk sizes, bare CR or LF, obs-fold, control
+ * bytes in a header, more than one Host, or an Upgrade.  The body is
+ * decoded (chunked included) and counted as decoded bytes; what egressd
+ * sends upstream is rebuilt from the parsed request, never the client's
+ * bytes, so the upstream sees one canonical framing: Content-Length.
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+#include "util.h"
+#include "egressd.h"
+
+#define HTTP_URL_KEEP	(DECIDE_URL_MAX + 1)	/* bytes kept of a URL */
+
+int
+http_head_check(const char *h, size_t len, const char **why)
+{
+	size_t	 i;
+
+	for (i = 0; i < len; i++) {
+		unsigned char	 c = (unsigned char)h[i];
+
+		if (c == '\r') {
+			if (i + 1 >= len || h[i + 1] != '\n')
+				return (*why = "bare CR in head", -1);
+			i++;
+			/* A line that starts with SP or HT continues the
+			 * previous one (obs-fold): refused. */
+			if (i + 1 < len && (h[i + 1] == ' ' ||
+			    h[i + 1] == '\t'))
+				return (*why = "obs-fold line in head", -1);
+			continue;
+		}
+		if (c == '\n')
+			return (*why = "bare LF in head", -1);
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return (*why = "control byte in head", -1);
+	}
+	return 0;
+}
+
+/* ---- request ---- */
+
+static struct http_req *
+http_req_of(http_parser *p)
+{
+	return p->data;
+}
+
+static int
+http_refuse(const char **rule, const char **why, const char *r,
+    const char *w)
+{
+	*rule = r;
+	*why = w;
+	return -1;
+}
+
+static int
+http_req_on_begin(http_parser *p)
+{
+	(void)p;
+	return 0;
+}
+
+static int
+http_req_on_url(http_parser *p, const char *at, size_t len)
+{
+	struct http_req	*r = http_req_of(p);
+	size_t		 keep;
+
+	if (r->url == NULL)
+		r->url = xmalloc(HTTP_URL_KEEP + 1);
+	keep = r->url_len < HTTP_URL_KEEP ? HTTP_URL_KEEP - r->url_len : 0;
+	if (keep > len)
+		keep = len;
+	memcpy(r->url + r->url_len, at, keep);
+	r->url_len += len;
+	r->url[r->url_len < HTTP_URL_KEEP ? r->url_len : HTTP_URL_KEEP] =
+	    '\0';
+	return 0;
+}
+
+static void
+http_append(char **s, size_t *n, const char *at, size_t len)
+{
+	*s = realloc(*s, *n + len + 1);
+	if (*s == NULL)
+		abort();
+	memcpy(*s + *n, at, len);
+	*n += len;
+	(*s)[*n] = '\0';
+}
+
+static int
+http_req_on_field(http_parser *p, const char *at, size_t len)
+{
+	struct http_req	*r = http_req_of(p);
+
+	if (r->nhdrs == 0 || r->in_value) {
+		if (r->nhdrs >= r->max_headers)
+			return http_refuse(&r->rule, &r->why, RULE_HEADERS,
+			    "too many header fields");
+		r->hdrs = xreallocarray(r->hdrs, r->nhdrs + 1,
+		    sizeof(*r->hdrs));
+		memset(&r->hdrs[r->nhdrs], 0, sizeof(*r->hdrs));
+		r->nhdrs++;
+		r->in_value = 0;
+	}
+	http_append(&r->hdrs[r->nhdrs - 1].name, &r->hdrs[r->nhdrs - 1].nlen,
+	    at, len);
+	return 0;
+}
+
+static int
+http_req_on_value(http_parser *p, const char *at, size_t len)
+{
+	struct http_req	*r = http_req_of(p);
+
+	if (r->nhdrs == 0)
+		return -1;
+	r->in_value = 1;
+	http_append(&r->hdrs[r->nhdrs - 1].value, &r->hdrs[r->nhdrs - 1].vlen,
+	    at, len);
+	return 0;
+}
+
+const struct http_hdr *
+http_req_header(const struct http_req *r, const char *name, size_t *count)
+{
+	const struct http_hdr	*first = NULL;
+	size_t			 n = 0;
+
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		if (r->hdrs[i].name == NULL ||
+		    strcasecmp(r->hdrs[i].name, name) != 0)
+			continue;
+		if (first == NULL)
+			first = &r->hdrs[i];
+		n++;
+	}
+	if (count != NULL)
+		*count = n;
+	return first;
+}
+
+/* Trim optional whitespace around a header value, in place. */
+static void
+http_trim(struct http_hdr *h)
+{
+	size_t	 s = 0, e;
+
+	if (h->value == NULL) {
+		h->value = xstrdup("");
+		h->vlen = 0;
+		return;
+	}
+	e = h->vlen;
+	while (s < e && (h->value[s] == ' ' || h->value[s] == '\t'))
+		s++;
+	while (e > s && (h->value[e - 1] == ' ' || h->value[e - 1] == '\t'))
+		e--;
+	memmove(h->value, h->value + s, e - s);
+	h->vlen = e - s;
+	h->value[h->vlen] = '\0';
+}
+
+static int
+http_req_on_headers(http_parser *p)
+{
+	struct http_req		*r = http_req_of(p);
+	const struct http_hdr	*h;
+	size_t			 n;
+
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		http_trim(&r->hdrs[i]);
+		if (memchr(r->hdrs[i].value, '\0', r->hdrs[i].vlen) != NULL ||
+		    strpbrk(r->hdrs[i].value, "\r\n") != NULL)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "CR, LF or NUL in a header "
+			    "value");
+	}
+	r->method = http_method_str((enum http_method)p->method);
+	h = http_req_header(r, "Content-Length", &n);
+	if (n > 1)
+		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
+		    "more than one Content-Length");
+	if (h != NULL && (h->vlen == 0 ||
+	    strspn(h->value, "0123456789") != h->vlen || h->vlen > 18))
+		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
+		    "malformed Content-Length");
+	if (http_req_header(r, "Transfer-Encoding", &n) != NULL) {
+		const struct http_hdr *te =
+		    http_req_header(r, "Transfer-Encoding", NULL);
+
+		if (h != NULL)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "both Content-Length and "
+			    "Transfer-Encoding");
+		if (n > 1 || strcasecmp(te->value, "chunked") != 0)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "Transfer-Encoding other than "
+			    "chunked");
+		r->chunked = 1;
+	}
+	http_req_header(r, "Host", &n);
+	if (n > 1)
+		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
+		    "more than one Host");
+	if (http_req_header(r, "Upgrade", NULL) != NULL || p->upgrade)
+		if (p->method != HTTP_CONNECT)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "protocol upgrades cannot be "
+			    "decided per request");
+	if ((h = http_req_header(r, "Expect", NULL)) != NULL) {
+		if (strcasecmp(h->value, "100-continue") != 0)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "unsupported Expect");
+		r->expect_continue = 1;
+	}
+	r->keep_alive = http_should_keep_alive(p);
+	r->headers_done = 1;
+	if (r->on_head != NULL && r->on_head(r, r->arg) == -1) {
+		if (r->rule == NULL)
+			r->rule = RULE_BAD_REQUEST;
+		return -1;
+	}
+	/* CONNECT has no body here: what follows is the tunnel. */
+	return 0;
+}
+
+static int
+http_req_on_body(http_parser *p, const char *at, size_t len)
+{
+	struct http_req	*r = http_req_of(p);
+
+	r->body_bytes += len;
+	if (r->body_bytes > r->max_body)
+		return http_refuse(&r->rule, &r->why, RULE_REQ_SIZE,
+		    "request body over max_request_kb");
+	evbuffer_add(r->body, at, len);
+	return 0;
+}
+
+static int
+http_req_on_complete(http_parser *p)
+{
+	struct http_req	*r = http_req_of(p);
+
+	r->complete = 1;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings http_req_settings = {
+	.on_message_begin = http_req_on_begin,
+	.on_url = http_req_on_url,
+	.on_header_field = http_req_on_field,
+	.on_header_value = http_req_on_value,
+	.on_headers_complete = http_req_on_headers,
+	.on_body = http_req_on_body,
+	.on_message_complete = http_req_on_complete,
+};
+
+void
+http_req_init(struct http_req *r, size_t max_headers)
+{
+	memset(r, 0, sizeof(*r));
+	http_parser_init(&r->p, HTTP_REQUEST);
+	r->p.data = r;
+	r->max_headers = max_headers;
+	r->body = evbuffer_new();
+}
+
+static void
+http_req_free_fields(struct http_req *r)
+{
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		free(r->hdrs[i].name);
+		free(r->hdrs[i].value);
+	}
+	free(r->hdrs);
+	free(r->url);
+	r->hdrs = NULL;
+	r->nhdrs = 0;
+	r->url = NULL;
+}
+
+/* Ready for the next request on the same connection. */
+void
+http_req_reset(struct http_req *r)
+{
+	struct evbuffer	*body = r->body;
+	size_t		 maxh = r->max_headers;
+	http_parser	 p = r->p;
+	int		(*on_head)(struct http_req *, void *) = r->on_head;
+	void		*arg = r->arg;
+
+	http_req_free_fields(r);
+	evbuffer_drain(body, evbuffer_get_length(body));
+	memset(r, 0, sizeof(*r));
+	r->p = p;
+	r->p.data = r;
+	r->max_headers = maxh;
+	r->body = body;
+	r->on_head = on_head;
+	r->arg = arg;
+}
+
+void
+http_req_clear(struct http_req *r)
+{
+	http_req_free_fields(r);
+	if (r->body != NULL)
+		evbuffer_free(r->body);
+	r->body = NULL;
+}
+
+long
+http_req_feed(struct http_req *r, const char *buf, size_t len)
+{
+	size_t	 n;
+	enum http_errno e;
+
+	if (HTTP_PARSER_ERRNO(&r->p) == HPE_PAUSED)
+		http_parser_pause(&r->p, 0);
+	n = http_parser_execute(&r->p, &http_req_settings, buf, len);
+	e = HTTP_PARSER_ERRNO(&r->p);
+	if (e == HPE_OK || e == HPE_PAUSED)
+		return (long)n;
+	if (r->rule == NULL) {
+		r->rule = RULE_BAD_REQUEST;
+		r->why = http_errno_description(e);
+	}
+	return -1;
+}
+
+/* Headers egressd sets itself, or that concern only one hop. */
+static int
+http_hop_header(const struct http_req *r, const char *name, const char *drop)
+{
+	static const char *const hop[] = {
+		"Host", "Content-Length", "Transfer-Encoding", "Connection",
+		"Proxy-Connection", "Keep-Alive", "Proxy-Authorization",
+		"Proxy-Authenticate", "TE", "Trailer", "Upgrade", "Expect",
+		NULL
+	};
+	const struct http_hdr	*conn;
+
+	for (size_t i = 0; hop[i] != NULL; i++)
+		if (strcasecmp(name, hop[i]) == 0)
+			return 1;
+	if (drop != NULL && strcasecmp(name, drop) == 0)
+		return 1;
+	/* Headers the client named in Connection are hop-by-hop too. */
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		const char	*v, *tok;
+		size_t		 nl = strlen(name);
+
+		conn = &r->hdrs[i];
+		if (strcasecmp(conn->name, "Connection") != 0)
+			continue;
+		for (v = conn->value; *v != '\0'; v = tok) {
+			while (*v == ' ' || *v == '\t' || *v == ',')
+				v++;
+			tok = v + strcspn(v, ", \t");
+			if ((size_t)(tok - v) == nl &&
+			    strncasecmp(v, name, nl) == 0)
+				return 1;
+			if (*tok == '\0')
+				break;
+		}
+	}
+	return 0;
+}
+
+void
+http_req_head(const struct http_req *r, const struct decide_target *t,
+    const char *drop, struct evbuffer *out)
+{
+	int	 dflt = t->port == (t->tls ? 443 : 80);
+
+	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", r->method, t->path);
+	if (t->ip == 6)
+		evbuffer_add_printf(out, "Host: [%s]", t->host);
+	else
+		evbuffer_add_printf(out, "Host: %s", t->host);
+	if (!dflt)
+		evbuffer_add_printf(out, ":%u", t->port);
+	evbuffer_add(out, "\r\n", 2);
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		if (http_hop_header(r, r->hdrs[i].name, drop))
+			continue;
+		evbuffer_add(out, r->hdrs[i].name, r->hdrs[i].nlen);
+		evbuffer_add(out, ": ", 2);
+		evbuffer_add(out, r->hdrs[i].value, r->hdrs[i].vlen);
+		evbuffer_add(out, "\r\n", 2);
+	}
+	if (r->body_bytes > 0 || r->chunked ||
+	    http_req_header(r, "Content-Length", NULL) != NULL)
+		evbuffer_add_printf(out, "Content-Length: %llu\r\n",
+		    (unsigned long long)r->body_bytes);
+}
+
+/* ---- response ---- */
+
+static int
+http_resp_on_field(http_parser *p, const char *at, size_t len)
+{
+	struct http_resp	*r = p->data;
+
+	/* Names arrive whole: the head is fed only once it is complete. */
+	if (r->nhdrs == 0 || r->in_location) {
+		if (++r->nhdrs > r->max_headers) {
+			r->rule = RULE_RESP_SIZE;
+			r->why = "too many response header fields";
+			return -1;
+		}
+		r->in_location = 0;
+	}
+	r->field_is_location = len == 8 && strncasecmp(at, "Location", 8) == 0;
+	return 0;
+}
+
+static int
+http_resp_on_value(http_parser *p, const char *at, size_t len)
+{
+	struct http_resp	*r = p->data;
+	size_t			 n;
+
+	r->in_location = 1;		/* "in a value" */
+	if (!r->field_is_location)
+		return 0;
+	if (r->location != NULL) {
+		r->rule = RULE_REDIRECT;
+		r->why = "more than one Location";
+		return -1;
+	}
+	while (len > 0 && (*at == ' ' || *at == '\t')) {
+		at++;
+		len--;
+	}
+	n = len;
+	while (n > 0 && (at[n - 1] == ' ' || at[n - 1] == '\t'))
+		n--;
+	r->location = xmalloc(n + 1);
+	memcpy(r->location, at, n);
+	r->location[n] = '\0';
+	r->field_is_location = 0;
+	return 0;
+}
+
+static int
+http_resp_on_headers(http_parser *p)
+{
+	struct http_resp	*r = p->data;
+
+	r->status = p->status_code;
+	r->keep_alive = http_should_keep_alive(p);
+	r->headers_done = 1;
+	http_parser_pause(p, 1);
+	/* 1: no body (HEAD, 1xx, 204 and 304 are known to the parser). */
+	return r->head_request ? 1 : 0;
+}
+
+static int
+http_resp_on_body(http_parser *p, const char *at, size_t len)
+{
+	struct http_resp	*r = p->data;
+
+	(void)at;
+	r->body_bytes += len;
+	if (r->body_bytes > r->max_body) {
+		r->rule = RULE_RESP_SIZE;
+		r->why = "response body over max_response_kb";
+		return -1;
+	}
+	return 0;
+}
+
+static int
+http_resp_on_complete(http_parser *p)
+{
+	struct http_resp	*r = p->data;
+
+	r->complete = 1;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static const http_parser_settings http_resp_settings = {
+	.on_header_field = http_resp_on_field,
+	.on_header_value = http_resp_on_value,
+	.on_headers_complete = http_resp_on_headers,
+	.on_body = http_resp_on_body,
+	.on_message_complete = http_resp_on_complete,
+};
+
+void
+http_resp_init(struct http_resp *r, size_t max_headers, int head_request,
+    uint64_t max_body)
+{
+	memset(r, 0, sizeof(*r));
+	http_parser_init(&r->p, HTTP_RESPONSE);
+	r->p.data = r;
+	r->max_headers = max_headers;
+	r->head_request = head_request;
+	r->max_body = max_body;
+}
+
+void
+http_resp_clear(struct http_resp *r)
+{
+	free(r->location);
+	r->location = NULL;
+}
+
+long
+http_resp_feed(struct http_resp *r, const char *buf, size_t len)
+{
+	size_t		 n;
+	enum http_errno	 e;
+
+	if (HTTP_PARSER_ERRNO(&r->p) == HPE_PAUSED)
+		http_parser_pause(&r->p, 0);
+	n = http_parser_execute(&r->p, &http_resp_settings, buf, len);
+	e = HTTP_PARSER_ERRNO(&r->p);
+	if (e == HPE_OK || e == HPE_PAUSED)
+		return (long)n;
+	if (r->rule == NULL) {
+		r->rule = RULE_UPSTREAM;
+		r->why = http_errno_description(e);
+	}
+	return -1;
+}

@@ -1,0 +1,528 @@
+/*
+ * pool.c: pre-created sandboxes.  For each configured key (image, tier and
+ * limits) launchd-sbx keeps `size` containers ready in the runtime's
+ * "created" state: the namespaces, cgroups, mounts and seccomp filter
+ * exist, and the init waits on the runtime's exec fifo.  A launch whose
+ * spec would differ from the entry's only in per-execution data takes an
+ * entry, fills its staging (the entry's own in/, code/ and run/argv, bound
+ * into the container when it was created), and starts it; the entry serves
+ * exactly that one execution and is deleted after it like any other
+ * container, and a replacement is created at once.  An entry is never
+ * handed to a second execution, so nothing crosses between tasks or
+ * tenants: each has a fresh /scratch, /in and /code.
+ *
+ * The program, its arguments and the per-execution environment
+ * (SBX_TASK_ID, SBX_EXECUTION_ID, SBX_POLICY_HASH) are fixed at create
+ * time in a spec, so a pooled spec names none of them: sbx-init reads them
+ * at start from /run/sbx/pool/argv (sbx-init -a).  The key is the sha256
+ * of the spec a launch would have with every per-execution value replaced
+ * by a placeholder (pool_key), so everything in the spec that depends on
+ * the policy -- limits, rlimits, mounts, image, tier -- must match
+ * exactly; the policy's identity (name, version, hash) is not in a pooled
+ * spec: its annotations name the pool entry and key instead, and the
+ * audit record of the launch ties the execution and its policy hash to
+ * that entry.  Pool entries exist only for runc-flavoured runtimes (runsc's
+ * gofer serves a bind mount as it was at create time).
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "log.h"
+#include "util.h"
+#include "launchd-sbx/launchd.h"
+
+#define POOL_MAX_FAILURES	3	/* then the key waits for a take */
+#define POOL_RUN_DIR		"/run/sbx/pool"
+#define POOL_ARGV		POOL_RUN_DIR "/argv"
+
+enum pool_state {
+	POOL_CREATING,
+	POOL_READY,
+};
+
+struct pool_entry {
+	struct pool_entry	*next;
+	size_t			 k;		/* its key */
+	enum pool_state		 state;
+	char			 id[64];
+	char			 dir[PATH_MAX];
+	pid_t			 cmd_pid;	/* create, while creating */
+	pid_t			 init_pid;
+	int			 fd[2];		/* stdout, stderr read ends */
+};
+
+struct pool_keyrt {
+	const struct launchd_pool_key	*conf;
+	char				 key[65];	/* "" until known */
+	int				 failures;
+	int				 refused;	/* image refused: logged */
+	int				 disabled;	/* no pool for the tier */
+};
+
+struct pool {
+	struct pool_keyrt	*keys;
+	size_t			 nkeys;
+	struct pool_entry	*entries;
+	uint64_t		 seq;
+};
+
+static int __attribute__((format(printf, 3, 4)))
+pool_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+int
+pool_key(const struct spec_params *in, char key[65])
+{
+	static const char	 zero[] =
+	    "0000000000000000000000000000000000000000000000000000000000000000";
+	char			*argv[] = { (char *)"pool", NULL };
+	struct spec_params	 sp = *in;
+	unsigned char		 md[EVP_MAX_MD_SIZE];
+	unsigned int		 mdlen = 0;
+	char			 err[256], *s;
+	json_t			*spec;
+	int			 rc = -1;
+
+	sp.policy_hash = zero;
+	sp.task_id = "pool";
+	sp.execution_id = "pool";
+	sp.in_dir = "/pool/in";
+	sp.code_dir = "/pool/code";
+	sp.cgroups_path = "/pool";
+	sp.argv = argv;
+	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL)
+		return -1;
+	/* The policy's identity: not part of what the sandbox is. */
+	json_object_del(spec, "annotations");
+	s = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(spec);
+	if (s == NULL)
+		return -1;
+	if (EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha256(), NULL) == 1 &&
+	    mdlen == 32) {
+		hex_encode(md, 32, key);
+		rc = 0;
+	}
+	free(s);
+	return rc;
+}
+
+/* The pooled variant of a spec: the program and the per-execution
+ * environment come from the entry's run/argv at start. */
+static void
+pool_respec(json_t *spec, const char *id, const char *key, const char *run)
+{
+	json_t	*proc = json_object_get(spec, "process");
+	json_t	*env = json_object_get(proc, "env");
+	json_t	*mounts = json_object_get(spec, "mounts");
+	size_t	 i;
+
+	json_object_set_new(proc, "args", json_pack("[s, s, s]", SPEC_INIT,
+	    "-a", POOL_ARGV));
+	for (i = 0; i < json_array_size(env); ) {
+		const char *e = json_string_value(json_array_get(env, i));
+
+		if (e != NULL && strncmp(e, "SBX_", 4) == 0)
+			json_array_remove(env, i);
+		else
+			i++;
+	}
+	json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s,s]}",
+	    "destination", POOL_RUN_DIR, "type", "bind", "source", run,
+	    "options", "bind", "ro", "nosuid", "nodev", "noexec"));
+	json_object_set_new(spec, "annotations", json_pack("{s:s, s:s}",
+	    "sbx.pool_entry", id, "sbx.pool_key", key));
+}
+
+static void
+pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
+{
+	const struct launchd_runtime	*rt =
+	    &ld->conf->runtimes[ld->pool->keys[e->k].conf->tier];
+	const char			*w[] = { "delete", "--force", e->id,
+					    NULL };
+	char				*av[RUN_ARGV_MAX], root[PATH_MAX];
+
+	if (e->cmd_pid > 0) {
+		kill(e->cmd_pid, SIGKILL);
+		(void)waitpid(e->cmd_pid, NULL, 0);
+	}
+	/* Rare (a failed create, shutdown): done synchronously. */
+	run_rtroot(ld, ld->pool->keys[e->k].conf->tier, root);
+	run_rtargv(rt, root, av, w);
+	(void)run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0);
+	if (e->init_pid > 0)
+		(void)waitpid(e->init_pid, NULL, WNOHANG);
+	run_cg_remove(ld->conf->cgroup_parent, e->id);
+	if (run_rmtree(e->dir) == -1)
+		log_warn("pool entry %s: cannot remove %s", e->id, e->dir);
+	for (int i = 0; i < 2; i++)
+		if (e->fd[i] != -1)
+			close(e->fd[i]);
+	free(e);
+}
+
+static void
+pool_unlink(struct pool *p, struct pool_entry *e)
+{
+	struct pool_entry	**pp;
+
+	for (pp = &p->entries; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	e->next = NULL;
+}
+
+static int
+pool_create(struct launchd *ld, size_t k, const char *rootfs)
+{
+	struct pool			*p = ld->pool;
+	struct pool_keyrt		*kr = &p->keys[k];
+	const struct launchd_pool_key	*kc = kr->conf;
+	const struct launchd_runtime	*rt = &ld->conf->runtimes[kc->tier];
+	static const char		 zero[] =
+	    "0000000000000000000000000000000000000000000000000000000000000000";
+	Sbx__V1__Policy			 pol = SBX__V1__POLICY__INIT;
+	Sbx__V1__Limits			 lim = SBX__V1__LIMITS__INIT;
+	struct spec_params		 sp;
+	struct pool_entry		*e;
+	char				 in[PATH_MAX], code[PATH_MAX];
+	char				 run[PATH_MAX], cg[PATH_MAX];
+	char				 pidf[PATH_MAX], root[PATH_MAX];
+	char				 err[1024], *av[RUN_ARGV_MAX];
+	char				*argv[] = { (char *)"pool", NULL };
+	json_t				*spec;
+	int				 p1[2], p2[2];
+
+	e = xcalloc(1, sizeof(*e));
+	e->k = k;
+	e->fd[0] = e->fd[1] = -1;
+	pool_fmt(e->id, sizeof(e->id), "pool-%ld-%llu", (long)getpid(),
+	    (unsigned long long)++p->seq);
+	pool_fmt(e->dir, sizeof(e->dir), "%s/x-%s", ld->conf->run_dir, e->id);
+	pool_fmt(in, sizeof(in), "%s/in", e->dir);
+	pool_fmt(code, sizeof(code), "%s/code", e->dir);
+	pool_fmt(run, sizeof(run), "%s/run", e->dir);
+	pool_fmt(cg, sizeof(cg), "/%s/%s", ld->conf->cgroup_parent, e->id);
+	pool_fmt(pidf, sizeof(pidf), "%s/pid", e->dir);
+	e->next = p->entries;
+	p->entries = e;
+	if (mkdir(e->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
+	    mkdir(code, 0700) == -1 || mkdir(run, 0555) == -1 ||
+	    chmod(run, 0555) == -1) {
+		log_warn("pool entry %s: staging", e->id);
+		goto bad;
+	}
+
+	/* The limits the key describes, as a policy would carry them. */
+	lim.cpus_milli = kc->cpus_milli;
+	lim.memory_mb = kc->memory_mb;
+	lim.pids = kc->pids;
+	lim.scratch_mb = kc->scratch_mb;
+	lim.wall_seconds = 1;
+	pol.name = (char *)"pool";
+	pol.version = 1;
+	pol.image = kc->image;
+	pol.isolation = (Sbx__V1__Isolation)kc->tier;
+	pol.limits = &lim;
+	memset(&sp, 0, sizeof(sp));
+	sp.policy = &pol;
+	sp.policy_hash = zero;
+	sp.task_id = "pool";
+	sp.execution_id = "pool";
+	sp.rootfs = rootfs;
+	sp.in_dir = in;
+	sp.code_dir = code;
+	sp.egress_sock = ld->conf->egress_socket;
+	sp.init_path = ld->conf->init;
+	sp.cgroups_path = cg;
+	sp.argv = argv;
+	sp.flavor = rt->flavor;
+	if (kr->key[0] == '\0' && pool_key(&sp, kr->key) == -1) {
+		log_warnx("pool key %zu: no spec for its limits", k);
+		kr->disabled = 1;
+		goto bad;
+	}
+	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+		log_warnx("pool key %zu: %s", k, err);
+		kr->disabled = 1;
+		goto bad;
+	}
+	pool_respec(spec, e->id, kr->key, run);
+	if (spec_write(e->dir, spec, err, sizeof(err)) == -1) {
+		json_decref(spec);
+		log_warnx("pool entry %s: %s", e->id, err);
+		goto bad;
+	}
+	json_decref(spec);
+
+	if (pipe2(p1, O_CLOEXEC) == -1)
+		goto bad;
+	if (pipe2(p2, O_CLOEXEC) == -1) {
+		close(p1[0]);
+		close(p1[1]);
+		goto bad;
+	}
+	e->fd[0] = p1[0];
+	e->fd[1] = p2[0];
+	{
+		const char *w[] = { "create", "--bundle", e->dir,
+		    "--pid-file", pidf, e->id, NULL };
+
+		run_rtroot(ld, kc->tier, root);
+		run_rtargv(rt, root, av, w);
+	}
+	e->cmd_pid = run_spawn(av, p1[1], p2[1]);
+	close(p1[1]);
+	close(p2[1]);
+	if (e->cmd_pid == -1) {
+		e->cmd_pid = 0;
+		goto bad;
+	}
+	e->state = POOL_CREATING;
+	return 0;
+bad:
+	kr->failures++;
+	pool_unlink(p, e);
+	pool_entry_destroy(ld, e);
+	return -1;
+}
+
+void
+pool_fill(struct launchd *ld)
+{
+	struct pool	*p = ld->pool;
+	char		 rootfs[PATH_MAX], hex[65], err[1024];
+	const char	*rule;
+
+	if (p == NULL)
+		return;
+	for (size_t k = 0; k < p->nkeys; k++) {
+		struct pool_keyrt	*kr = &p->keys[k];
+		size_t			 n = 0;
+		int			 rc;
+
+		if (kr->conf->size == 0 || kr->disabled ||
+		    kr->failures >= POOL_MAX_FAILURES)
+			continue;
+		for (struct pool_entry *e = p->entries; e != NULL; e = e->next)
+			if (e->k == k)
+				n++;
+		if (n >= kr->conf->size)
+			continue;
+		rc = image_rootfs(ld, kr->conf->image, rootfs, hex, &rule, err,
+		    sizeof(err));
+		if (rc == 1)
+			continue;	/* called again when it is ready */
+		if (rc == -1) {
+			if (!kr->refused)
+				log_warnx("pool key %zu: %s", k, err);
+			kr->refused = 1;
+			continue;
+		}
+		while (n < kr->conf->size &&
+		    kr->failures < POOL_MAX_FAILURES) {
+			if (pool_create(ld, k, rootfs) == 0)
+				n++;
+		}
+	}
+}
+
+void
+pool_start(struct launchd *ld)
+{
+	const struct launchd_conf	*c = ld->conf;
+	struct pool			*p;
+
+	if (c->npool_keys == 0)
+		return;
+	p = xcalloc(1, sizeof(*p));
+	p->keys = xcalloc(c->npool_keys, sizeof(*p->keys));
+	for (size_t k = 0; k < c->npool_keys; k++) {
+		const struct launchd_pool_key *kc = &c->pool_keys[k];
+
+		p->keys[k].conf = kc;
+		if (kc->tier <= 0 || kc->tier >= LAUNCHD_NTIERS ||
+		    !c->runtimes[kc->tier].available ||
+		    c->runtimes[kc->tier].flavor != SPEC_RUNC) {
+			log_warnx("pool key %zu (%s, tier %s): no pool for "
+			    "this tier", k, kc->image,
+			    parse_tier_name(kc->tier));
+			p->keys[k].disabled = 1;
+		}
+	}
+	p->nkeys = c->npool_keys;
+	ld->pool = p;
+	pool_fill(ld);
+}
+
+struct pool_entry *
+pool_take(struct launchd *ld, const char *key)
+{
+	struct pool		*p = ld->pool;
+	struct pool_entry	*e;
+
+	if (p == NULL)
+		return NULL;
+	for (e = p->entries; e != NULL; e = e->next)
+		if (e->state == POOL_READY &&
+		    strcmp(p->keys[e->k].key, key) == 0)
+			break;
+	if (e == NULL) {
+		/* A miss on a known key: give a failing key another go. */
+		for (size_t k = 0; k < p->nkeys; k++)
+			if (strcmp(p->keys[k].key, key) == 0 &&
+			    p->keys[k].failures >= POOL_MAX_FAILURES) {
+				p->keys[k].failures = 0;
+				pool_fill(ld);
+			}
+		return NULL;
+	}
+	pool_unlink(p, e);
+	return e;
+}
+
+const char *
+pool_entry_id(const struct pool_entry *e)
+{
+	return e->id;
+}
+
+const char *
+pool_entry_dir(const struct pool_entry *e)
+{
+	return e->dir;
+}
+
+pid_t
+pool_entry_pid(const struct pool_entry *e)
+{
+	return e->init_pid;
+}
+
+void
+pool_entry_fds(struct pool_entry *e, int *out, int *err)
+{
+	*out = e->fd[0];
+	*err = e->fd[1];
+	e->fd[0] = e->fd[1] = -1;
+}
+
+void
+pool_entry_free(struct pool_entry *e)
+{
+	for (int i = 0; i < 2; i++)
+		if (e->fd[i] != -1)
+			close(e->fd[i]);
+	free(e);
+}
+
+int
+pool_reaped(struct launchd *ld, pid_t pid, int status)
+{
+	struct pool		*p = ld->pool;
+	struct pool_entry	*e;
+	char			 path[PATH_MAX], msg[512], *s;
+	ssize_t			 n;
+	long			 v = -1;
+
+	if (p == NULL)
+		return 0;
+	for (e = p->entries; e != NULL; e = e->next)
+		if ((e->state == POOL_CREATING && e->cmd_pid == pid) ||
+		    (e->state == POOL_READY && e->init_pid == pid))
+			break;
+	if (e == NULL)
+		return 0;
+	if (e->state == POOL_READY) {
+		/* Its init died before any launch: replace it. */
+		log_warnx("pool entry %s: init exited (status 0x%x)", e->id,
+		    status);
+		e->init_pid = 0;
+		pool_unlink(p, e);
+		pool_entry_destroy(ld, e);
+		pool_fill(ld);
+		return 1;
+	}
+	e->cmd_pid = 0;
+	pool_fmt(path, sizeof(path), "%s/pid", e->dir);
+	if (status == 0 && (s = read_file(path, 64, NULL)) != NULL) {
+		v = strtol(s, NULL, 10);
+		free(s);
+	}
+	if (v <= 1) {
+		fcntl(e->fd[1], F_SETFL, O_NONBLOCK);
+		n = read(e->fd[1], msg, sizeof(msg) - 1);
+		msg[n > 0 ? n : 0] = '\0';
+		msg[strcspn(msg, "\n")] = '\0';
+		log_warnx("pool entry %s: create failed (status %d): %s",
+		    e->id, status, msg);
+		p->keys[e->k].failures++;
+		pool_unlink(p, e);
+		pool_entry_destroy(ld, e);
+		pool_fill(ld);
+		return 1;
+	}
+	e->init_pid = (pid_t)v;
+	e->state = POOL_READY;
+	p->keys[e->k].failures = 0;
+	log_debug("pool entry %s ready (key %.12s, init %ld)", e->id,
+	    p->keys[e->k].key, v);
+	return 1;
+}
+
+size_t
+pool_ready(const struct launchd *ld)
+{
+	size_t	 n = 0;
+
+	if (ld->pool == NULL)
+		return 0;
+	for (const struct pool_entry *e = ld->pool->entries; e != NULL;
+	    e = e->next)
+		n += e->state == POOL_READY;
+	return n;
+}
+
+void
+pool_stop(struct launchd *ld)
+{
+	struct pool		*p = ld->pool;
+	struct pool_entry	*e;
+
+	if (p == NULL)
+		return;
+	while ((e = p->entries) != NULL) {
+		p->entries = e->next;
+		if (e->init_pid > 0)
+			kill(e->init_pid, SIGKILL);
+		pool_entry_destroy(ld, e);
+	}
+	free(p->keys);
+	free(p);
+	ld->pool = NULL;
+}

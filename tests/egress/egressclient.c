@@ -1,0 +1,356 @@
+/*
+ * egressclient.c: a test client for egressd that plays launchd-sbx (and
+ * policyd, whose signature it forges with a key of its own that the
+ * daemon under test trusts).  It opens and closes channels and reads the
+ * admin socket, printing one line per answer for tests/egress/run.
+ *
+ *   egressclient keygen SK PK
+ *   egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] [-e TTL] [-B]
+ *       [-c CA_OUT] POLICY.yaml
+ *   egressclient close -s SOCK EXEC
+ *   egressclient admin -s SOCK metrics|verify|audit [TASK]
+ *   egressclient broker SOCK LOG
+ *
+ * broker stands in for brokerd until it exists: it answers every
+ * credential request with "Bearer test-SECRET" (an error for the secret
+ * "broken") and appends "host secret header signed=N" lines to LOG.
+ *
+ * open prints "socket=PATH hash=HASH"; close prints "requests=N
+ * bytes_out=N bytes_in=N denials=RULE:N,..."; a refusal prints "error
+ * code=N: message" and exits 3; no reply prints "noreply", exit 4.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "frame.h"
+#include "peer.h"
+#include "log.h"
+#include "policy.h"
+#include "sign.h"
+#include "util.h"
+#include "yaml.h"
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: egressclient keygen SK PK\n"
+	    "       egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] "
+	    "[-e TTL] [-B] [-c CA_OUT] POLICY.yaml\n"
+	    "       egressclient close -s SOCK EXEC\n"
+	    "       egressclient admin -s SOCK metrics|verify|audit "
+	    "[TASK]\n");
+	exit(2);
+}
+
+static int
+call(const char *sock, const Sbx__V1__Envelope *req, Sbx__V1__Envelope **rep)
+{
+	int	 fd, rc;
+
+	if ((fd = frame_client_connect(sock)) == -1)
+		return -1;
+	rc = frame_client_call(fd, req, rep, 16 * 1024 * 1024);
+	close(fd);
+	return rc;
+}
+
+static int
+check(int rc, Sbx__V1__Envelope *rep)
+{
+	if (rc != 0) {
+		printf("noreply\n");
+		return 4;
+	}
+	if (rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR) {
+		printf("error code=%d: %s\n", (int)rep->error->code,
+		    rep->error->message);
+		return 3;
+	}
+	return 0;
+}
+
+static int
+cmd_open(int argc, char **argv)
+{
+	Sbx__V1__Policy		*pol;
+	Sbx__V1__PolicyGrant	 g = SBX__V1__POLICY_GRANT__INIT;
+	Sbx__V1__SignedPolicy	 sp = SBX__V1__SIGNED_POLICY__INIT;
+	Sbx__V1__EgressOpen	 o = SBX__V1__EGRESS_OPEN__INIT;
+	Sbx__V1__Envelope	 req, *rep = NULL;
+	struct sign_key		*key;
+	struct yerrs		 errs = { NULL, 0 };
+	const char		*sock = NULL, *sk = NULL, *caout = NULL;
+	const char		*task = "task-egress-test";
+	char			 hash[POLICY_HASH_HEX], xid[64], err[512];
+	long			 ttl = 600;
+	int			 ch, badsig = 0, rc;
+	FILE			*f;
+
+	random_id("exec", xid, sizeof(xid));
+	while ((ch = getopt(argc, argv, "Bc:e:k:s:t:x:")) != -1) {
+		switch (ch) {
+		case 'B': badsig = 1; break;
+		case 'c': caout = optarg; break;
+		case 'e': ttl = strtol(optarg, NULL, 10); break;
+		case 'k': sk = optarg; break;
+		case 's': sock = optarg; break;
+		case 't': task = optarg; break;
+		case 'x': snprintf(xid, sizeof(xid), "%s", optarg); break;
+		default: usage();
+		}
+	}
+	if (sock == NULL || sk == NULL || argc - optind != 1)
+		usage();
+	if ((pol = policy_parse_file(argv[optind], &errs)) == NULL) {
+		for (size_t i = 0; i < errs.n; i++)
+			fprintf(stderr, "%s\n", errs.msgs[i]);
+		exit(1);
+	}
+	if ((key = sign_key_load(sk, err, sizeof(err))) == NULL)
+		fatalx("%s", err);
+	policy_normalize(pol);
+	if (policy_hash(pol, hash) == -1)
+		fatalx("cannot hash the policy");
+	g.policy = pol;
+	g.policy_hash = hash;
+	g.task_id = (char *)task;
+	g.execution_id = xid;
+	g.tenant = (char *)"test";
+	g.user = (char *)"tester";
+	g.issued_at = now_s() - (ttl < 0 ? 1200 : 0);
+	g.expires_at = now_s() + ttl;
+	if (sign_grant(key, &g, &sp) == -1)
+		fatalx("cannot sign the grant");
+	if (badsig)
+		sp.signature.data[5] ^= 0x01;
+	o.signed_ = &sp;
+	frame_env_init(&req, 3);
+	req.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
+	req.egress_open = &o;
+	rc = call(sock, &req, &rep);
+	rc = check(rc, rep);
+	if (rc == 0) {
+		if (rep->body_case != SBX__V1__ENVELOPE__BODY_EGRESS_OPENED) {
+			printf("unexpected reply %d\n", (int)rep->body_case);
+			rc = 5;
+		} else {
+			printf("socket=%s hash=%s execution=%s\n",
+			    rep->egress_opened->socket_path, hash, xid);
+			if (caout != NULL) {
+				if ((f = fopen(caout, "w")) == NULL)
+					fatal("%s", caout);
+				fwrite(rep->egress_opened->ca_cert_pem.data, 1,
+				    rep->egress_opened->ca_cert_pem.len, f);
+				fclose(f);
+			}
+		}
+	}
+	if (rep != NULL)
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+	sign_signed_clear(&sp);
+	sign_key_free(key);
+	policy_free(pol);
+	return rc;
+}
+
+static int
+cmd_close(int argc, char **argv)
+{
+	Sbx__V1__EgressClose	 cl = SBX__V1__EGRESS_CLOSE__INIT;
+	Sbx__V1__Envelope	 req, *rep = NULL;
+	const char		*sock = NULL;
+	int			 ch, rc;
+
+	while ((ch = getopt(argc, argv, "s:")) != -1) {
+		if (ch == 's')
+			sock = optarg;
+		else
+			usage();
+	}
+	if (sock == NULL || argc - optind != 1)
+		usage();
+	cl.execution_id = argv[optind];
+	frame_env_init(&req, 4);
+	req.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE;
+	req.egress_close = &cl;
+	rc = call(sock, &req, &rep);
+	if ((rc = check(rc, rep)) == 0) {
+		const Sbx__V1__EgressUsage *u = rep->egress_usage;
+
+		printf("requests=%llu bytes_out=%llu bytes_in=%llu denials=",
+		    (unsigned long long)u->requests,
+		    (unsigned long long)u->bytes_out,
+		    (unsigned long long)u->bytes_in);
+		for (size_t i = 0; i < u->n_denials; i++)
+			printf("%s%s:%llu", i ? "," : "", u->denials[i]->rule,
+			    (unsigned long long)u->denials[i]->count);
+		printf("\n");
+	}
+	if (rep != NULL)
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static int
+cmd_admin(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req, *rep = NULL;
+	Sbx__V1__MetricsRequest	 mr = SBX__V1__METRICS_REQUEST__INIT;
+	Sbx__V1__AuditVerify	 av = SBX__V1__AUDIT_VERIFY__INIT;
+	Sbx__V1__AuditQuery	 aq = SBX__V1__AUDIT_QUERY__INIT;
+	const char		*sock = NULL, *what;
+	int			 ch, rc;
+
+	while ((ch = getopt(argc, argv, "s:")) != -1) {
+		if (ch == 's')
+			sock = optarg;
+		else
+			usage();
+	}
+	if (sock == NULL || argc - optind < 1)
+		usage();
+	what = argv[optind];
+	frame_env_init(&req, 5);
+	if (strcmp(what, "metrics") == 0) {
+		req.body_case = SBX__V1__ENVELOPE__BODY_METRICS_REQUEST;
+		req.metrics_request = &mr;
+	} else if (strcmp(what, "verify") == 0) {
+		req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY;
+		req.audit_verify = &av;
+	} else if (strcmp(what, "audit") == 0) {
+		aq.task_id = argc - optind > 1 ? argv[optind + 1] : (char *)"";
+		req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+		req.audit_query = &aq;
+	} else
+		usage();
+	rc = call(sock, &req, &rep);
+	if ((rc = check(rc, rep)) != 0)
+		goto out;
+	switch (rep->body_case) {
+	case SBX__V1__ENVELOPE__BODY_METRICS:
+		fputs(rep->metrics->text, stdout);
+		break;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED:
+		printf("ok=%d records=%llu daemon=%s\n",
+		    rep->audit_verified->ok,
+		    (unsigned long long)rep->audit_verified->records,
+		    rep->audit_verified->daemon);
+		break;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS:
+		for (size_t i = 0; i < rep->audit_records->n_events; i++) {
+			const Sbx__V1__AuditEvent *e =
+			    rep->audit_records->events[i];
+
+			printf("action=%s rule=%s task=%s execution=%s "
+			    "hash=%s detail=%s\n", e->action,
+			    e->rule[0] ? e->rule : "-", e->task_id,
+			    e->execution_id, e->policy_hash, e->detail);
+		}
+		break;
+	default:
+		printf("unexpected reply %d\n", (int)rep->body_case);
+		rc = 5;
+	}
+out:
+	if (rep != NULL)
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+	return rc;
+}
+
+static FILE *broker_log;
+
+static void
+broker_handle(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	Sbx__V1__CredentialReply	 cr = SBX__V1__CREDENTIAL_REPLY__INIT;
+	Sbx__V1__Envelope		 env;
+	const Sbx__V1__CredentialRequest *q = req->credential;
+	char				*v;
+
+	(void)arg;
+	if (req->body_case != SBX__V1__ENVELOPE__BODY_CREDENTIAL) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "credential "
+		    "requests only");
+		return;
+	}
+	fprintf(broker_log, "host=%s secret=%s header=%s signed=%d\n",
+	    q->host, q->secret, q->header,
+	    q->signed_ != NULL && q->signed_->grant.len > 0);
+	fflush(broker_log);
+	if (strcmp(q->secret, "broken") == 0) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE, "",
+		    "store unavailable");
+		return;
+	}
+	xasprintf(&v, "Bearer test-%s", q->secret);
+	cr.header = q->header;
+	cr.value.data = (uint8_t *)v;
+	cr.value.len = strlen(v);
+	cr.expires_at = now_s() + 60;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_CREDENTIAL_REPLY;
+	env.credential_reply = &cr;
+	frame_conn_send(c, &env);
+	free(v);
+}
+
+static int
+cmd_broker(int argc, char **argv)
+{
+	struct frame_server_config	 cfg;
+	struct peer_allow		 allow = { NULL, 0, NULL, 0 };
+	struct event_base		*base;
+
+	if (argc != 3)
+		usage();
+	if ((broker_log = fopen(argv[2], "a")) == NULL)
+		fatal("%s", argv[2]);
+	/* Anyone may ask: the test runs egressd as root or not. */
+	peer_allow_uid(&allow, getuid());
+	peer_allow_uid(&allow, 0);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "broker";
+	cfg.path = argv[1];
+	cfg.mode = 0666;
+	cfg.owner = (uid_t)-1;
+	cfg.group = (gid_t)-1;
+	cfg.allow = &allow;
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	if (frame_server_listen(base, &cfg, broker_handle, NULL) == NULL)
+		fatalx("cannot listen on %s", argv[1]);
+	event_base_dispatch(base);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	char	 err[512];
+
+	log_init("egressclient", 1, 0);
+	if (argc < 2)
+		usage();
+	if (strcmp(argv[1], "keygen") == 0) {
+		if (argc != 4)
+			usage();
+		if (sign_keygen(argv[2], argv[3], err, sizeof(err)) == -1)
+			fatalx("%s", err);
+		return 0;
+	}
+	if (strcmp(argv[1], "open") == 0)
+		return cmd_open(argc - 1, argv + 1);
+	if (strcmp(argv[1], "close") == 0)
+		return cmd_close(argc - 1, argv + 1);
+	if (strcmp(argv[1], "admin") == 0)
+		return cmd_admin(argc - 1, argv + 1);
+	if (strcmp(argv[1], "broker") == 0)
+		return cmd_broker(argc - 1, argv + 1);
+	usage();
+}

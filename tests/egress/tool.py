@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""tests/egress/tool.py: the moving parts tests/egress/run starts.
+
+  tool.py server PORT LOG [CERT KEY]   upstream HTTP(S) server; every request
+                                       is appended to LOG as one JSON line
+  tool.py bridge PORT SOCK             127.0.0.1:PORT -> Unix socket SOCK,
+                                       as sbx-init bridges 3128
+  tool.py raw SOCK REQUEST             send REQUEST (Python escapes, e.g.
+                                       \\r\\n) to SOCK, print the response
+  tool.py dns PORT LOG                 a DNS server that logs every query
+                                       name to LOG and answers NXDOMAIN
+
+Upstream paths: /v1/rates (JSON), /v1/echo (the request's headers as
+JSON), /v1/redirect?to=URL (302), /v1/big?n=N (N bytes, Content-Length),
+/v1/chunked?n=N (N bytes, chunked), /v1/slow (never answers).
+"""
+import http.server
+import json
+import os
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+
+
+def cmd_server(port, log, cert=None, key=None):
+    lock = threading.Lock()
+
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def record(self, body=b""):
+            with lock, open(log, "a") as f:
+                f.write(json.dumps({"method": self.command,
+                                    "path": self.path,
+                                    "headers": dict(self.headers.items()),
+                                    "body_len": len(body),
+                                    "tls": cert is not None}) + "\n")
+
+        def send(self, code, body, ctype="application/json", extra=None):
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def handle_any(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else b""
+            self.record(body)
+            u = urllib.parse.urlsplit(self.path)
+            q = urllib.parse.parse_qs(u.query)
+            if u.path == "/v1/rates":
+                self.send(200, b'{"EUR": 0.92}')
+            elif u.path == "/v1/echo":
+                self.send(200, json.dumps(
+                    {"headers": dict(self.headers.items()),
+                     "body_len": len(body)}).encode())
+            elif u.path == "/v1/redirect":
+                self.send(302, b"", extra={"Location": q["to"][0]})
+            elif u.path == "/v1/big":
+                self.send(200, b"x" * int(q["n"][0]), "text/plain")
+            elif u.path == "/v1/chunked":
+                n = int(q["n"][0])
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                while n > 0:
+                    c = min(n, 4096)
+                    self.wfile.write(b"%x\r\n%s\r\n" % (c, b"y" * c))
+                    n -= c
+                self.wfile.write(b"0\r\n\r\n")
+            elif u.path == "/v1/slow":
+                time.sleep(30)
+            else:
+                self.send(404, b'{"error": "not found"}')
+
+        do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = handle_any
+
+    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+
+    srv = S(("127.0.0.1", int(port)), H)
+    if cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.serve_forever()
+
+
+def cmd_bridge(port, path):
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("127.0.0.1", int(port)))
+    ls.listen(64)
+
+    def pump(a, b):
+        try:
+            while True:
+                d = a.recv(65536)
+                if not d:
+                    break
+                b.sendall(d)
+        except OSError:
+            pass
+        try:
+            b.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    while True:
+        c, _ = ls.accept()
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            u.connect(path)
+        except OSError:
+            c.close()
+            continue
+        threading.Thread(target=pump, args=(c, u), daemon=True).start()
+        threading.Thread(target=pump, args=(u, c), daemon=True).start()
+
+
+def cmd_raw(path, req):
+    data = req.encode("latin-1").decode("unicode_escape").encode("latin-1")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(data)
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+            # One response is enough when the proxy keeps the connection.
+            if b"\r\n\r\n" in out and b"Content-Length:" in out:
+                head, _, body = out.partition(b"\r\n\r\n")
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        if len(body) >= int(line.split(b":")[1]):
+                            raise StopIteration
+    except (socket.timeout, StopIteration):
+        pass
+    except ConnectionResetError:
+        pass
+    sys.stdout.write(out.decode("latin-1"))
+
+
+def cmd_dns(port, log):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", int(port)))
+    while True:
+        data, addr = s.recvfrom(4096)
+        if len(data) < 12:
+            continue
+        labels, i = [], 12
+        while i < len(data) and data[i] != 0:
+            n = data[i]
+            labels.append(data[i + 1:i + 1 + n].decode("latin-1"))
+            i += n + 1
+        with open(log, "a") as f:
+            f.write(".".join(labels) + "\n")
+        # NXDOMAIN: id, flags QR|RD|RA|rcode 3, the question echoed.
+        q = data[12:i + 5]
+        s.sendto(data[:2] + b"\x81\x83" + b"\x00\x01\x00\x00\x00\x00\x00\x00"
+                 + q, addr)
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    args = sys.argv[2:]
+    {"server": cmd_server, "bridge": cmd_bridge, "raw": cmd_raw,
+     "dns": cmd_dns}[cmd](*args)
