@@ -48,6 +48,7 @@ COMMON_SRCS += common/policy_diff.c
 COMMON_SRCS += common/sign.c
 COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/util.c
+COMMON_SRCS += common/config.c
 
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "peer.h"
 
 #include "sbx/v1/envelope.pb-c.h"
@@ -45,14 +46,6 @@ struct audit;
 
 /* ---- parse.c ---- */
 
-struct brokerd_sock_conf {
-	char			*path;
-	mode_t			 mode;
-	char			*group_name;	/* NULL: leave the group */
-	gid_t			 group;		/* (gid_t)-1 when unset */
-	struct peer_allow	 allow;
-};
-
 struct brokerd_conf {
 	char			*file;
 	char			*dir;
@@ -64,8 +57,8 @@ struct brokerd_conf {
 	char			*policy_public_key;
 	uint32_t		 mint_ttl;	/* seconds */
 	uint32_t		 max_frame_kb;
-	struct brokerd_sock_conf credential;
-	struct brokerd_sock_conf admin;
+	struct cfg_sock credential;
+	struct cfg_sock admin;
 };
 
 /* Parse and check a config file; every problem goes to errs.  NULL if

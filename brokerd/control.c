@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "config.h"
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
@@ -620,18 +621,12 @@ bcontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 }
 
 static struct frame_server *
-bcontrol_listen(struct bcontrol *ctl, const struct brokerd_sock_conf *sc,
+bcontrol_listen(struct bcontrol *ctl, const struct cfg_sock *sc,
     struct bcontrol_sock *arg)
 {
 	struct frame_server_config	 cfg;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.name = arg->name;
-	cfg.path = sc->path;
-	cfg.mode = sc->mode;
-	cfg.owner = (uid_t)-1;
-	cfg.group = sc->group;
-	cfg.allow = &sc->allow;
+	cfg_socket_server(sc, arg->name, &cfg);
 	cfg.max_frame = (size_t)ctl->bd->conf->max_frame_kb * 1024;
 	cfg.refused = bcontrol_refused_peer;
 	cfg.refused_arg = arg;
