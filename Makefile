@@ -49,6 +49,7 @@ COMMON_SRCS += common/sign.c
 COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/util.c
 COMMON_SRCS += common/config.c
+COMMON_SRCS += common/daemon.c
 
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c

@@ -24,6 +24,7 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "daemon.h"
 #include "log.h"
 #include "sign.h"
 #include "util.h"
@@ -37,35 +38,12 @@ usage(void)
 	exit(1);
 }
 
-static int
-brokerd_root(void)
-{
-	return geteuid() == 0;
-}
-
-/* Create the state directory for the daemon's user (0700). */
-static void
-brokerd_state_dir(const struct brokerd_conf *c)
-{
-	struct stat	 st;
-
-	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST)
-		fatal("state_dir %s", c->state_dir);
-	if (stat(c->state_dir, &st) == -1)
-		fatal("state_dir %s", c->state_dir);
-	if (!S_ISDIR(st.st_mode))
-		fatalx("state_dir %s: not a directory", c->state_dir);
-	if (brokerd_root() && c->user != NULL &&
-	    chown(c->state_dir, c->uid, c->gid) == -1)
-		fatal("chown %s to %s", c->state_dir, c->user);
-}
-
 /* The uid the master key must belong to: brokerd's user once it drops,
  * else whoever runs it. */
 static uid_t
 brokerd_key_owner(const struct brokerd_conf *c)
 {
-	if (brokerd_root() && c->user != NULL)
+	if (daemon_root() && c->user != NULL)
 		return c->uid;
 	return geteuid();
 }
@@ -81,7 +59,7 @@ brokerd_master_key(const struct brokerd_conf *c)
 			fatal("master_key %s", c->master_key);
 		if (bstore_key_create(c->master_key, err, sizeof(err)) == -1)
 			fatalx("master_key: %s", err);
-		if (brokerd_root() && c->user != NULL &&
+		if (daemon_root() && c->user != NULL &&
 		    chown(c->master_key, c->uid, c->gid) == -1)
 			fatal("chown %s to %s", c->master_key, c->user);
 		log_info("created master key %s", c->master_key);
@@ -90,51 +68,6 @@ brokerd_master_key(const struct brokerd_conf *c)
 	    sizeof(err))) == NULL)
 		fatalx("master_key: %s", err);
 	return key;
-}
-
-static void
-brokerd_chown_db(const struct brokerd_conf *c)
-{
-	static const char *const files[] = {
-		BROKERD_DB, BROKERD_DB "-wal", BROKERD_DB "-shm", NULL
-	};
-
-	if (!brokerd_root() || c->user == NULL)
-		return;
-	for (size_t i = 0; files[i] != NULL; i++)
-		if (chown(files[i], c->uid, c->gid) == -1 && errno != ENOENT)
-			fatal("chown %s/%s to %s", c->state_dir, files[i],
-			    c->user);
-}
-
-static void
-brokerd_drop(const struct brokerd_conf *c)
-{
-	uid_t	 ru, eu, su;
-	gid_t	 rg, eg, sg;
-
-	if (!brokerd_root()) {
-		if (c->user != NULL)
-			log_debug("not root: keeping uid %u rather than "
-			    "switching to %s", (unsigned)getuid(), c->user);
-		return;
-	}
-	if (c->user == NULL) {
-		log_warnx("running as root: set user in %s", c->file);
-		return;
-	}
-	if (setgroups(1, &c->gid) == -1 ||
-	    setresgid(c->gid, c->gid, c->gid) == -1 ||
-	    setresuid(c->uid, c->uid, c->uid) == -1)
-		fatal("cannot drop privileges to %s", c->user);
-	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
-	    ru != c->uid || eu != c->uid || su != c->uid ||
-	    rg != c->gid || eg != c->gid || sg != c->gid)
-		fatalx("privilege drop to %s did not take", c->user);
-	if (setuid(0) != -1)
-		fatalx("privilege drop to %s can be undone", c->user);
-	log_debug("running as %s (uid %u gid %u)", c->user,
-	    (unsigned)c->uid, (unsigned)c->gid);
 }
 
 /* SIGHUP: read policyd's public key again (a rotated key). */
@@ -236,7 +169,8 @@ main(int argc, char *argv[])
 	if (sign_pubkey_load(bd.conf->policy_public_key, bd.pk, err,
 	    sizeof(err)) == -1)
 		fatalx("policy_public_key: %s", err);
-	brokerd_state_dir(bd.conf);
+	daemon_state_dir(bd.conf->state_dir, bd.conf->user, bd.conf->uid,
+	    bd.conf->gid);
 	key = brokerd_master_key(bd.conf);
 
 	if ((bd.base = event_base_new()) == NULL)
@@ -256,8 +190,9 @@ main(int argc, char *argv[])
 	if ((bd.store = bstore_open(BROKERD_DB, key, err, sizeof(err))) ==
 	    NULL)
 		fatalx("%s/%s: %s", bd.conf->state_dir, BROKERD_DB, err);
-	brokerd_chown_db(bd.conf);
-	brokerd_drop(bd.conf);
+	daemon_chown_db(BROKERD_DB, bd.conf->state_dir, bd.conf->user,
+	    bd.conf->uid, bd.conf->gid);
+	daemon_drop(bd.conf->file, bd.conf->user, bd.conf->uid, bd.conf->gid);
 
 	for (int i = 0; i < 3; i++) {
 		if ((sigs[i] = evsignal_new(bd.base, signos[i],

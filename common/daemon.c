@@ -1,0 +1,83 @@
+/*
+ * daemon.c: state directory, database ownership and the privilege drop
+ * shared by every daemon that does not need root (daemon.h).  A drop that
+ * did not take, or that could be undone, is fatal: a daemon that meant to
+ * run as its own user must never go on as root.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <errno.h>
+#include <grp.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+int
+daemon_root(void)
+{
+	return geteuid() == 0;
+}
+
+void
+daemon_state_dir(const char *dir, const char *user, uid_t uid, gid_t gid)
+{
+	struct stat	 st;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST)
+		fatal("state_dir %s", dir);
+	if (stat(dir, &st) == -1)
+		fatal("state_dir %s", dir);
+	if (!S_ISDIR(st.st_mode))
+		fatalx("state_dir %s: not a directory", dir);
+	if (daemon_root() && user != NULL && chown(dir, uid, gid) == -1)
+		fatal("chown %s to %s", dir, user);
+}
+
+void
+daemon_chown_db(const char *db, const char *state_dir, const char *user,
+    uid_t uid, gid_t gid)
+{
+	const char	*sfx[] = { "", "-wal", "-shm" };
+	char		 path[4096];
+
+	if (!daemon_root() || user == NULL)
+		return;
+	for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+		snprintf(path, sizeof(path), "%s%s", db, sfx[i]);
+		if (chown(path, uid, gid) == -1 && errno != ENOENT)
+			fatal("chown %s/%s to %s", state_dir, path, user);
+	}
+}
+
+void
+daemon_drop(const char *conffile, const char *user, uid_t uid, gid_t gid)
+{
+	uid_t	 ru, eu, su;
+	gid_t	 rg, eg, sg;
+
+	if (!daemon_root()) {
+		if (user != NULL)
+			log_debug("not root: keeping uid %u rather than "
+			    "switching to %s", (unsigned)getuid(), user);
+		return;
+	}
+	if (user == NULL) {
+		log_warnx("running as root: set user in %s", conffile);
+		return;
+	}
+	if (setgroups(1, &gid) == -1 ||
+	    setresgid(gid, gid, gid) == -1 ||
+	    setresuid(uid, uid, uid) == -1)
+		fatal("cannot drop privileges to %s", user);
+	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
+	    ru != uid || eu != uid || su != uid ||
+	    rg != gid || eg != gid || sg != gid)
+		fatalx("privilege drop to %s did not take", user);
+	if (setuid(0) != -1)
+		fatalx("privilege drop to %s can be undone", user);
+	log_debug("running as %s (uid %u gid %u)", user, (unsigned)uid,
+	    (unsigned)gid);
+}
