@@ -81,6 +81,14 @@ BROKERD_SRCS += brokerd/control.c
 BROKERD_SRCS += brokerd/store.c
 BROKERD_SRCS += brokerd/mint.c
 
+APPROVALD_SRCS  = approvald/approvald.c
+APPROVALD_SRCS += approvald/parse.c
+APPROVALD_SRCS += approvald/control.c
+APPROVALD_SRCS += approvald/queue.c
+APPROVALD_SRCS += approvald/quote.c
+
+APPROVALCTL_SRCS  = approvalctl/approvalctl.c
+
 EGRESSD_SRCS  = egressd/egressd.c
 EGRESSD_SRCS += egressd/parse.c
 EGRESSD_SRCS += egressd/control.c
@@ -99,6 +107,8 @@ PROGS += launchd-sbx
 PROGS += sbx-init
 PROGS += egressd
 PROGS += brokerd
+PROGS += approvald
+PROGS += approvalctl
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIBCOMMON = $(B)/lib/libsbxcommon.a
@@ -113,6 +123,10 @@ LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
 
 # brokerd's modules without main(), for unit tests.
 BROKERD_LIB_SRCS = $(filter-out brokerd/brokerd.c,$(BROKERD_SRCS))
+
+# approvald's modules without main(), for unit tests and approvalctl (which
+# shows requests through the same quoting).
+APPROVALD_LIB_SRCS = $(filter-out approvald/approvald.c,$(APPROVALD_SRCS))
 
 # egressd's modules without main(), for unit tests and the fuzz target.
 EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
@@ -160,6 +174,19 @@ $(B)/bin/brokerd: $(call obj,brokerd/brokerd.c) $(B)/lib/libbrokerd.a $(LIBCOMMO
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(B)/lib/libapprovald.a: $(call obj,$(APPROVALD_LIB_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/bin/approvald: $(call obj,approvald/approvald.c) $(B)/lib/libapprovald.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bin/approvalctl: $(call obj,$(APPROVALCTL_SRCS)) $(B)/lib/libapprovald.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(B)/lib/libegressd.a: $(call obj,$(EGRESSD_LIB_SRCS))
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -197,7 +224,7 @@ $(B)/bin/sbx-init: sbx-init/sbx-init.c
 # ---- tests ---------------------------------------------------------------
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*_test.c))
 
-$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(B)/lib/liblaunchd.a $(B)/lib/libbrokerd.a $(B)/lib/libegressd.a $(LIBCOMMON)
+$(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $(B)/lib/libpolicyd.a $(B)/lib/liblaunchd.a $(B)/lib/libbrokerd.a $(B)/lib/libapprovald.a $(B)/lib/libegressd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(CRIT_LIBS)
 
@@ -261,6 +288,18 @@ $(B)/bin/brokerclient: $(call obj,tests/broker/brokerclient.c) $(B)/lib/libbroke
 test-broker: $(B)/bin/brokerd $(B)/bin/brokerclient
 	@tests/record broker$(SUITE_SFX) tests/broker/run $(B)/bin
 
+# approvald with a fake policyd (tests/approve/fakepolicyd.py) and
+# approvalctl driven in a real terminal (tmux); root for the
+# approvers-group refusal.
+.PHONY: test-approve
+TEST_HELPERS += $(B)/bin/fakepolicyd
+$(B)/bin/fakepolicyd: $(call obj,tests/approve/fakepolicyd.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+test-approve: $(B)/bin/approvald $(B)/bin/approvalctl $(B)/bin/fakepolicyd
+	@tests/record approve$(SUITE_SFX) tests/approve/run $(CURDIR)/$(B)/bin
+
 # egressd with real servers on loopback (root or not).
 .PHONY: test-egress
 test-egress: $(B)/bin/egressd $(B)/bin/egressclient
@@ -295,6 +334,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
 	@$(MAKE) --no-print-directory test-egress $(call RECORD_FAIL,egress)
 	@$(MAKE) --no-print-directory test-broker $(call RECORD_FAIL,broker)
+	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
 
 test-san:
 	@mkdir -p build && rm -f build/test-results.txt

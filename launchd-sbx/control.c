@@ -191,6 +191,12 @@ control_audit_flush(struct launchd *ld)
 	if (ld->aq_ev != NULL)
 		event_del(ld->aq_ev);
 	control_audit_commit(ld);
+}
+
+void
+control_audit_free(struct launchd *ld)
+{
+	control_audit_flush(ld);
 	if (ld->aq_ev != NULL) {
 		event_free(ld->aq_ev);
 		ld->aq_ev = NULL;

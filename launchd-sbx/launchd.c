@@ -29,6 +29,7 @@
 #include "launchd-sbx/launchd.h"
 
 #define LAUNCHD_NSIGS	4
+#define LAUNCHD_DRAIN_MS	200
 
 static void __attribute__((noreturn))
 usage(void)
@@ -85,6 +86,8 @@ launchd_signal(evutil_socket_t sig, short what, void *arg)
 	case SIGHUP:
 		/* Images installed since, or repaired: prepare them (in
 		 * children) and refill the pool. */
+		if (ld->stopping)
+			break;
 		log_info("SIGHUP: rescanning the image store; restart to "
 		    "change the configuration");
 		image_scan(ld, 1);
@@ -213,10 +216,19 @@ main(int argc, char *argv[])
 	if (event_base_dispatch(ld.base) == -1)
 		log_warnx("event loop failed");
 
+	ld.stopping = 1;
 	run_stop_all(&ld);
 	pool_stop(&ld);
 	image_stop(&ld);
-	control_audit_flush(&ld);
+	/* A short last turn of the loop writes the replies just queued
+	 * (launches that come meanwhile are refused). */
+	{
+		struct timeval tv = { 0, LAUNCHD_DRAIN_MS * 1000 };
+
+		event_base_loopexit(ld.base, &tv);
+		(void)event_base_dispatch(ld.base);
+	}
+	control_audit_free(&ld);
 	control_stop(ld.ctl);
 	for (int i = 0; i < LAUNCHD_NSIGS; i++)
 		event_free(sigs[i]);

@@ -135,6 +135,7 @@ struct launchd {
 	struct audit_item	**aq_tail;
 	struct event		*aq_ev;		/* deferred, low priority */
 	int			 aq_armed;
+	int			 stopping;	/* refuse launches, rescans */
 };
 
 /* Event priorities: the group commit runs after what is ready now. */
@@ -165,6 +166,8 @@ void		 control_audit(struct launchd *,
 int		 control_audit_init(struct launchd *);
 /* Commit whatever is queued now (shutdown). */
 void		 control_audit_flush(struct launchd *);
+/* Flush, then free the commit event (the end of main). */
+void		 control_audit_free(struct launchd *);
 
 /* ---- image.c ---- */
 
@@ -218,6 +221,11 @@ void		 pool_fill(struct launchd *);
  * differ in nothing but per-execution data.  -1 if no spec.
  */
 int		 pool_key(const struct spec_params *, char key[65]);
+/* With a global pool.size and no configured keys, a launch that found
+ * no key teaches one: its image, tier and limits get entries from now on
+ * (at most 16 keys). */
+void		 pool_learn(struct launchd *, const Sbx__V1__Policy *,
+		    const char *key);
 /* A ready entry for key, taken out of the pool (it is the caller's now,
  * to start once and destroy), or NULL. */
 struct pool_entry *pool_take(struct launchd *, const char *key);

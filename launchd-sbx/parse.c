@@ -322,8 +322,9 @@ parse_pool_keys(struct ydoc *doc, const struct ynode *n,
 		struct launchd_pool_key	*k = &c->pool_keys[c->npool_keys];
 
 		snprintf(what, sizeof(what), "pool.keys[%zu]", i);
+		/* Read on after a problem: report every one at once. */
 		if (ymap_check(doc, e, what, poolkey_keys,
-		    poolkey_required) != 0)
+		    poolkey_required) != 0 && e->type != YN_MAP)
 			continue;
 		k->tier = 1;
 		k->size = c->pool_size;

@@ -23,6 +23,11 @@
  * audit record of the launch ties the execution and its policy hash to
  * that entry.  Pool entries exist only for runc-flavoured runtimes (runsc's
  * gofer serves a bind mount as it was at create time).
+ *
+ * Keys are configured (pool.keys), or, with only a global pool.size,
+ * learned: a launch that finds no key teaches its own (image, tier and
+ * limits copied from its policy), up to POOL_MAX_LEARNED keys, and the
+ * launches after it with the same limits are served from the pool.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -46,6 +51,7 @@
 #include "launchd-sbx/launchd.h"
 
 #define POOL_MAX_FAILURES	3	/* then the key waits for a take */
+#define POOL_MAX_LEARNED	16	/* keys learned from launches */
 #define POOL_RUN_DIR		"/run/sbx/pool"
 #define POOL_ARGV		POOL_RUN_DIR "/argv"
 
@@ -71,6 +77,7 @@ struct pool_keyrt {
 	int				 failures;
 	int				 refused;	/* image refused: logged */
 	int				 disabled;	/* no pool for the tier */
+	struct launchd_pool_key		*own;		/* a learned key */
 };
 
 struct pool {
@@ -78,6 +85,7 @@ struct pool {
 	size_t			 nkeys;
 	struct pool_entry	*entries;
 	uint64_t		 seq;
+	size_t			 nlearned;
 };
 
 static int __attribute__((format(printf, 3, 4)))
@@ -116,6 +124,10 @@ pool_key(const struct spec_params *in, char key[65])
 		return -1;
 	/* The policy's identity: not part of what the sandbox is. */
 	json_object_del(spec, "annotations");
+	/* The tier too: two tiers' runtimes may read the same spec, and an
+	 * entry of one must never serve the other. */
+	json_object_set_new(spec, "sbx.tier",
+	    json_integer((json_int_t)in->policy->isolation));
 	s = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT);
 	json_decref(spec);
 	if (s == NULL)
@@ -262,10 +274,23 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	sp.cgroups_path = cg;
 	sp.argv = argv;
 	sp.flavor = rt->flavor;
-	if (kr->key[0] == '\0' && pool_key(&sp, kr->key) == -1) {
-		log_warnx("pool key %zu: no spec for its limits", k);
-		kr->disabled = 1;
-		goto bad;
+	{
+		char	 got[65];
+
+		if (pool_key(&sp, got) == -1) {
+			log_warnx("pool key %zu: no spec for its limits", k);
+			kr->disabled = 1;
+			goto bad;
+		}
+		if (kr->key[0] == '\0')
+			memcpy(kr->key, got, sizeof(kr->key));
+		else if (strcmp(kr->key, got) != 0) {
+			/* A learned key the pool cannot reproduce. */
+			log_warnx("pool key %zu: entries would not match the "
+			    "launches that taught it", k);
+			kr->disabled = 1;
+			goto bad;
+		}
 	}
 	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
 		log_warnx("pool key %zu: %s", k, err);
@@ -352,23 +377,72 @@ pool_fill(struct launchd *ld)
 	}
 }
 
+/* Pool entries only for an available runc-flavoured runtime. */
+static int
+pool_tier_ok(const struct launchd *ld, int tier)
+{
+	const struct launchd_runtime	*rt;
+
+	if (tier <= 0 || tier >= LAUNCHD_NTIERS)
+		return 0;
+	rt = &ld->conf->runtimes[tier];
+	return rt->path != NULL && rt->available && rt->flavor == SPEC_RUNC;
+}
+
+void
+pool_learn(struct launchd *ld, const Sbx__V1__Policy *pol, const char *key)
+{
+	struct pool		*p = ld->pool;
+	struct launchd_pool_key	*kc;
+	struct pool_keyrt	*kr;
+
+	/* Configured keys say exactly what to keep: nothing is learned. */
+	if (p == NULL || ld->conf->pool_size == 0 ||
+	    ld->conf->npool_keys > 0 || pol->limits == NULL ||
+	    !pool_tier_ok(ld, (int)pol->isolation))
+		return;
+	for (size_t k = 0; k < p->nkeys; k++)
+		if (strcmp(p->keys[k].key, key) == 0)
+			return;
+	if (p->nlearned >= POOL_MAX_LEARNED)
+		return;
+	kc = xcalloc(1, sizeof(*kc));
+	kc->image = xstrdup(pol->image);
+	kc->tier = (int)pol->isolation;
+	kc->cpus_milli = pol->limits->cpus_milli;
+	kc->memory_mb = pol->limits->memory_mb;
+	kc->pids = pol->limits->pids;
+	kc->scratch_mb = pol->limits->scratch_mb;
+	kc->size = ld->conf->pool_size;
+	p->keys = xreallocarray(p->keys, p->nkeys + 1, sizeof(*p->keys));
+	kr = &p->keys[p->nkeys++];
+	memset(kr, 0, sizeof(*kr));
+	kr->conf = kr->own = kc;
+	/* The key the entries will have: it must be this launch's. */
+	memcpy(kr->key, key, sizeof(kr->key));
+	p->nlearned++;
+	log_info("pool: learned key %.12s (%s, tier %s), %u entr%s", key,
+	    kc->image, parse_tier_name(kc->tier), kc->size,
+	    kc->size == 1 ? "y" : "ies");
+	pool_fill(ld);
+}
+
 void
 pool_start(struct launchd *ld)
 {
 	const struct launchd_conf	*c = ld->conf;
 	struct pool			*p;
 
-	if (c->npool_keys == 0)
+	if (c->npool_keys == 0 && c->pool_size == 0)
 		return;
 	p = xcalloc(1, sizeof(*p));
-	p->keys = xcalloc(c->npool_keys, sizeof(*p->keys));
+	p->keys = xcalloc(c->npool_keys > 0 ? c->npool_keys : 1,
+	    sizeof(*p->keys));
 	for (size_t k = 0; k < c->npool_keys; k++) {
 		const struct launchd_pool_key *kc = &c->pool_keys[k];
 
 		p->keys[k].conf = kc;
-		if (kc->tier <= 0 || kc->tier >= LAUNCHD_NTIERS ||
-		    !c->runtimes[kc->tier].available ||
-		    c->runtimes[kc->tier].flavor != SPEC_RUNC) {
+		if (!pool_tier_ok(ld, kc->tier)) {
 			log_warnx("pool key %zu (%s, tier %s): no pool for "
 			    "this tier", k, kc->image,
 			    parse_tier_name(kc->tier));
@@ -522,6 +596,11 @@ pool_stop(struct launchd *ld)
 			kill(e->init_pid, SIGKILL);
 		pool_entry_destroy(ld, e);
 	}
+	for (size_t k = 0; k < p->nkeys; k++)
+		if (p->keys[k].own != NULL) {
+			free(p->keys[k].own->image);
+			free(p->keys[k].own);
+		}
 	free(p->keys);
 	free(p);
 	ld->pool = NULL;

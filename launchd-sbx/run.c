@@ -1087,8 +1087,12 @@ run_from_pool(struct run *r)
 	if (r->ld->pool == NULL)
 		return 0;
 	run_params(r, &sp, in, code, cgpath, prog, argv);
-	if (pool_key(&sp, key) == -1 || (pe = pool_take(r->ld, key)) == NULL)
+	if (pool_key(&sp, key) == -1)
 		return 0;
+	if ((pe = pool_take(r->ld, key)) == NULL) {
+		pool_learn(r->ld, r->grant->policy, key);
+		return 0;
+	}
 	memcpy(r->pool_key, key, sizeof(r->pool_key));
 	run_fmt(r->id, sizeof(r->id), "%s", pool_entry_id(pe));
 	run_fmt(r->dir, sizeof(r->dir), "%s", pool_entry_dir(pe));
@@ -1268,6 +1272,10 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	if (o != NULL || lstat(r->dir, &st) == 0) {
 		run_abort(r, RULE_BAD_REQUEST, "this execution is already "
 		    "running or ran");
+		return;
+	}
+	if (ld->stopping) {
+		run_abort(r, RULE_RUNTIME, "launchd-sbx is shutting down");
 		return;
 	}
 	if ((r->wall_ev = evtimer_new(ld->base, run_wall_cb, r)) == NULL ||
