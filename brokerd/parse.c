@@ -78,9 +78,9 @@ bparse_config(const char *file, struct yerrs *errs)
 			c->gid = pw->pw_gid;
 		}
 	}
-	cfg_pathkey(doc, root, "state_dir", c->dir, &c->state_dir);
-	cfg_pathkey(doc, root, "master_key", c->dir, &c->master_key);
-	cfg_pathkey(doc, root, "policy_public_key", c->dir,
+	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
+	cfg_pathkey(doc, root, "master_key", NULL, c->dir, &c->master_key);
+	cfg_pathkey(doc, root, "policy_public_key", NULL, c->dir,
 	    &c->policy_public_key);
 	if (c->state_dir != NULL && c->master_key == NULL)
 		xasprintf(&c->master_key, "%s/master.key", c->state_dir);

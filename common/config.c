@@ -81,17 +81,19 @@ cfg_number(const char *s, unsigned long *out)
 
 void
 cfg_pathkey(struct ydoc *doc, const struct ynode *map, const char *key,
-    const char *dir, char **out)
+    const char *what, const char *dir, char **out)
 {
 	const struct ynode	*n = ymap_get(map, key);
 	const char		*s = NULL;
 
+	if (what == NULL)
+		what = key;
 	if (n == NULL)
 		return;
-	if (yget_str(doc, n, key, &s) == -1)
+	if (yget_str(doc, n, what, &s) == -1)
 		return;
 	if (s[0] == '\0') {
-		yerr(doc, n, key, "empty path");
+		yerr(doc, n, what, "empty path");
 		return;
 	}
 	free(*out);
@@ -192,7 +194,8 @@ cfg_socket(struct ydoc *doc, const struct ynode *n, const char *name,
 	}
 	if (ymap_check(doc, n, what, sock_keys, sock_required) != 0)
 		return;
-	cfg_pathkey(doc, n, "path", dir, &sc->path);
+	snprintf(key, sizeof(key), "%s.path", what);
+	cfg_pathkey(doc, n, "path", key, dir, &sc->path);
 	if (sc->path == NULL && ymap_get(n, "path") != NULL)
 		return;
 	snprintf(key, sizeof(key), "%s.mode", what);

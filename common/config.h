@@ -32,9 +32,10 @@ char	*cfg_path(const char *dir, const char *path);
 char	*cfg_dir(const char *file);
 /* A plain decimal number up to INT_MAX; 0 or -1. */
 int	 cfg_number(const char *s, unsigned long *out);
-/* An optional path key of map, joined to dir; *out untouched if absent. */
+/* An optional path key of map, joined to dir; *out untouched if absent.
+ * what names it in messages ("egress.socket"); NULL: the key itself. */
 void	 cfg_pathkey(struct ydoc *, const struct ynode *map, const char *key,
-	    const char *dir, char **out);
+	    const char *what, const char *dir, char **out);
 /* An octal mode written as a string of digits ("0660"). */
 void	 cfg_mode(struct ydoc *, const struct ynode *, const char *key,
 	    mode_t *out);

@@ -251,7 +251,7 @@ decide_parse_authority(const char *s, size_t len, int tls,
 	for (size_t i = 0; i < len; i++)
 		if (s[i] == '\\' || s[i] == '/' || s[i] == '?' ||
 		    s[i] == '#' || (unsigned char)s[i] <= 0x20 ||
-		    (unsigned char)s[i] >= 0x7f)
+		    (unsigned char)s[i] == 0x7f)
 			return (*why = "character not allowed in authority",
 			    -1);
 	return decide_authority(s, len, tls, t, why);

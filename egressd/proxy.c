@@ -647,6 +647,9 @@ proxy_response_done(struct proxy_conn *c)
 {
 	int	 keep = c->req.keep_alive && !c->close_after;
 
+	log_debug("response done: keep %d (client %d close_after %d), "
+	    "%zu bytes waiting", keep, c->req.keep_alive, c->close_after,
+	    evbuffer_get_length(bufferevent_get_input(c->cbev)));
 	if (!c->resp.keep_alive || evbuffer_get_length(
 	    bufferevent_get_input(c->ubev)) > 0)
 		proxy_up_free(c);
@@ -1021,6 +1024,7 @@ proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
 	ch->grant = g;
 	ch->pol = g->policy;
 	TAILQ_INIT(&ch->conns);
+	sbx__v1__signed_policy__init(&ch->signed_);
 	ch->signed_.grant.data = xmalloc(sp->grant.len);
 	memcpy(ch->signed_.grant.data, sp->grant.data, sp->grant.len);
 	ch->signed_.grant.len = sp->grant.len;

@@ -1,6 +1,10 @@
 /*
- * proxy_tls.c: CONNECT interception.  Placeholder while the plain proxy
- * is tested: every CONNECT is refused.
+ * proxy_tls.c: CONNECT interception -- not built yet.  A CONNECT is
+ * decided on host and port (proxy.c) and, when allowed, still refused
+ * here with bad-request: egressd never opens a tunnel it cannot look
+ * inside.  The interface (proxy_tls_start, proxy_tls_upstream and the
+ * verified upstream context) is what the interception will fill in, with
+ * leaf certificates from ca.c.
  */
 #include <stdlib.h>
 

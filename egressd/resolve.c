@@ -33,7 +33,19 @@ struct resolve_req {
 	char				 host[DECIDE_HOST_MAX];
 	resolve_cb			 cb;
 	void				*arg;
+	int				 starting;	/* inside resolve_start */
+	int				 done;		/* answered meanwhile */
 };
+
+/* Free, unless resolve_start() is still on the stack: it frees. */
+static void
+resolve_free(struct resolve_req *rq)
+{
+	if (rq->starting)
+		rq->done = 1;
+	else
+		free(rq);
+}
 
 struct net4 {
 	uint32_t	 net;
@@ -78,7 +90,7 @@ static const struct net6 special6[] = {
 	{ { 0x20, 0x01, 0x00, 0x00 }, 32, "teredo" },
 	{ { 0x20, 0x01, 0x0d, 0xb8 }, 32, "documentation" },
 	{ { 0x20, 0x02 }, 16, "6to4" },
-	{ { 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54 }, 128, "metadata" },
+	{ { 0xfd, 0x00, 0x0e, 0xc2, [14] = 0x02, [15] = 0x54 }, 128, "metadata" },
 	{ { 0xfc }, 7, "private" },
 	{ { 0xfe, 0x80 }, 10, "link-local" },
 	{ { 0xfe, 0xc0 }, 10, "site-local" },
@@ -223,14 +235,14 @@ resolve_done(int err, struct evutil_addrinfo *res, void *arg)
 	if (err == EVUTIL_EAI_CANCEL || rq->cb == NULL) {
 		if (res != NULL)
 			evutil_freeaddrinfo(res);
-		free(rq);
+		resolve_free(rq);
 		return;
 	}
 	if (err != 0) {
 		snprintf(detail, sizeof(detail), "cannot resolve %s: %s",
 		    rq->host, evutil_gai_strerror(err));
 		rq->cb(-1, NULL, 0, RULE_DNS, detail, rq->arg);
-		free(rq);
+		resolve_free(rq);
 		return;
 	}
 	for (ai = res; ai != NULL; ai = ai->ai_next) {
@@ -239,7 +251,7 @@ resolve_done(int err, struct evutil_addrinfo *res, void *arg)
 			rq->cb(0, ai->ai_addr, (socklen_t)ai->ai_addrlen,
 			    NULL, NULL, rq->arg);
 			evutil_freeaddrinfo(res);
-			free(rq);
+			resolve_free(rq);
 			return;
 		}
 		resolve_addr_str(ai->ai_addr, addr, sizeof(addr));
@@ -251,7 +263,7 @@ resolve_done(int err, struct evutil_addrinfo *res, void *arg)
 		evutil_freeaddrinfo(res);
 	rq->cb(-1, NULL, 0, res != NULL ? RULE_ADDRESS : RULE_DNS, detail,
 	    rq->arg);
-	free(rq);
+	resolve_free(rq);
 }
 
 struct resolve_req *
@@ -260,6 +272,7 @@ resolve_start(struct evdns_base *dns, const Sbx__V1__AllowRule *r,
 {
 	struct resolve_req	*rq;
 	struct evutil_addrinfo	 hints;
+	struct evdns_getaddrinfo_request *gai;
 	char			 port[8];
 
 	rq = xcalloc(1, sizeof(*rq));
@@ -274,11 +287,16 @@ resolve_start(struct evdns_base *dns, const Sbx__V1__AllowRule *r,
 	hints.ai_protocol = IPPROTO_TCP;
 	/* A literal needs no query; its class is still checked. */
 	hints.ai_flags = t->ip ? EVUTIL_AI_NUMERICHOST : 0;
-	rq->gai = evdns_getaddrinfo(dns, t->host, port, &hints, resolve_done,
-	    rq);
-	/* Answered at once (literal, hosts file, error): rq is gone. */
-	if (rq->gai == NULL)
+	rq->starting = 1;
+	gai = evdns_getaddrinfo(dns, t->host, port, &hints, resolve_done, rq);
+	rq->starting = 0;
+	/* Answered at once (literal, hosts file, error): the callback
+	 * has run. */
+	if (rq->done || gai == NULL) {
+		free(rq);
 		return NULL;
+	}
+	rq->gai = gai;
 	return rq;
 }
 

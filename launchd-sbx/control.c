@@ -482,18 +482,12 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 }
 
 static struct frame_server *
-control_listen(struct control *ctl, const struct launchd_sock_conf *sc,
+control_listen(struct control *ctl, const struct cfg_sock *sc,
     const char *name, struct control_sock *arg, int idle)
 {
 	struct frame_server_config	 cfg;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.name = name;
-	cfg.path = sc->path;
-	cfg.mode = sc->mode;
-	cfg.owner = (uid_t)-1;
-	cfg.group = sc->group;
-	cfg.allow = &sc->allow;
+	cfg_socket_server(sc, name, &cfg);
 	cfg.max_frame = (size_t)ctl->ld->conf->max_frame_kb * 1024;
 	cfg.idle_timeout = idle;
 	return frame_server_listen(ctl->ld->base, &cfg, control_dispatch, arg);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "peer.h"
 #include "launchd-sbx/spec.h"
 
@@ -47,13 +48,6 @@ struct audit;
 
 /* ---- parse.c ---- */
 
-struct launchd_sock_conf {
-	char			*path;
-	mode_t			 mode;
-	char			*group_name;
-	gid_t			 group;		/* (gid_t)-1 when unset */
-	struct peer_allow	 allow;
-};
 
 struct launchd_runtime {
 	char			*path;		/* NULL: tier not configured */
@@ -89,8 +83,8 @@ struct launchd_conf {
 	size_t			 npool_keys;
 	uint32_t		 max_frame_kb;
 	struct launchd_runtime	 runtimes[LAUNCHD_NTIERS];
-	struct launchd_sock_conf launch;
-	struct launchd_sock_conf admin;
+	struct cfg_sock launch;
+	struct cfg_sock admin;
 };
 
 /* Parse and check a config file; every problem goes to errs.  NULL if

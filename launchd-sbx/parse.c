@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "util.h"
+#include "config.h"
 #include "yaml.h"
 #include "launchd-sbx/launchd.h"
 
@@ -44,11 +45,6 @@ static const char *const poolkey_required[] = { "image", "cpus",
 	"memory_mb", "pids", "scratch_mb", NULL };
 static const char *const egress_keys[] = { "socket", NULL };
 static const char *const sockets_keys[] = { "launch", "admin", NULL };
-static const char *const sockets_required[] = { "launch", "admin", NULL };
-static const char *const sock_keys[] = { "path", "mode", "group", "allow",
-	NULL };
-static const char *const sock_required[] = { "path", "allow", NULL };
-static const char *const allow_keys[] = { "users", "groups", NULL };
 
 const char *
 parse_tier_name(int tier)
@@ -56,177 +52,6 @@ parse_tier_name(int tier)
 	if (tier <= 0 || tier >= LAUNCHD_NTIERS)
 		return NULL;
 	return tier_names[tier];
-}
-
-static char *
-parse_join(const char *dir, const char *path)
-{
-	char	*p;
-
-	if (path[0] == '/' || dir == NULL || dir[0] == '\0')
-		return xstrdup(path);
-	xasprintf(&p, "%s/%s", dir, path);
-	return p;
-}
-
-static char *
-parse_dir(const char *file)
-{
-	char		 cwd[PATH_MAX];
-	const char	*slash = strrchr(file, '/');
-	char		*dir, *abs;
-
-	if (slash == NULL)
-		dir = xstrdup(".");
-	else if (slash == file)
-		dir = xstrdup("/");
-	else {
-		dir = xstrdup(file);
-		dir[slash - file] = '\0';
-	}
-	if (dir[0] == '/' || getcwd(cwd, sizeof(cwd)) == NULL)
-		return dir;
-	if (strcmp(dir, ".") == 0)
-		abs = xstrdup(cwd);
-	else
-		xasprintf(&abs, "%s/%s", cwd, dir);
-	free(dir);
-	return abs;
-}
-
-static int
-parse_number(const char *s, unsigned long *out)
-{
-	char	*end;
-
-	if (s[0] < '0' || s[0] > '9')
-		return -1;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	if (errno != 0 || *end != '\0' || *out > INT_MAX)
-		return -1;
-	return 0;
-}
-
-static void
-parse_pathkey(struct ydoc *doc, const struct ynode *map, const char *key,
-    const char *what, const char *dir, char **out)
-{
-	const struct ynode	*n = ymap_get(map, key);
-	const char		*s;
-
-	if (n == NULL)
-		return;
-	if (yget_str(doc, n, what, &s) == -1)
-		return;
-	if (s[0] == '\0') {
-		yerr(doc, n, what, "empty path");
-		return;
-	}
-	*out = parse_join(dir, s);
-}
-
-static void
-parse_mode(struct ydoc *doc, const struct ynode *n, const char *key,
-    mode_t *out)
-{
-	const char	*s, *p;
-	unsigned long	 v = 0;
-
-	if (n == NULL || yget_str(doc, n, key, &s) == -1)
-		return;
-	/* Octal always, whatever a YAML parser would make of 0660. */
-	for (p = s; *p != '\0'; p++) {
-		if (*p < '0' || *p > '7' || v > 07777) {
-			yerr(doc, n, key, "bad mode \"%s\": want octal "
-			    "digits such as 0660", s);
-			return;
-		}
-		v = v * 8 + (unsigned long)(*p - '0');
-	}
-	if (p == s || v > 0777) {
-		yerr(doc, n, key, "bad mode \"%s\": want octal 0000..0777", s);
-		return;
-	}
-	*out = (mode_t)v;
-}
-
-static void
-parse_allow(struct ydoc *doc, const struct ynode *n, const char *what,
-    struct peer_allow *allow)
-{
-	const char	**names = NULL;
-	size_t		  nnames = 0, i;
-	unsigned long	  num;
-	char		  key[128];
-
-	if (n == NULL || ymap_check(doc, n, what, allow_keys, NULL) != 0)
-		return;
-	snprintf(key, sizeof(key), "%s.users", what);
-	if (yget_strseq(doc, ymap_get(n, "users"), key, &names,
-	    &nnames) == 0) {
-		for (i = 0; i < nnames; i++) {
-			if (parse_number(names[i], &num) == 0)
-				peer_allow_uid(allow, (uid_t)num);
-			else if (peer_allow_user(allow, names[i]) == -1)
-				yerr(doc, ymap_get(n, "users"), key,
-				    "no such user \"%s\"", names[i]);
-		}
-	}
-	free(names);
-	names = NULL;
-	nnames = 0;
-	snprintf(key, sizeof(key), "%s.groups", what);
-	if (yget_strseq(doc, ymap_get(n, "groups"), key, &names,
-	    &nnames) == 0) {
-		for (i = 0; i < nnames; i++) {
-			if (parse_number(names[i], &num) == 0)
-				peer_allow_gid(allow, (gid_t)num);
-			else if (peer_allow_group(allow, names[i]) == -1)
-				yerr(doc, ymap_get(n, "groups"), key,
-				    "no such group \"%s\"", names[i]);
-		}
-	}
-	free(names);
-	if (ymap_get(n, "users") == NULL && ymap_get(n, "groups") == NULL)
-		yerr(doc, n, what, "names no user or group: nobody could "
-		    "connect");
-}
-
-static void
-parse_socket(struct ydoc *doc, const struct ynode *n, const char *name,
-    const char *dir, struct launchd_sock_conf *sc)
-{
-	char		 what[64], key[96];
-	const char	*g;
-	unsigned long	 num;
-	struct group	*gr;
-
-	snprintf(what, sizeof(what), "sockets.%s", name);
-	sc->mode = 0660;
-	sc->group = (gid_t)-1;
-	if (n == NULL)
-		return;
-	if (ymap_check(doc, n, what, sock_keys, sock_required) != 0)
-		return;
-	snprintf(key, sizeof(key), "%s.path", what);
-	parse_pathkey(doc, n, "path", key, dir, &sc->path);
-	snprintf(key, sizeof(key), "%s.mode", what);
-	parse_mode(doc, ymap_get(n, "mode"), key, &sc->mode);
-	snprintf(key, sizeof(key), "%s.group", what);
-	if (ymap_get(n, "group") != NULL &&
-	    yget_str(doc, ymap_get(n, "group"), key, &g) == 0) {
-		if (parse_number(g, &num) == 0)
-			sc->group = (gid_t)num;
-		else if ((gr = getgrnam(g)) == NULL)
-			yerr(doc, ymap_get(n, "group"), key,
-			    "no such group \"%s\"", g);
-		else
-			sc->group = gr->gr_gid;
-		sc->group_name = xstrdup(g);
-	}
-	snprintf(key, sizeof(key), "%s.allow", what);
-	parse_allow(doc, ymap_get(n, "allow"), key, &sc->allow);
 }
 
 static void
@@ -241,7 +66,7 @@ parse_runtime(struct ydoc *doc, const struct ynode *n, const char *tier,
 	if (ymap_check(doc, n, what, runtime_keys, runtime_required) != 0)
 		return;
 	snprintf(key, sizeof(key), "%s.path", what);
-	parse_pathkey(doc, n, "path", key, dir, &rt->path);
+	cfg_pathkey(doc, n, "path", key, dir, &rt->path);
 	snprintf(key, sizeof(key), "%s.args", what);
 	if (yget_strseq(doc, ymap_get(n, "args"), key, &args, &nargs) == 0 &&
 	    nargs > 0) {
@@ -374,7 +199,7 @@ parse_launchd(const char *file, struct yerrs *errs)
 		return NULL;
 	c = xcalloc(1, sizeof(*c));
 	c->file = xstrdup(file);
-	c->dir = parse_dir(file);
+	c->dir = cfg_dir(file);
 	c->max_frame_kb = FRAME_KB_DEFAULT;
 	root = doc->root;
 	if (root == NULL) {
@@ -385,12 +210,12 @@ parse_launchd(const char *file, struct yerrs *errs)
 	    root->type != YN_MAP)
 		goto done;
 
-	parse_pathkey(doc, root, "state_dir", "state_dir", c->dir,
+	cfg_pathkey(doc, root, "state_dir", "state_dir", c->dir,
 	    &c->state_dir);
-	parse_pathkey(doc, root, "run_dir", "run_dir", c->dir, &c->run_dir);
-	parse_pathkey(doc, root, "policy_public_key", "policy_public_key",
+	cfg_pathkey(doc, root, "run_dir", "run_dir", c->dir, &c->run_dir);
+	cfg_pathkey(doc, root, "policy_public_key", "policy_public_key",
 	    c->dir, &c->policy_public_key);
-	parse_pathkey(doc, root, "init", "init", c->dir, &c->init);
+	cfg_pathkey(doc, root, "init", "init", c->dir, &c->init);
 	if (c->state_dir != NULL && c->run_dir != NULL &&
 	    strcmp(c->state_dir, c->run_dir) == 0)
 		yerr(doc, ymap_get(root, "run_dir"), "run_dir",
@@ -418,7 +243,7 @@ parse_launchd(const char *file, struct yerrs *errs)
 		parse_pool_keys(doc, ymap_get(n, "keys"), c);
 	if ((n = ymap_get(root, "egress")) != NULL &&
 	    ymap_check(doc, n, "egress", egress_keys, egress_keys) == 0)
-		parse_pathkey(doc, n, "socket", "egress.socket", c->dir,
+		cfg_pathkey(doc, n, "socket", "egress.socket", c->dir,
 		    &c->egress_socket);
 	if (yget_uint(doc, ymap_get(root, "max_frame_kb"), "max_frame_kb",
 	    1, 65536, &v) == 0 && ymap_get(root, "max_frame_kb") != NULL)
@@ -426,10 +251,10 @@ parse_launchd(const char *file, struct yerrs *errs)
 
 	if ((socks = ymap_get(root, "sockets")) != NULL &&
 	    ymap_check(doc, socks, "sockets", sockets_keys,
-	    sockets_required) == 0) {
-		parse_socket(doc, ymap_get(socks, "launch"), "launch", c->dir,
+	    NULL) == 0) {
+		cfg_socket(doc, ymap_get(socks, "launch"), "launch", c->dir,
 		    &c->launch);
-		parse_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
+		cfg_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
 		    &c->admin);
 		if (c->launch.path != NULL && c->admin.path != NULL &&
 		    strcmp(c->launch.path, c->admin.path) == 0)
@@ -444,14 +269,6 @@ done:
 		return NULL;
 	}
 	return c;
-}
-
-static void
-parse_sock_free(struct launchd_sock_conf *sc)
-{
-	free(sc->path);
-	free(sc->group_name);
-	peer_allow_free(&sc->allow);
 }
 
 void
@@ -478,7 +295,7 @@ parse_launchd_free(struct launchd_conf *c)
 	for (size_t i = 0; i < c->npool_keys; i++)
 		free(c->pool_keys[i].image);
 	free(c->pool_keys);
-	parse_sock_free(&c->launch);
-	parse_sock_free(&c->admin);
+	cfg_socket_free(&c->launch);
+	cfg_socket_free(&c->admin);
 	free(c);
 }

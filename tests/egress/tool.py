@@ -143,8 +143,9 @@ def cmd_raw(path, req):
             if not d:
                 break
             out += d
-            # One response is enough when the proxy keeps the connection.
-            if b"\r\n\r\n" in out and b"Content-Length:" in out:
+            # One response is enough when the proxy keeps the connection
+            # (a request that asks for close reads until the end).
+            if b"Connection: close" not in data and b"\r\n\r\n" in out and b"Content-Length:" in out:
                 head, _, body = out.partition(b"\r\n\r\n")
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):

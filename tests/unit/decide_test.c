@@ -1,0 +1,427 @@
+/*
+ * decide_test.c: egressd's pure decision (decide.c) and address
+ * classification (resolve.c): host canonicalisation, URL parsing, path
+ * rules, each denial of decide_request in its order, redirect targets,
+ * and which addresses a rule lets egressd dial.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <event2/buffer.h>
+
+#include "policy.h"
+#include "util.h"
+#include "egressd/egressd.h"
+
+static char *
+canon(const char *in, int *ip)
+{
+	static char	 out[DECIDE_HOST_MAX];
+	const char	*why;
+	int		 dummy;
+
+	if (decide_host_canon(in, strlen(in), out, sizeof(out),
+	    ip != NULL ? ip : &dummy, &why) == -1)
+		return NULL;
+	return out;
+}
+
+Test(decide, host_canonical_forms)
+{
+	int	 ip;
+
+	cr_assert_str_eq(canon("API.Fx-Rates.Internal", NULL),
+	    "api.fx-rates.internal");
+	cr_assert_str_eq(canon("api.fx-rates.internal.", NULL),
+	    "api.fx-rates.internal");
+	cr_assert_str_eq(canon("bücher.example", NULL),
+	    "xn--bcher-kva.example");
+	cr_assert_str_eq(canon("BÜCHER.example", NULL),
+	    "xn--bcher-kva.example");
+	cr_assert_str_eq(canon("[::1]", &ip), "::1");
+	cr_assert_eq(ip, 6);
+	cr_assert_str_eq(canon("[0:0::1]", NULL), "::1");
+	cr_assert_str_eq(canon("10.0.0.1", &ip), "10.0.0.1");
+	cr_assert_eq(ip, 4);
+}
+
+Test(decide, host_refusals)
+{
+	cr_assert_null(canon("", NULL));
+	cr_assert_null(canon("user@host", NULL));
+	cr_assert_null(canon("a\\b", NULL));
+	cr_assert_null(canon("ex%61mple.com", NULL));
+	cr_assert_null(canon("a..b", NULL));
+	cr_assert_null(canon(".a", NULL));
+	cr_assert_null(canon("a b", NULL));
+	cr_assert_null(canon("0x7f.0.0.1", NULL));
+	cr_assert_null(canon("0177.0.0.1", NULL));
+	cr_assert_null(canon("2130706433", NULL));
+	cr_assert_null(canon("127.1", NULL));
+	cr_assert_null(canon("127.0.0.01", NULL));
+	cr_assert_null(canon("256.0.0.1", NULL));
+	cr_assert_null(canon("example.0x10", NULL));
+	cr_assert_null(canon("[fe80::1%eth0]", NULL));
+	cr_assert_null(canon("[::1", NULL));
+}
+
+static int
+target(const char *url, struct decide_target *t)
+{
+	const char	*why;
+
+	return decide_parse_target(url, strlen(url), 0, t, &why);
+}
+
+Test(decide, targets)
+{
+	struct decide_target	 t;
+
+	cr_assert_eq(target("http://API.x.internal:8080/v1/a?b=c", &t), 0);
+	cr_assert_str_eq(t.host, "api.x.internal");
+	cr_assert_eq(t.port, 8080);
+	cr_assert_str_eq(t.path, "/v1/a?b=c");
+	decide_target_clear(&t);
+	cr_assert_eq(target("http://x.internal", &t), 0);
+	cr_assert_eq(t.port, 80);
+	cr_assert_str_eq(t.path, "/");
+	decide_target_clear(&t);
+	cr_assert_eq(target("http://x.internal?q", &t), 0);
+	cr_assert_str_eq(t.path, "/?q");
+	decide_target_clear(&t);
+	cr_assert_eq(target("http://[::1]:81/", &t), 0);
+	cr_assert_str_eq(t.host, "::1");
+	cr_assert_eq(t.port, 81);
+	decide_target_clear(&t);
+
+	cr_assert_eq(target("http://u:p@x.internal/", &t), -1);
+	cr_assert_eq(target("http://x.internal\\@evil/", &t), -1);
+	cr_assert_eq(target("http://x.internal/#frag", &t), -1);
+	cr_assert_eq(target("http://x.internal:/", &t), -1);
+	cr_assert_eq(target("http://x.internal:080/", &t), -1);
+	cr_assert_eq(target("http://x.internal:65536/", &t), -1);
+	cr_assert_eq(target("http://a:1:2/", &t), -1);
+	cr_assert_eq(target("https://x.internal/", &t), -1);
+	cr_assert_eq(target("/v1/a", &t), -1);
+	cr_assert_eq(target("ftp://x/", &t), -1);
+	cr_assert_eq(target("http://x.internal/p\xc3\xa4th", &t), -1);
+}
+
+static Sbx__V1__Policy *
+pol_new(void)
+{
+	Sbx__V1__Policy		*p = policy_new();
+	Sbx__V1__AllowRule	*r;
+
+	p->network->allow = xcalloc(2, sizeof(*p->network->allow));
+	r = xcalloc(1, sizeof(*r));
+	sbx__v1__allow_rule__init(r);
+	r->host = xstrdup("api.fx-rates.internal");
+	r->methods = xcalloc(1, sizeof(char *));
+	r->methods[0] = xstrdup("GET");
+	r->n_methods = 1;
+	r->paths = xcalloc(2, sizeof(char *));
+	r->paths[0] = xstrdup("/v1/");
+	r->paths[1] = xstrdup("/v2/rates");
+	r->n_paths = 2;
+	r->cidrs = xcalloc(1, sizeof(char *));
+	r->cidrs[0] = xstrdup("127.0.0.0/8");
+	r->n_cidrs = 1;
+	p->network->allow[0] = r;
+	p->network->n_allow = 1;
+	p->network->max_out_kb = 4;
+	return p;
+}
+
+static const char *
+rule_of(const Sbx__V1__Policy *p, const char *method, const char *url,
+    uint64_t body, uint64_t out, uint64_t used, int *status)
+{
+	static struct decision	 d;
+	struct decide_target	 t;
+	struct decide_req	 r;
+
+	cr_assert_eq(target(url, &t), 0, "%s", url);
+	memset(&r, 0, sizeof(r));
+	r.method = method;
+	r.target = &t;
+	r.url_len = strlen(url);
+	r.body_bytes = body;
+	r.out_bytes = out;
+	decide_request(p, &r, used, &d);
+	decide_target_clear(&t);
+	if (status != NULL)
+		*status = d.status;
+	return d.rule;
+}
+
+Test(decide, request_rules_in_order)
+{
+	Sbx__V1__Policy	*p = pol_new();
+	char		 url[3000];
+	int		 st;
+
+	cr_assert_null(rule_of(p, "GET", "http://api.fx-rates.internal/v1/r",
+	    0, 100, 0, NULL));
+	cr_assert_str_eq(rule_of(p, "GET", "http://evil.example/v1/r", 0, 100,
+	    0, &st), RULE_HOST);
+	cr_assert_eq(st, 403);
+	cr_assert_str_eq(rule_of(p, "GET",
+	    "http://api.fx-rates.internal:8080/v1/r", 0, 100, 0, NULL),
+	    RULE_HOST);
+	cr_assert_str_eq(rule_of(p, "POST",
+	    "http://api.fx-rates.internal/v1/r", 0, 100, 0, NULL),
+	    RULE_METHOD);
+	/* Host before method: a denied host never learns about methods. */
+	cr_assert_str_eq(rule_of(p, "POST", "http://evil.example/", 0, 100, 0,
+	    NULL), RULE_HOST);
+	memset(url, 'a', sizeof(url) - 1);
+	url[sizeof(url) - 1] = '\0';
+	memcpy(url, "http://api.fx-rates.internal/v1/?", 33);
+	cr_assert_str_eq(rule_of(p, "GET", url, 0, 100, 0, &st), RULE_URL);
+	cr_assert_eq(st, 414);
+	cr_assert_str_eq(rule_of(p, "GET", "http://api.fx-rates.internal/v3/",
+	    0, 100, 0, NULL), RULE_PATH);
+	cr_assert_str_eq(rule_of(p, "GET",
+	    "http://api.fx-rates.internal/v1/../admin", 0, 100, 0, NULL),
+	    RULE_PATH);
+	cr_assert_str_eq(rule_of(p, "GET",
+	    "http://api.fx-rates.internal/v1/%2E%2e/admin", 0, 100, 0, NULL),
+	    RULE_PATH);
+	cr_assert_str_eq(rule_of(p, "GET",
+	    "http://api.fx-rates.internal/v1%2Fadmin", 0, 100, 0, NULL),
+	    RULE_PATH);
+	cr_assert_str_eq(rule_of(p, "GET",
+	    "http://api.fx-rates.internal/v1/a", 16 * 1024 + 1, 100, 0, &st),
+	    RULE_REQ_SIZE);
+	cr_assert_eq(st, 413);
+	cr_assert_null(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    16 * 1024, 100, 0, NULL));
+	cr_assert_str_eq(rule_of(p, "GET",
+	    "http://api.fx-rates.internal/v1/a", 0, 1000, 3200, NULL),
+	    RULE_BUDGET);
+	cr_assert_null(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    0, 1000, 3000, NULL));
+	policy_free(p);
+}
+
+Test(decide, path_prefixes)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	const char			*why;
+
+	cr_assert(decide_path(r, "/v1/", &why));
+	cr_assert(decide_path(r, "/v1/rates?x=1", &why));
+	cr_assert(decide_path(r, "/v2/rates", &why));
+	cr_assert(decide_path(r, "/v2/rates/eur", &why));
+	cr_assert(decide_path(r, "/v2/rates?d=1", &why));
+	cr_assert_not(decide_path(r, "/v2/ratesx", &why));
+	cr_assert_not(decide_path(r, "/v1", &why));
+	cr_assert_not(decide_path(r, "/v1/./a", &why));
+	cr_assert_not(decide_path(r, "/v1/..", &why));
+	cr_assert_not(decide_path(r, "/v1/a%5c..", &why));
+	/* Dots inside a segment are a name, not a dot segment. */
+	cr_assert(decide_path(r, "/v1/a..b/.c", &why));
+	policy_free(p);
+}
+
+Test(decide, redirects)
+{
+	Sbx__V1__Policy		*p = pol_new();
+	struct decide_target	 from;
+	char			 d[300];
+
+	cr_assert_eq(target("http://api.fx-rates.internal/v1/a/b", &from), 0);
+	cr_assert_null(decide_redirect(p, &from, "/v1/c", d, sizeof(d)));
+	cr_assert_null(decide_redirect(p, &from, "c?x", d, sizeof(d)));
+	cr_assert_null(decide_redirect(p, &from,
+	    "http://API.fx-rates.internal/v2/rates", d, sizeof(d)));
+	cr_assert_null(decide_redirect(p, &from,
+	    "//api.fx-rates.internal/v1/x", d, sizeof(d)));
+	cr_assert_str_eq(decide_redirect(p, &from, "http://evil.example/x", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from, "//evil.example/x", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from, "/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_null(decide_redirect(p, &from,
+	    "https://api.fx-rates.internal/v1/x", d, sizeof(d)));
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "http://api.fx-rates.internal:81/v1/x", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from, "javascript:alert(1)", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "http://user@api.fx-rates.internal/v1/", d, sizeof(d)),
+	    RULE_REDIRECT);
+	decide_target_clear(&from);
+	policy_free(p);
+}
+
+static struct sockaddr_storage ss;
+
+static const struct sockaddr *
+sa(const char *a)
+{
+	memset(&ss, 0, sizeof(ss));
+	if (strchr(a, ':') != NULL) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		s6->sin6_family = AF_INET6;
+		cr_assert_eq(inet_pton(AF_INET6, a, &s6->sin6_addr), 1);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		cr_assert_eq(inet_pton(AF_INET, a, &s4->sin_addr), 1);
+	}
+	return (struct sockaddr *)&ss;
+}
+
+Test(resolve, address_classes)
+{
+	const char *const bad[][2] = {
+		{ "127.0.0.1", "loopback" }, { "10.1.2.3", "private" },
+		{ "172.16.0.1", "private" }, { "172.31.255.255", "private" },
+		{ "192.168.1.1", "private" }, { "100.64.0.1", "cgnat" },
+		{ "169.254.169.254", "metadata" },
+		{ "169.254.1.1", "link-local" }, { "0.0.0.0", "unspecified" },
+		{ "224.0.0.1", "multicast" }, { "255.255.255.255", "reserved" },
+		{ "::1", "loopback" }, { "::", "unspecified" },
+		{ "::ffff:127.0.0.1", "mapped" }, { "64:ff9b::a00:1", "nat64" },
+		{ "2002:7f00:1::", "6to4" }, { "fd00::1", "private" },
+		{ "fe80::1", "link-local" }, { "ff02::1", "multicast" },
+		{ "fd00:ec2::254", "metadata" },
+	};
+	const char *const good[] = {
+		"8.8.8.8", "172.32.0.1", "100.128.0.1", "1.1.1.1",
+		"2606:4700::1111",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_str_eq(resolve_addr_class(sa(bad[i][0])),
+		    bad[i][1], "%s", bad[i][0]);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_assert_null(resolve_addr_class(sa(good[i])), "%s", good[i]);
+}
+
+Test(resolve, rule_cidrs_allow_only_what_they_name)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+
+	cr_assert_null(resolve_addr_check(r, sa("127.0.0.1")));
+	cr_assert_null(resolve_addr_check(r, sa("127.255.0.9")));
+	cr_assert_null(resolve_addr_check(r, sa("8.8.8.8")));
+	cr_assert_str_eq(resolve_addr_check(r, sa("10.0.0.1")), "private");
+	cr_assert_str_eq(resolve_addr_check(r, sa("::1")), "loopback");
+	cr_assert_str_eq(resolve_addr_check(r, sa("::ffff:127.0.0.1")),
+	    "mapped");
+	cr_assert(resolve_cidr_match("fd00::/8", sa("fd12::1")));
+	cr_assert_not(resolve_cidr_match("fd00::/8", sa("fe80::1")));
+	cr_assert_not(resolve_cidr_match("10.0.0.0/8", sa("fd12::1")));
+	cr_assert_not(resolve_cidr_match("garbage", sa("10.0.0.1")));
+	policy_free(p);
+}
+
+static long
+feed(const char *s, struct http_req *r)
+{
+	http_req_init(r, 16);
+	r->max_body = 100;
+	return http_req_feed(r, s, strlen(s));
+}
+
+Test(http, framing_refusals)
+{
+	const char *const bad[] = {
+		"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nContent-Length: 1\r\n"
+		    "Content-Length: 1\r\n\r\na",
+		"POST http://a/ HTTP/1.1\r\nContent-Length: 1x\r\n\r\na",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+		    "q\r\n",
+		"GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+		"GET http://a/ HTTP/1.1\r\nUpgrade: h2c\r\n\r\n",
+	};
+	struct http_req	 r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(feed(bad[i], &r), -1, "%zu", i);
+		cr_assert_str_eq(r.rule, RULE_BAD_REQUEST, "%zu", i);
+		http_req_clear(&r);
+	}
+}
+
+Test(http, chunked_body_is_counted_decoded)
+{
+	struct http_req	 r;
+	const char	*s = "POST http://a/ HTTP/1.1\r\n"
+			    "Transfer-Encoding: chunked\r\n\r\n"
+			    "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+
+	cr_assert_eq(feed(s, &r), (long)strlen(s));
+	cr_assert(r.complete);
+	cr_assert_eq(r.body_bytes, 11);
+	cr_assert(r.chunked);
+	http_req_clear(&r);
+
+	http_req_init(&r, 16);
+	r.max_body = 8;
+	cr_assert_eq(http_req_feed(&r, s, strlen(s)), -1);
+	cr_assert_str_eq(r.rule, RULE_REQ_SIZE);
+	http_req_clear(&r);
+}
+
+Test(http, head_checks)
+{
+	const char	*why;
+
+	cr_assert_eq(http_head_check("GET / HTTP/1.1\r\nA: b\r\n\r\n", 24,
+	    &why), 0);
+	cr_assert_eq(http_head_check("GET / HTTP/1.1\nA: b\r\n\r\n", 23,
+	    &why), -1);
+	cr_assert_eq(http_head_check("GET / HTTP/1.1\r\nA: b\rc\r\n\r\n", 26,
+	    &why), -1);
+	cr_assert_eq(http_head_check("GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n",
+	    27, &why), -1);
+	cr_assert_eq(http_head_check("GET / HTTP/1.1\r\nA: \x01\r\n\r\n", 23,
+	    &why), -1);
+}
+
+Test(http, rebuilt_head_drops_hop_headers_and_the_credential)
+{
+	struct http_req		 r;
+	struct decide_target	 t;
+	struct evbuffer		*out = evbuffer_new();
+	const char		*s = "GET http://API.a.internal:8080/v1 HTTP/1.1\r\n"
+				    "Host: api.a.internal:8080\r\n"
+				    "Authorization: Bearer forged\r\n"
+				    "Proxy-Authorization: x\r\n"
+				    "Connection: keep-alive, X-Secret-Hop\r\n"
+				    "X-Secret-Hop: 1\r\nX-Keep: 2\r\n\r\n";
+	char			*head;
+	size_t			 n;
+
+	cr_assert_eq(feed(s, &r), (long)strlen(s));
+	cr_assert_eq(target(r.url, &t), 0);
+	http_req_head(&r, &t, "authorization", out);
+	n = evbuffer_get_length(out);
+	head = xmalloc(n + 1);
+	evbuffer_remove(out, head, n);
+	head[n] = '\0';
+	cr_assert_str_eq(head, "GET /v1 HTTP/1.1\r\n"
+	    "Host: api.a.internal:8080\r\nX-Keep: 2\r\n");
+	free(head);
+	evbuffer_free(out);
+	decide_target_clear(&t);
+	http_req_clear(&r);
+}
