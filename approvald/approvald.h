@@ -1,0 +1,141 @@
+/*
+ * approvald.h: approvald's structures and the prototypes of its modules.
+ * approvald holds the capability requests that policyd's rules could not
+ * grant, in a SQLite queue that survives restarts, until a person in the
+ * approvers group decides them at the console (approvalctl).  A decision
+ * becomes final only once policyd has taken it (an approval becomes a
+ * task-scoped grant and a new compiled policy there) and the reply is on
+ * disk here: when policyd cannot be reached the request stays pending.
+ *
+ * Module prefixes carry an "a" (aqueue_, acontrol_, aparse_, aquote_) so
+ * libapprovald links beside the other daemons' libraries in unit tests.
+ */
+#ifndef SBX_APPROVALD_H
+#define SBX_APPROVALD_H
+
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#include "sbx/v1/envelope.pb-c.h"
+#include "sbx/v1/capability.pb-c.h"
+
+#define APPROVALD_CONF_DEFAULT	"/etc/sbx/approvald.yaml"
+#define APPROVALD_DB		"approvald.db"
+#define APPROVALD_REASON_MAX	1024	/* an approver's reason */
+#define APPROVALD_WHY_MAX	4096	/* a request's justification */
+
+/* Rule ids of refusals (Error.rule and the audit record's rule). */
+#define ARULE_PEER		"peer-not-allowed"
+#define ARULE_BAD_REQUEST	"bad-request"
+#define ARULE_UNKNOWN		"request-unknown"
+#define ARULE_DECIDED		"already-decided"
+#define ARULE_IN_FLIGHT		"decision-in-flight"
+#define ARULE_UNREACHABLE	"policyd-unreachable"
+#define ARULE_POLICYD		"policyd-refused"
+
+struct event_base;
+struct yerrs;
+struct audit;
+struct sqlite3;
+
+/* ---- parse.c ---- */
+
+struct approvald_conf {
+	char			*file;
+	char			*dir;
+	char			*user;		/* NULL: no drop */
+	uid_t			 uid;
+	gid_t			 gid;
+	char			*state_dir;
+	uint32_t		 max_frame_kb;
+	/* policyd's approvals socket, and who must be listening on it. */
+	char			*policyd_socket;
+	uid_t			 policyd_uid;
+	uint32_t		 policyd_timeout;	/* seconds */
+	struct cfg_sock		 submit;
+	struct cfg_sock		 console;
+};
+
+/* Parse and check a config file; every problem goes to errs.  NULL if
+ * there was any. */
+struct approvald_conf *aparse_config(const char *file, struct yerrs *);
+void		 aparse_config_free(struct approvald_conf *);
+
+/* ---- queue.c ---- */
+
+struct aqueue;
+
+/* Open (creating) the queue database; its audit log lives in it too, so a
+ * queue change and its audit record commit together.  NULL with err. */
+struct aqueue	*aqueue_open(const char *path, char *err, size_t errlen);
+void		 aqueue_close(struct aqueue *);
+struct audit	*aqueue_audit(struct aqueue *);
+/*
+ * Add a request (its request_id set by policyd) as pending, with an audit
+ * record "submit" by actor, in one commit.  1 when added, 0 when a request
+ * with that id is already queued (nothing changes), -1 with err.
+ */
+int		 aqueue_add(struct aqueue *, const Sbx__V1__CapabilityRequest *,
+		    const char *actor, char *err, size_t errlen);
+/*
+ * One request and its decision (status PENDING while open).  1 found, 0
+ * not, -1 with err.  Free both with aqueue_item_free.
+ */
+int		 aqueue_get(struct aqueue *, const char *request_id,
+		    Sbx__V1__CapabilityRequest **req,
+		    Sbx__V1__CapabilityDecision **dec, char *err,
+		    size_t errlen);
+void		 aqueue_item_free(Sbx__V1__CapabilityRequest *,
+		    Sbx__V1__CapabilityDecision *);
+/*
+ * Record the final decision of a pending request with its audit record
+ * (action "approve" or "deny", actor the approver) in one commit.  0,
+ * or -1 with err (ARULE_DECIDED in *rule when it was no longer pending).
+ */
+int		 aqueue_decide(struct aqueue *,
+		    const Sbx__V1__CapabilityDecision *, const char **rule,
+		    char *err, size_t errlen);
+/* Requests oldest first (pending ones only if pending_only), with their
+ * decisions in the same order.  Free with aqueue_items_clear. */
+int		 aqueue_list(struct aqueue *, int pending_only,
+		    Sbx__V1__ApprovalItems *, char *err, size_t errlen);
+void		 aqueue_items_clear(Sbx__V1__ApprovalItems *);
+/* Append one audit record on its own.  0 or -1. */
+int		 aqueue_audit_event(struct aqueue *, const char *actor,
+		    const char *action, const char *task_id, const char *hash,
+		    const char *rule, const char *detail);
+
+/* ---- quote.c ---- */
+
+/*
+ * Text from a request made safe for a terminal: printable ASCII and valid
+ * UTF-8 pass; ESC and other C0 controls become caret notation (^[, ^G),
+ * DEL ^?, C1 controls and invisible or direction-changing code points
+ * \u{XXXX}, bytes that are not valid UTF-8 \xNN, and a backslash \\.  With
+ * prefix non-NULL, each line starts with it and newlines stay line breaks;
+ * otherwise a newline becomes \n and tab \t.  malloc'd.
+ */
+char		*aquote(const void *buf, size_t len, const char *prefix);
+/* The capability asked for, one line: "dataset NAME" or "host H methods
+ * GET,POST paths /a,/b" (quoted). malloc'd. */
+char		*aquote_what(const Sbx__V1__CapabilityRequest *);
+const char	*aquote_status(Sbx__V1__CapabilityStatus);
+
+/* ---- control.c ---- */
+
+struct approvald {
+	struct approvald_conf	*conf;
+	struct aqueue		*queue;
+	struct event_base	*base;
+	struct acontrol		*ctl;
+};
+
+struct acontrol	*acontrol_start(struct approvald *);
+void		 acontrol_stop(struct acontrol *);
+/* The Unix user name of uid (getpwuid), or "uid:N" when it has none. */
+void		 acontrol_user_name(uid_t, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,604 @@
+/*
+ * control.c: approvald's two sockets and the forwarding of decisions to
+ * policyd.  The submit socket takes `capability` from policyd (its uid
+ * only, checked before a byte is read) and answers `decision` PENDING once
+ * the request is on disk.  The console socket (root and the approvers
+ * group) lists the queue and takes `decision`s: the approver is the Unix
+ * user the kernel names for the connection (SO_PEERCRED), never a name
+ * the client sends.
+ *
+ * Invariant: a decision is final only when policyd has answered it and
+ * the answer is recorded here; until then the request stays pending, and
+ * the console is told so (fail closed).  Every submission, decision,
+ * failed forward and refused peer is audited.
+ */
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "audit.h"
+#include "config.h"
+#include "frame.h"
+#include "log.h"
+#include "util.h"
+#include "approvald/approvald.h"
+
+struct acontrol_sock {
+	struct acontrol		*ctl;
+	int			 console;
+	const char		*name;
+};
+
+/* A decision on its way to policyd, with the console waiting for it. */
+struct aforward {
+	TAILQ_ENTRY(aforward)	 entry;
+	struct acontrol		*ctl;
+	struct frame_conn	*conn;
+	struct frame_client	*fc;
+	uint64_t		 rid;		/* the console's request id */
+	Sbx__V1__CapabilityDecision dec;	/* strings malloc'd */
+	char			*task_id;
+};
+
+struct acontrol {
+	struct approvald	*ad;
+	struct frame_server	*submit;
+	struct frame_server	*console;
+	struct acontrol_sock	 submit_arg;
+	struct acontrol_sock	 console_arg;
+	TAILQ_HEAD(, aforward)	 forwards;
+};
+
+void
+acontrol_user_name(uid_t uid, char *buf, size_t len)
+{
+	struct passwd	 pw, *res = NULL;
+	char		 tmp[1024];
+
+	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 &&
+	    res != NULL && res->pw_name != NULL && res->pw_name[0] != '\0')
+		snprintf(buf, len, "%s", res->pw_name);
+	else
+		snprintf(buf, len, "uid:%u", (unsigned)uid);
+}
+
+static void
+acontrol_actor(const struct ucred *cr, char *buf, size_t len)
+{
+	if (cr == NULL)
+		snprintf(buf, len, "uid:?");
+	else
+		acontrol_user_name(cr->uid, buf, len);
+}
+
+static void
+acontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
+{
+	struct acontrol_sock	*cs = arg;
+	struct approvald	*ad = cs->ctl->ad;
+	char			 actor[64], detail[256];
+
+	if (ad->queue == NULL)
+		return;		/* still starting: nothing to record into */
+	acontrol_actor(cr, actor, sizeof(actor));
+	if (cr != NULL)
+		snprintf(detail, sizeof(detail), "%s socket: peer %s (uid %u "
+		    "gid %u pid %ld) refused: %s", cs->name, actor,
+		    (unsigned)cr->uid, (unsigned)cr->gid, (long)cr->pid,
+		    strcmp(why, "not-allowed") == 0 ?
+		    "not on the socket's allowlist" : "too many connections");
+	else
+		snprintf(detail, sizeof(detail), "%s socket: a peer whose "
+		    "credentials cannot be read was refused", cs->name);
+	(void)aqueue_audit_event(ad->queue, actor, "deny", NULL, NULL,
+	    ARULE_PEER, detail);
+}
+
+static void
+acontrol_send_decision(struct frame_conn *c, uint64_t rid,
+    const Sbx__V1__CapabilityDecision *d)
+{
+	Sbx__V1__Envelope	 env;
+
+	frame_env_init(&env, rid);
+	env.body_case = SBX__V1__ENVELOPE__BODY_DECISION;
+	env.decision = (Sbx__V1__CapabilityDecision *)d;
+	frame_conn_send(c, &env);
+}
+
+/* ---- the submit socket ---- */
+
+static int
+acontrol_request_ok(const Sbx__V1__CapabilityRequest *r, char *why,
+    size_t len)
+{
+	const Sbx__V1__AllowRule	*h;
+
+	if (r->request_id == NULL || !name_ok(r->request_id)) {
+		snprintf(why, len, "request_id must be 1..128 of "
+		    "[A-Za-z0-9._@:-]");
+		return -1;
+	}
+	if (r->task_id == NULL || !name_ok(r->task_id)) {
+		snprintf(why, len, "task_id must be 1..128 of "
+		    "[A-Za-z0-9._@:-]");
+		return -1;
+	}
+	switch (r->what_case) {
+	case SBX__V1__CAPABILITY_REQUEST__WHAT_DATASET:
+		if (r->dataset == NULL || !name_ok(r->dataset)) {
+			snprintf(why, len, "dataset must be 1..128 of "
+			    "[A-Za-z0-9._@:-]");
+			return -1;
+		}
+		break;
+	case SBX__V1__CAPABILITY_REQUEST__WHAT_HOST:
+		h = r->host;
+		if (h == NULL || h->host == NULL || h->host[0] == '\0' ||
+		    strlen(h->host) > 253) {
+			snprintf(why, len, "host must name a host of 1..253 "
+			    "characters");
+			return -1;
+		}
+		break;
+	default:
+		snprintf(why, len, "the request asks for neither a dataset "
+		    "nor a host");
+		return -1;
+	}
+	if (r->why == NULL || r->why[0] == '\0' ||
+	    strlen(r->why) > APPROVALD_WHY_MAX) {
+		snprintf(why, len, "why must give a justification of 1..%d "
+		    "bytes", APPROVALD_WHY_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+acontrol_submit(struct acontrol *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__CapabilityRequest *r = req->capability;
+	Sbx__V1__CapabilityRequest	*old;
+	Sbx__V1__CapabilityDecision	 d, *dec;
+	struct aqueue			*q = ctl->ad->queue;
+	char				 actor[64], err[512];
+	int				 rc;
+
+	acontrol_actor(frame_conn_peer(c), actor, sizeof(actor));
+	if (acontrol_request_ok(r, err, sizeof(err)) == -1) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_BAD_REQUEST,
+		    "capability request refused: %s", err);
+		return;
+	}
+	if ((rc = aqueue_add(q, r, actor, err, sizeof(err))) == -1) {
+		log_warnx("request %s not queued: %s", r->request_id, err);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "request %s was not queued: %s", r->request_id, err);
+		return;
+	}
+	if (rc == 0) {
+		/* Sent again (policyd retrying): answer what we have. */
+		if (aqueue_get(q, r->request_id, &old, &dec, err,
+		    sizeof(err)) != 1) {
+			frame_conn_send_error(c, req->request_id,
+			    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+			    "request %s cannot be read back", r->request_id);
+			return;
+		}
+		acontrol_send_decision(c, req->request_id, dec);
+		aqueue_item_free(old, dec);
+		return;
+	}
+	log_info("request %s of task %s queued by %s", r->request_id,
+	    r->task_id, actor);
+	sbx__v1__capability_decision__init(&d);
+	d.request_id = r->request_id;
+	d.status = SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING;
+	d.reason = (char *)"waiting for an approver";
+	acontrol_send_decision(c, req->request_id, &d);
+}
+
+/* ---- the console socket ---- */
+
+static void
+acontrol_list(struct acontrol *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__ApprovalItems	 it;
+	char			 err[512];
+
+	if (aqueue_list(ctl->ad->queue, req->approval_list->pending_only, &it,
+	    err, sizeof(err)) == -1) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", "%s", err);
+		return;
+	}
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_APPROVAL_ITEMS;
+	env.approval_items = &it;
+	frame_conn_send(c, &env);
+	aqueue_items_clear(&it);
+}
+
+static void
+aforward_free(struct aforward *f)
+{
+	TAILQ_REMOVE(&f->ctl->forwards, f, entry);
+	if (f->fc != NULL)
+		frame_client_free(f->fc);
+	frame_conn_release(f->conn);
+	free(f->dec.request_id);
+	free(f->dec.reason);
+	free(f->dec.approver);
+	free(f->dec.policy_hash);
+	free(f->task_id);
+	free(f);
+}
+
+/* The decision did not become final: audit it, tell the console. */
+static void
+aforward_fail(struct aforward *f, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+aforward_fail(struct aforward *f, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...)
+{
+	char	 why[768], detail[1024];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	snprintf(detail, sizeof(detail), "%s of request %s by %s not "
+	    "recorded: %s; the request stays pending",
+	    f->dec.status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED ?
+	    "approval" : "denial", f->dec.request_id, f->dec.approver, why);
+	log_warnx("%s", detail);
+	(void)aqueue_audit_event(f->ctl->ad->queue, f->dec.approver,
+	    "decision-failed", f->task_id, NULL, rule, detail);
+	if (!frame_conn_closed(f->conn))
+		frame_conn_send_error(f->conn, f->rid, code, rule,
+		    "%s: not decided; request %s stays pending", why,
+		    f->dec.request_id);
+	aforward_free(f);
+}
+
+static void
+aforward_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	struct aforward			*f = arg;
+	const Sbx__V1__CapabilityDecision *pd;
+	const char			*rule;
+	char				 err[512];
+
+	(void)fc;
+	if (rep == NULL) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_UNREACHABLE, "policyd did not answer: %s", why);
+		return;
+	}
+	if (rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR) {
+		aforward_fail(f, rep->error->code == 0 ?
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE : rep->error->code,
+		    ARULE_POLICYD, "policyd refused the decision: %s",
+		    rep->error->message != NULL ? rep->error->message : "");
+		return;
+	}
+	if (rep->body_case != SBX__V1__ENVELOPE__BODY_DECISION) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_POLICYD, "policyd answered with message body %d, "
+		    "not a decision", (int)rep->body_case);
+		return;
+	}
+	pd = rep->decision;
+	if (pd->request_id != NULL && pd->request_id[0] != '\0' &&
+	    strcmp(pd->request_id, f->dec.request_id) != 0) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_POLICYD, "policyd answered for request %.64s",
+		    pd->request_id);
+		return;
+	}
+	if (pd->status != f->dec.status) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_POLICYD, "policyd answered %s to an %s",
+		    aquote_status(pd->status),
+		    f->dec.status ==
+		    SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED ?
+		    "approval" : "denial");
+		return;
+	}
+	if (f->dec.status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED &&
+	    (pd->policy_hash == NULL || pd->policy_hash[0] == '\0')) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_POLICYD, "policyd took the approval but returned "
+		    "no policy hash");
+		return;
+	}
+	free(f->dec.policy_hash);
+	f->dec.policy_hash = xstrdup(pd->policy_hash != NULL ?
+	    pd->policy_hash : "");
+	/* The client goes now: the handler may free its own client. */
+	frame_client_free(f->fc);
+	f->fc = NULL;
+	if (aqueue_decide(f->ctl->ad->queue, &f->dec, &rule, err,
+	    sizeof(err)) == -1) {
+		aforward_fail(f, rule != NULL ?
+		    SBX__V1__ERROR_CODE__ERROR_INVALID :
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL,
+		    rule != NULL ? rule : "", "policyd took it, but approvald "
+		    "cannot record it: %s", err);
+		return;
+	}
+	log_info("request %s %s by %s; policy hash %s", f->dec.request_id,
+	    aquote_status(f->dec.status), f->dec.approver,
+	    f->dec.policy_hash[0] != '\0' ? f->dec.policy_hash : "unchanged");
+	if (!frame_conn_closed(f->conn))
+		acontrol_send_decision(f->conn, f->rid, &f->dec);
+	aforward_free(f);
+}
+
+static void
+acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__CapabilityDecision *d = req->decision;
+	const struct approvald_conf	*conf = ctl->ad->conf;
+	Sbx__V1__CapabilityRequest	*r;
+	Sbx__V1__CapabilityDecision	*old;
+	Sbx__V1__Envelope		 env;
+	struct aforward			*f;
+	const struct ucred		*cr = frame_conn_peer(c);
+	char				 approver[64], err[512];
+	int				 rc;
+
+	if (d->request_id == NULL || !name_ok(d->request_id)) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_BAD_REQUEST,
+		    "request_id must be 1..128 of [A-Za-z0-9._@:-]");
+		return;
+	}
+	if (d->status != SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED &&
+	    d->status != SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_BAD_REQUEST,
+		    "a decision is APPROVED or DENIED");
+		return;
+	}
+	if (d->reason != NULL && strlen(d->reason) > APPROVALD_REASON_MAX) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_BAD_REQUEST,
+		    "the reason is longer than %d bytes",
+		    APPROVALD_REASON_MAX);
+		return;
+	}
+	if (d->status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED &&
+	    (d->reason == NULL || d->reason[0] == '\0')) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_BAD_REQUEST,
+		    "a denial needs a reason: the requester reads it");
+		return;
+	}
+	if ((rc = aqueue_get(ctl->ad->queue, d->request_id, &r, &old, err,
+	    sizeof(err))) != 1) {
+		frame_conn_send_error(c, req->request_id, rc == 0 ?
+		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND :
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, rc == 0 ?
+		    ARULE_UNKNOWN : "", rc == 0 ? "no request %s in the queue" :
+		    "%s", rc == 0 ? d->request_id : err);
+		return;
+	}
+	if (old->status != SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_DECIDED,
+		    "request %s was already %s by %s", d->request_id,
+		    aquote_status(old->status), old->approver);
+		aqueue_item_free(r, old);
+		return;
+	}
+	TAILQ_FOREACH(f, &ctl->forwards, entry) {
+		if (strcmp(f->dec.request_id, d->request_id) == 0) {
+			frame_conn_send_error(c, req->request_id,
+			    SBX__V1__ERROR_CODE__ERROR_INVALID,
+			    ARULE_IN_FLIGHT, "%s's decision on request %s is "
+			    "being sent to policyd", f->dec.approver,
+			    d->request_id);
+			aqueue_item_free(r, old);
+			return;
+		}
+	}
+
+	/* The approver is who the kernel says is connected. */
+	acontrol_actor(cr, approver, sizeof(approver));
+	f = xcalloc(1, sizeof(*f));
+	f->ctl = ctl;
+	f->conn = c;
+	frame_conn_hold(c);
+	f->rid = req->request_id;
+	f->task_id = xstrdup(r->task_id);
+	sbx__v1__capability_decision__init(&f->dec);
+	f->dec.request_id = xstrdup(d->request_id);
+	f->dec.status = d->status;
+	f->dec.reason = xstrdup(d->reason != NULL ? d->reason : "");
+	f->dec.approver = xstrdup(approver);
+	f->dec.policy_hash = xstrdup("");
+	f->dec.decided_at = now_s();
+	TAILQ_INSERT_TAIL(&ctl->forwards, f, entry);
+	aqueue_item_free(r, old);
+
+	if (conf->policyd_socket == NULL) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_UNREACHABLE, "no policyd socket is configured");
+		return;
+	}
+	if ((f->fc = frame_connect(ctl->ad->base, conf->policyd_socket,
+	    conf->policyd_uid, (size_t)conf->max_frame_kb * 1024,
+	    aforward_reply, f, err, sizeof(err))) == NULL) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_UNREACHABLE, "policyd unreachable: %s", err);
+		return;
+	}
+	frame_client_timeout(f->fc, (int)conf->policyd_timeout);
+	frame_env_init(&env, 1);
+	env.body_case = SBX__V1__ENVELOPE__BODY_DECISION;
+	env.decision = &f->dec;
+	if (frame_client_send(f->fc, &env) == -1) {
+		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    ARULE_UNREACHABLE, "policyd unreachable: the decision "
+		    "cannot be sent");
+		return;
+	}
+	log_debug("request %s: %s by %s sent to policyd", f->dec.request_id,
+	    aquote_status(f->dec.status), approver);
+}
+
+static void
+acontrol_audit_query(struct acontrol *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__AuditQuery	*q = req->audit_query;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__AuditRecords		 recs;
+	Sbx__V1__AuditEvent		**v = NULL;
+	size_t				 n = 0;
+
+	if (audit_query(aqueue_audit(ctl->ad->queue), q->task_id, q->limit,
+	    &v, &n) == -1) {
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "audit log cannot be read");
+		return;
+	}
+	sbx__v1__audit_records__init(&recs);
+	recs.events = v;
+	recs.n_events = n;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
+	env.audit_records = &recs;
+	frame_conn_send(c, &env);
+	audit_events_free(v, n);
+}
+
+static void
+acontrol_audit_verify(struct acontrol *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__AuditVerifyReply	 r;
+
+	sbx__v1__audit_verify_reply__init(&r);
+	if (audit_verify(aqueue_audit(ctl->ad->queue), &r) == -1) {
+		audit_verify_clear(&r);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "audit log cannot be read");
+		return;
+	}
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
+	env.audit_verified = &r;
+	frame_conn_send(c, &env);
+	audit_verify_clear(&r);
+}
+
+static void
+acontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct acontrol_sock	*cs = arg;
+	struct acontrol		*ctl = cs->ctl;
+
+	if (!cs->console) {
+		if (req->body_case == SBX__V1__ENVELOPE__BODY_CAPABILITY) {
+			acontrol_submit(ctl, c, req);
+			return;
+		}
+	} else {
+		switch (req->body_case) {
+		case SBX__V1__ENVELOPE__BODY_APPROVAL_LIST:
+			acontrol_list(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_DECISION:
+			acontrol_decide(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+			acontrol_audit_query(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+			acontrol_audit_verify(ctl, c, req);
+			return;
+		default:
+			break;
+		}
+	}
+	frame_conn_send_error(c, req->request_id,
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "%s", cs->console ?
+	    "the console socket takes approval_list, decision, audit_query "
+	    "and audit_verify" :
+	    "the submit socket takes only capability requests");
+}
+
+static struct frame_server *
+acontrol_listen(struct acontrol *ctl, const struct cfg_sock *sc,
+    struct acontrol_sock *arg)
+{
+	struct frame_server_config	 cfg;
+
+	cfg_socket_server(sc, arg->name, &cfg);
+	cfg.max_frame = (size_t)ctl->ad->conf->max_frame_kb * 1024;
+	cfg.refused = acontrol_refused_peer;
+	cfg.refused_arg = arg;
+	return frame_server_listen(ctl->ad->base, &cfg, acontrol_dispatch,
+	    arg);
+}
+
+struct acontrol *
+acontrol_start(struct approvald *ad)
+{
+	struct acontrol	*ctl;
+
+	ctl = xcalloc(1, sizeof(*ctl));
+	ctl->ad = ad;
+	TAILQ_INIT(&ctl->forwards);
+	ctl->submit_arg.ctl = ctl;
+	ctl->submit_arg.console = 0;
+	ctl->submit_arg.name = "submit";
+	ctl->console_arg.ctl = ctl;
+	ctl->console_arg.console = 1;
+	ctl->console_arg.name = "console";
+	if ((ctl->submit = acontrol_listen(ctl, &ad->conf->submit,
+	    &ctl->submit_arg)) == NULL ||
+	    (ctl->console = acontrol_listen(ctl, &ad->conf->console,
+	    &ctl->console_arg)) == NULL) {
+		acontrol_stop(ctl);
+		return NULL;
+	}
+	return ctl;
+}
+
+void
+acontrol_stop(struct acontrol *ctl)
+{
+	struct aforward	*f;
+
+	if (ctl == NULL)
+		return;
+	/* Decisions still on their way stay pending: nothing recorded. */
+	while ((f = TAILQ_FIRST(&ctl->forwards)) != NULL)
+		aforward_free(f);
+	frame_server_free(ctl->submit);
+	frame_server_free(ctl->console);
+	free(ctl);
+}
