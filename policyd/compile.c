@@ -12,6 +12,12 @@
  * placeholder or a path.  compile_policy() is the pure part; compile_task()
  * adds the task binding, the execution count, the signature and the
  * records, which go into the store's open batch.
+ *
+ * The one exception is a grant (capability.c): a capability request that
+ * the user's entitlements covered or an approver approved, recorded for
+ * one task id.  compile_policy_grants() lets a granted dataset be read and
+ * adds a granted host's rule, for that task only; with no grants it is
+ * exactly compile_policy().
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -244,13 +250,53 @@ compile_has_rule(const Sbx__V1__Network *net, const char *host)
 	return 0;
 }
 
+static int
+compile_granted(const struct cap_grants *g, const char *dataset)
+{
+	if (g == NULL)
+		return 0;
+	for (size_t i = 0; i < g->ndatasets; i++)
+		if (strcmp(g->datasets[i], dataset) == 0)
+			return 1;
+	return 0;
+}
+
+/* A copy of a granted rule, allocated as an unpacked message so the
+ * policy frees it like its own. */
+static Sbx__V1__AllowRule *
+compile_rule_dup(const Sbx__V1__AllowRule *r)
+{
+	Sbx__V1__AllowRule	*c;
+	uint8_t			*buf;
+	size_t			 len;
+
+	len = sbx__v1__allow_rule__get_packed_size(r);
+	buf = xmalloc(len + 1);
+	sbx__v1__allow_rule__pack(r, buf);
+	c = sbx__v1__allow_rule__unpack(NULL, len, buf);
+	free(buf);
+	if (c == NULL)
+		fatalx("a granted rule does not decode");
+	return c;
+}
+
 Sbx__V1__Policy *
 compile_policy(const struct tmpl *tm, const Sbx__V1__Task *t,
     const struct entitle_eff *eff, Sbx__V1__Error *err)
 {
+	return compile_policy_grants(tm, t, eff, NULL, err);
+}
+
+Sbx__V1__Policy *
+compile_policy_grants(const struct tmpl *tm, const Sbx__V1__Task *t,
+    const struct entitle_eff *eff, const struct cap_grants *g,
+    Sbx__V1__Error *err)
+{
 	Sbx__V1__Policy		*pol;
 	Sbx__V1__Network	*net;
 	Sbx__V1__Limits		*l;
+	Sbx__V1__Task		 tg;
+	char			**ds = NULL;
 	size_t			 i, n;
 
 	if (!eff->found) {
@@ -265,12 +311,29 @@ compile_policy(const struct tmpl *tm, const Sbx__V1__Task *t,
 		    "template %s@%u cannot be copied", tm->name, tm->version);
 		return NULL;
 	}
+	/* Granted datasets join the task's own where the template takes
+	 * task datasets at all; a template that takes none stays so. */
+	if (g != NULL && g->ndatasets > 0 && tm->takes_datasets) {
+		tg = *t;
+		ds = xreallocarray(NULL, t->n_datasets + g->ndatasets + 1,
+		    sizeof(*ds));
+		for (i = 0; i < t->n_datasets; i++)
+			ds[i] = t->datasets[i];
+		n = t->n_datasets;
+		for (i = 0; i < g->ndatasets; i++)
+			ds[n++] = g->datasets[i];
+		tg.datasets = ds;
+		tg.n_datasets = n;
+		t = &tg;
+	}
 	if (compile_substitute(pol, t, err) == -1)
 		goto fail;
 
-	/* Inputs: every one readable, or nothing runs. */
+	/* Inputs: every one readable (by entitlement, or granted to this
+	 * task), or nothing runs. */
 	for (i = 0; i < pol->n_inputs; i++) {
-		if (!entitle_can_read(eff, pol->inputs[i]->dataset)) {
+		if (!entitle_can_read(eff, pol->inputs[i]->dataset) &&
+		    !compile_granted(g, pol->inputs[i]->dataset)) {
 			compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
 			    RULE_NOT_READABLE, "dataset \"%s\" is not readable "
 			    "by %s/%s", pol->inputs[i]->dataset, t->tenant,
@@ -300,6 +363,17 @@ compile_policy(const struct tmpl *tm, const Sbx__V1__Task *t,
 	}
 	pol->n_credentials = n;
 
+	/* The widening path: a granted host's rule, even where the template
+	 * has none.  After the credential filter, so a grant never brings a
+	 * template's credential back. */
+	if (g != NULL && g->nrules > 0) {
+		net->allow = xreallocarray(net->allow, net->n_allow + g->nrules,
+		    sizeof(*net->allow));
+		for (i = 0; i < g->nrules; i++)
+			net->allow[net->n_allow++] = compile_rule_dup(
+			    g->rules[i]);
+	}
+
 	l = pol->limits;
 	l->cpus_milli = compile_clamp(l->cpus_milli, eff->plan.cpus_milli);
 	l->memory_mb = compile_clamp(l->memory_mb, eff->plan.memory_mb);
@@ -309,8 +383,10 @@ compile_policy(const struct tmpl *tm, const Sbx__V1__Task *t,
 	l->scratch_mb = compile_clamp(l->scratch_mb, eff->plan.scratch_mb);
 
 	policy_normalize(pol);
+	free(ds);
 	return pol;
 fail:
+	free(ds);
 	policy_free(pol);
 	return NULL;
 }
@@ -353,6 +429,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	const struct tmpl	*tm;
 	struct store_task	 bound;
 	const struct entitle_eff *eff;
+	struct cap_grants	 grants = { NULL, 0, NULL, 0 };
 	Sbx__V1__PolicyGrant	 grant;
 	int			 known;
 	char			*detail;
@@ -383,7 +460,12 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL)
 		return compile_internal(t, err,
 		    "cannot read the entitlements");
-	out->policy = compile_policy(tm, t, eff, err);
+	/* Only a bound task can have grants. */
+	if (known && pd->cap != NULL &&
+	    capability_grants(pd->cap, t->id, &grants) == -1)
+		return compile_internal(t, err, "cannot read the grants");
+	out->policy = compile_policy_grants(tm, t, eff, &grants, err);
+	capability_grants_clear(&grants);
 	if (out->policy == NULL) {
 		if (err->code == SBX__V1__ERROR_CODE__ERROR_INTERNAL)
 			return -1;

@@ -28,6 +28,10 @@
  * error is sent: never a silent success.  A run's result comes when the
  * program ends, so it may overtake later replies on the same connection;
  * request ids tell them apart.
+ *
+ * Capability requests (capability.c) come in on the orchestrator and admin
+ * sockets; approvald's decisions on the optional approvals socket, which
+ * takes nothing else.
  */
 #include <sys/queue.h>
 
@@ -103,6 +107,7 @@ struct control {
 	struct policyd		*pd;
 	struct frame_server	*orch;
 	struct frame_server	*admin;
+	struct frame_server	*approvals;	/* NULL: not configured */
 	struct control_sock	 orch_arg;
 	struct control_sock	 admin_arg;
 	struct event		*done_ev;	/* the writer has finished */
@@ -949,7 +954,7 @@ char *
 control_metrics(const struct policyd *pd)
 {
 	const struct policyd_metrics	*m = &pd->metrics;
-	char				*s, *t;
+	char				*s, *t, *u;
 
 	xasprintf(&s,
 	    "# HELP sbx_policyd_compiles_total Compile requests decided.\n"
@@ -984,7 +989,11 @@ control_metrics(const struct policyd *pd)
 	    (unsigned long long)m->runs,
 	    (unsigned long long)m->run_failures);
 	free(s);
-	return t;
+	s = capability_metrics(pd->cap);
+	xasprintf(&u, "%s%s", t, s);
+	free(s);
+	free(t);
+	return u;
 }
 
 static void
@@ -1053,6 +1062,17 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
 		control_audit_verify(ctl, c, req);
 		return;
+	case SBX__V1__ENVELOPE__BODY_CAPABILITY:
+		if (ctl->pd->cap == NULL) {
+			control_send_error(ctl, c, req->request_id,
+			    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE, "",
+			    "capability requests are not set up");
+			return;
+		}
+		/* capability.c drains the batches before it writes, so its
+		 * reply comes after everything this client is owed. */
+		capability_serve_request(ctl->pd, c, req);
+		return;
 	default:
 		break;
 	}
@@ -1086,6 +1106,28 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", cs->admin ?
 	    "the admin socket does not take this message" :
 	    "the orchestrator socket does not take this message");
+}
+
+/* approvald's socket: decisions on capability requests, nothing else. */
+static void
+control_dispatch_approvals(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
+{
+	struct control	*ctl = arg;
+
+	if (req->body_case != SBX__V1__ENVELOPE__BODY_DECISION) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+		    "the approvals socket takes decisions only");
+		return;
+	}
+	if (ctl->pd->cap == NULL) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE, "",
+		    "capability requests are not set up");
+		return;
+	}
+	capability_serve_decision(ctl->pd, c, req);
 }
 
 static struct frame_server *
@@ -1132,6 +1174,24 @@ control_start(struct policyd *pd)
 		control_stop(ctl);
 		return NULL;
 	}
+	if (pd->conf->approvals.path != NULL) {
+		const struct policyd_sock_conf	*sc = &pd->conf->approvals;
+		struct frame_server_config	 cfg;
+
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.name = "approvals";
+		cfg.path = sc->path;
+		cfg.mode = sc->mode;
+		cfg.owner = (uid_t)-1;
+		cfg.group = sc->group;
+		cfg.allow = &sc->allow;
+		cfg.max_frame = (size_t)pd->conf->max_frame_kb * 1024;
+		if ((ctl->approvals = frame_server_listen(pd->base, &cfg,
+		    control_dispatch_approvals, ctl)) == NULL) {
+			control_stop(ctl);
+			return NULL;
+		}
+	}
 	return ctl;
 }
 
@@ -1149,6 +1209,8 @@ control_stop(struct control *ctl)
 		event_free(ctl->launch_ev);
 	frame_server_free(ctl->orch);
 	frame_server_free(ctl->admin);
+	if (ctl->approvals != NULL)
+		frame_server_free(ctl->approvals);
 	if (ctl->done_ev != NULL)
 		event_free(ctl->done_ev);
 	free(ctl->open.v);

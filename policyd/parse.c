@@ -29,12 +29,18 @@
 
 static const char *const top_keys[] = {
 	"user", "state_dir", "templates", "task_types", "signing_key",
-	"public_key", "policy_ttl", "max_frame_kb", "sockets", "launchd", NULL
+	"public_key", "policy_ttl", "max_frame_kb", "sockets", "launchd",
+	"approvald", NULL
 };
 static const char *const top_required[] = {
 	"state_dir", "templates", "task_types", "sockets", NULL
 };
-static const char *const sockets_keys[] = { "orchestrator", "admin", NULL };
+static const char *const sockets_keys[] = {
+	"orchestrator", "admin", "approvals", NULL
+};
+static const char *const approvald_keys[] = { "socket", "user", NULL };
+static const char *const approvald_required[] = { "socket", NULL };
+#define APPROVALD_USER_DEFAULT	"sbx-approve"
 static const char *const sock_keys[] = {
 	"path", "mode", "group", "allow", NULL
 };
@@ -270,6 +276,40 @@ parse_launchd(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
 		c->launchd_grace = (uint32_t)v;
 }
 
+/*
+ * approvald: {socket: PATH, user: sbx-approve}.  Where capability requests
+ * outside the entitlements go; user is who must be listening there.
+ * Without it such requests are denied ("no approver available").
+ */
+static void
+parse_approvald(struct ydoc *doc, const struct ynode *n,
+    struct policyd_conf *c)
+{
+	const struct ynode	*un;
+	const char		*u = APPROVALD_USER_DEFAULT;
+	unsigned long		 num;
+	struct passwd		*pw;
+
+	c->approvald_uid = (uid_t)-1;
+	if (n == NULL)
+		return;
+	if (ymap_check(doc, n, "approvald", approvald_keys,
+	    approvald_required) != 0)
+		return;
+	parse_pathkey(doc, n, "socket", c->dir, &c->approvald_socket);
+	if ((un = ymap_get(n, "user")) != NULL &&
+	    yget_str(doc, un, "approvald.user", &u) == -1)
+		return;
+	if (parse_number(u, &num) == 0)
+		c->approvald_uid = (uid_t)num;
+	else if ((pw = getpwnam(u)) == NULL)
+		yerr(doc, un != NULL ? un : n, "approvald.user",
+		    "no such user \"%s\"%s", u, un != NULL ? "" :
+		    " (the default; name the user approvald runs as)");
+	else
+		c->approvald_uid = pw->pw_uid;
+}
+
 static void
 parse_types(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
 {
@@ -399,8 +439,22 @@ parse_config(const char *file, struct yerrs *errs)
 			yerr(doc, ymap_get(ymap_get(socks, "admin"), "path"),
 			    "sockets.admin.path", "same path as the "
 			    "orchestrator socket");
+		/* Optional: only approvald's decisions come in here. */
+		if ((n = ymap_get(socks, "approvals")) != NULL) {
+			parse_socket(doc, n, "approvals", c->dir,
+			    &c->approvals);
+			if (c->approvals.path != NULL &&
+			    ((c->orch.path != NULL && strcmp(c->orch.path,
+			    c->approvals.path) == 0) ||
+			    (c->admin.path != NULL && strcmp(c->admin.path,
+			    c->approvals.path) == 0)))
+				yerr(doc, ymap_get(n, "path"),
+				    "sockets.approvals.path", "same path as "
+				    "another of policyd's sockets");
+		}
 	}
 	parse_launchd(doc, ymap_get(root, "launchd"), c);
+	parse_approvald(doc, ymap_get(root, "approvald"), c);
 done:
 	ydoc_free(doc);
 	if (errs->n != nerr) {
@@ -440,5 +494,7 @@ parse_config_free(struct policyd_conf *c)
 	free(c->launchd_socket);
 	parse_sock_free(&c->orch);
 	parse_sock_free(&c->admin);
+	parse_sock_free(&c->approvals);
+	free(c->approvald_socket);
 	free(c);
 }

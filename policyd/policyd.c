@@ -289,6 +289,8 @@ main(int argc, char *argv[])
 	    entitle_use_reader(pd.ent, store_reader(pd.store), err,
 	    sizeof(err)) == -1)
 		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
+	if (capability_open(&pd, err, sizeof(err)) == NULL)
+		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
 	policyd_chown_db(pd.conf);
 	policyd_drop(pd.conf);
 
@@ -305,6 +307,8 @@ main(int argc, char *argv[])
 	if (event_base_dispatch(pd.base) == -1)
 		log_warnx("event loop failed");
 
+	/* Before the sockets go: it holds orchestrator connections. */
+	capability_close(pd.cap);
 	control_stop(pd.ctl);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);

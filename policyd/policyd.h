@@ -17,6 +17,7 @@
 #include "sign.h"
 
 #include "sbx/v1/admin.pb-c.h"
+#include "sbx/v1/capability.pb-c.h"
 #include "sbx/v1/envelope.pb-c.h"
 #include "sbx/v1/task.pb-c.h"
 
@@ -27,6 +28,7 @@
 struct sqlite3;
 struct audit;
 struct event_base;
+struct frame_conn;
 struct yerrs;
 
 /* ---- parse.c ---- */
@@ -66,6 +68,9 @@ struct policyd_conf {
 	char			*launchd_socket;	/* NULL: run unavailable */
 	uid_t			 launchd_uid;	/* who must listen there */
 	uint32_t		 launchd_grace;	/* s past wall_seconds */
+	struct policyd_sock_conf approvals;	/* path NULL: no socket */
+	char			*approvald_socket;	/* NULL: no approver */
+	uid_t			 approvald_uid;	/* who must listen there */
 };
 
 #define LAUNCHD_GRACE_DEFAULT	120
@@ -147,6 +152,11 @@ struct audit	*store_audit(struct store *);
  * batches included.  1 found, 0 not found, -1 error. */
 int		 store_task_get(struct store *, const char *task_id,
 		    struct store_task *);
+/* The datasets a task named at its last committed compile (what a
+ * recompile for a grant starts from); *n 0 if it never compiled.  0 or
+ * -1.  Free with capability_strv_free(). */
+int		 store_task_datasets(struct store *, const char *task_id,
+		    char ***out, size_t *n);
 /* Executions of a task, the open and in-flight batches included; -1 on
  * error. */
 int64_t		 store_executions_count(struct store *, const char *task_id);
@@ -251,6 +261,8 @@ struct policyd_metrics {
 	size_t		 ndenials;
 };
 
+struct capability;
+
 struct policyd {
 	struct policyd_conf	*conf;
 	struct tmpl_registry	*reg;
@@ -261,6 +273,7 @@ struct policyd {
 	struct control		*ctl;
 	struct policyd_metrics	 metrics;
 	uint32_t		 ttl;
+	struct capability	*cap;	/* NULL: no grants (capability.c) */
 };
 
 struct compile_out {
@@ -293,6 +306,17 @@ int		 compile_substitute(Sbx__V1__Policy *, const Sbx__V1__Task *,
  */
 Sbx__V1__Policy	*compile_policy(const struct tmpl *, const Sbx__V1__Task *,
 		    const struct entitle_eff *, Sbx__V1__Error *err);
+struct cap_grants;
+/*
+ * compile_policy() plus the task's grants (NULL: none): a granted dataset
+ * is readable for this task and, where the template takes task datasets,
+ * one of its inputs; a granted host adds its rule.  This is the one
+ * place a compile may add what the template lacks, and only what a grant
+ * of this very task names.
+ */
+Sbx__V1__Policy	*compile_policy_grants(const struct tmpl *,
+		    const Sbx__V1__Task *, const struct entitle_eff *,
+		    const struct cap_grants *, Sbx__V1__Error *err);
 /*
  * The whole compile.  Adds the execution (and the task's binding if it is
  * new) or a denial event to the store's open batch; the caller commits
@@ -309,6 +333,71 @@ void		 compile_error(Sbx__V1__Error *, Sbx__V1__ErrorCode,
 		    __attribute__((format(printf, 4, 5)));
 void		 compile_error_clear(Sbx__V1__Error *);
 void		 compile_count_denial(struct policyd_metrics *, const char *rule);
+
+/* ---- capability.c ---- */
+
+/* What a task has been granted beyond its template. */
+struct cap_grants {
+	char			**datasets;	/* sorted, unique */
+	size_t			  ndatasets;
+	Sbx__V1__AllowRule	**rules;
+	size_t			  nrules;
+};
+
+#define CAP_NO_APPROVER		"no approver available"
+
+/* Tables (capability_requests, grants) on the write handle, reads on
+ * the read handle.  NULL with err. */
+struct capability *capability_open(struct policyd *, char *err,
+		    size_t errlen);
+void		 capability_close(struct capability *);
+/* The grants of a task, through the read handle.  0 or -1. */
+int		 capability_grants(struct capability *, const char *task_id,
+		    struct cap_grants *);
+void		 capability_grants_clear(struct cap_grants *);
+void		 capability_strv_free(char **, size_t);
+/*
+ * Decide a request by rules.  Fills in request_id, tenant, user, template
+ * and created_at, stores it and audits it.  Inside the user's
+ * entitlements: records the grant, recompiles (no execution) and sets
+ * out GRANTED with the new hash.  Outside: out PENDING, stored PENDING;
+ * the caller forwards it to approvald and calls capability_fail_closed()
+ * if that does not take it.  A request rules can never satisfy: out
+ * DENIED.  -1 with err (ERROR_INVALID, ERROR_NOT_FOUND, ERROR_INTERNAL):
+ * nothing stored.  out's strings are malloc'd: capability_decision_clear.
+ */
+int		 capability_decide(struct policyd *,
+		    Sbx__V1__CapabilityRequest *, const char *actor,
+		    Sbx__V1__CapabilityDecision *out, Sbx__V1__Error *err);
+/* A PENDING request approvald did not take: DENIED with reason
+ * CAP_NO_APPROVER and why, stored and audited.  0 or -1. */
+int		 capability_fail_closed(struct policyd *, const char *request_id,
+		    const char *why, Sbx__V1__CapabilityDecision *out);
+/* approvald marked it as queued. */
+void		 capability_forwarded(struct policyd *, const char *request_id);
+/*
+ * approvald's decision on a PENDING request: APPROVED records the grant
+ * and recompiles (out has the new hash); DENIED changes nothing but the
+ * request's status.  A repeat of the same decision answers the same.
+ * -1 with err.
+ */
+int		 capability_apply(struct policyd *,
+		    const Sbx__V1__CapabilityDecision *, const char *actor,
+		    Sbx__V1__CapabilityDecision *out, Sbx__V1__Error *err);
+/* The hash the task's next compile gets: its binding, the datasets of
+ * its last compile, its grants; nothing recorded.  0 or -1 with err. */
+int		 capability_recompile(struct policyd *, const char *task_id,
+		    char hash[POLICY_HASH_HEX], Sbx__V1__Error *err);
+void		 capability_decision_clear(Sbx__V1__CapabilityDecision *);
+/* Socket side: a `capability` on the orchestrator (or admin) socket,
+ * answered now or once approvald has taken it. */
+void		 capability_serve_request(struct policyd *, struct frame_conn *,
+		    Sbx__V1__Envelope *);
+/* A `decision` on the approvals socket. */
+void		 capability_serve_decision(struct policyd *,
+		    struct frame_conn *, Sbx__V1__Envelope *);
+/* Prometheus text for the capability counters (malloc'd). */
+char		*capability_metrics(const struct capability *);
 
 /* ---- control.c ---- */
 

@@ -4,7 +4,9 @@
  * entitlements (entitle.c) and the audit log (common/audit.c, on the same
  * handle).  The audit record of a compile is also its execution record:
  * it names the task, the execution id, the policy hash, the template and
- * the time, so a task's executions are its "compile" records.  (A database
+ * the time, so a task's executions are its "compile" records.  Each
+ * execution also notes the datasets the task named (task_inputs), which
+ * is what a recompile for a capability grant starts from.  (A database
  * made by an earlier version also has an executions table; it is left
  * alone.)
  *
@@ -71,6 +73,7 @@ struct store_rec {
 	char			 actor[32];
 	char			*rule;
 	char			*detail;
+	char			*datasets;	/* an execution's, '\n'-joined */
 };
 
 struct store_batch {
@@ -89,6 +92,8 @@ struct store {
 	sqlite3_stmt		*st_task_get;
 	sqlite3_stmt		*st_exec_count;
 	sqlite3_stmt		*st_exec_exists;
+	sqlite3_stmt		*st_inputs_put;	/* db */
+	sqlite3_stmt		*st_inputs_get;	/* rdb */
 	void			*tasks;		/* tsearch tree */
 
 	struct store_batch	 open;		/* the event loop's */
@@ -115,7 +120,10 @@ static const char store_schema[] =
     " tenant TEXT NOT NULL,"
     " user TEXT NOT NULL,"
     " type TEXT NOT NULL,"
-    " created_ns INTEGER NOT NULL) WITHOUT ROWID;";
+    " created_ns INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS task_inputs("
+    " task_id TEXT PRIMARY KEY,"
+    " datasets TEXT NOT NULL) WITHOUT ROWID;";
 
 static int
 store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
@@ -192,7 +200,12 @@ store_open(const char *path, char *err, size_t errlen)
 	    errlen) == -1 ||
 	    store_prepare(s->rdb, "SELECT 1 FROM audit WHERE"
 	    " execution_id = ? AND action = 'compile'", &s->st_exec_exists,
-	    err, errlen) == -1)
+	    err, errlen) == -1 ||
+	    store_prepare(s->db, "INSERT INTO task_inputs(task_id, datasets)"
+	    " VALUES (?1, ?2) ON CONFLICT(task_id) DO UPDATE SET"
+	    " datasets = ?2", &s->st_inputs_put, err, errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT datasets FROM task_inputs WHERE"
+	    " task_id = ?", &s->st_inputs_get, err, errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -238,6 +251,8 @@ store_close(struct store *s)
 	sqlite3_finalize(s->st_task_get);
 	sqlite3_finalize(s->st_exec_count);
 	sqlite3_finalize(s->st_exec_exists);
+	sqlite3_finalize(s->st_inputs_put);
+	sqlite3_finalize(s->st_inputs_get);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
@@ -376,6 +391,42 @@ store_executions_count(struct store *s, const char *task_id)
 }
 
 int
+store_task_datasets(struct store *s, const char *task_id, char ***out,
+    size_t *n)
+{
+	sqlite3_stmt	*st = s->st_inputs_get;
+	const char	*v, *p, *e;
+	int		 rc;
+
+	*out = NULL;
+	*n = 0;
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && (v = (const char *)sqlite3_column_text(st,
+	    0)) != NULL) {
+		/* Names are name_ok, so a newline never is one. */
+		for (p = v; *p != '\0'; p = *e != '\0' ? e + 1 : e) {
+			if ((e = strchr(p, '\n')) == NULL)
+				e = p + strlen(p);
+			if (e == p)
+				continue;
+			*out = xreallocarray(*out, *n + 1, sizeof(**out));
+			(*out)[*n] = xmalloc((size_t)(e - p) + 1);
+			memcpy((*out)[*n], p, (size_t)(e - p));
+			(*out)[*n][e - p] = '\0';
+			(*n)++;
+		}
+		rc = SQLITE_DONE;
+	}
+	if (rc != SQLITE_DONE)
+		log_warnx("policyd.db: datasets of task %s: %s", task_id,
+		    sqlite3_errmsg(s->rdb));
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
 store_execution_exists(struct store *s, const char *execution_id)
 {
 	sqlite3_stmt	*st = s->st_exec_exists;
@@ -475,6 +526,18 @@ store_add_execution(struct store *s, const Sbx__V1__Task *t,
 	r = store_rec_new(s, t->id, "compile", execution_id, hash, NULL,
 	    detail, actor);
 	r->ent = ent;
+	{
+		size_t	 len = 1, i;
+
+		for (i = 0; i < t->n_datasets; i++)
+			len += strlen(t->datasets[i]) + 1;
+		r->datasets = xcalloc(1, len);
+		for (i = 0; i < t->n_datasets; i++) {
+			if (i > 0)
+				strcat(r->datasets, "\n");
+			strcat(r->datasets, t->datasets[i]);
+		}
+	}
 	ent->refs++;
 	ent->pending++;
 }
@@ -500,6 +563,7 @@ store_finish(struct store *s, struct store_batch *b, int ok)
 		}
 		free(r->rule);
 		free(r->detail);
+		free(r->datasets);
 	}
 	b->n = 0;
 	b->poisoned = 0;
@@ -557,6 +621,21 @@ store_write_rec(struct store *s, const struct store_rec *r)
 
 	if (r->insert_task && store_insert_task(s, r->ent) == -1)
 		return -1;
+	if (r->datasets != NULL) {
+		sqlite3_stmt	*st = s->st_inputs_put;
+		int		 rc;
+
+		sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, r->datasets, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		if (rc != SQLITE_DONE) {
+			log_warnx("policyd.db: datasets of task %s: %s",
+			    r->task_id, sqlite3_errmsg(s->db));
+			return -1;
+		}
+	}
 	sbx__v1__audit_event__init(&ev);
 	ev.time_ns = r->time_ns;
 	ev.task_id = (char *)r->task_id;

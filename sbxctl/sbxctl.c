@@ -60,6 +60,8 @@ static const char usage_text[] =
 "              [-B socket] command [arg ...]\n"
 "       sbxctl compile taskfile\n"
 "       sbxctl run taskfile\n"
+"       sbxctl request task-id (--dataset D | --host H [--method M ...]\n"
+"              [--path P ...]) --why TEXT [--source FILE]\n"
 "       sbxctl dataset add name file\n"
 "       sbxctl dataset list\n"
 "       sbxctl image list\n"
@@ -984,6 +986,8 @@ main(int argc, char **argv)
 		rc = ctl_compile(argc, argv);
 	else if (strcmp(argv[0], "run") == 0)
 		rc = ctl_run(argc, argv);
+	else if (strcmp(argv[0], "request") == 0)
+		rc = cmd_request(argc, argv, ctl.orch_sock);
 	else if (strcmp(argv[0], "dataset") == 0)
 		rc = ctl_dataset(argc, argv);
 	else if (strcmp(argv[0], "image") == 0)

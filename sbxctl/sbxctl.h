@@ -44,6 +44,9 @@ void		 parse_strv_add(char ***v, size_t *n, const char *s);
 /* secret.c */
 int		 cmd_secret(int argc, char **argv, const char *admin_sock);
 
+/* request.c */
+int		 cmd_request(int argc, char **argv, const char *orch_sock);
+
 /* print.c */
 void		 print_iso_time(char *buf, size_t len, int64_t sec, long nsec);
 void		 print_yaml_scalar(FILE *, const char *);
