@@ -1131,18 +1131,12 @@ control_dispatch_approvals(struct frame_conn *c, Sbx__V1__Envelope *req,
 }
 
 static struct frame_server *
-control_listen(struct control *ctl, const struct policyd_sock_conf *sc,
+control_listen(struct control *ctl, const struct cfg_sock *sc,
     const char *name, struct control_sock *arg)
 {
 	struct frame_server_config	 cfg;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.name = name;
-	cfg.path = sc->path;
-	cfg.mode = sc->mode;
-	cfg.owner = (uid_t)-1;
-	cfg.group = sc->group;
-	cfg.allow = &sc->allow;
+	cfg_socket_server(sc, name, &cfg);
 	cfg.max_frame = (size_t)ctl->pd->conf->max_frame_kb * 1024;
 	return frame_server_listen(ctl->pd->base, &cfg, control_dispatch, arg);
 }
@@ -1175,7 +1169,7 @@ control_start(struct policyd *pd)
 		return NULL;
 	}
 	if (pd->conf->approvals.path != NULL) {
-		const struct policyd_sock_conf	*sc = &pd->conf->approvals;
+		const struct cfg_sock	*sc = &pd->conf->approvals;
 		struct frame_server_config	 cfg;
 
 		memset(&cfg, 0, sizeof(cfg));

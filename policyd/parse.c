@@ -19,6 +19,7 @@
 
 #include "log.h"
 #include "util.h"
+#include "config.h"
 #include "yaml.h"
 #include "policyd.h"
 
@@ -41,203 +42,12 @@ static const char *const sockets_keys[] = {
 static const char *const approvald_keys[] = { "socket", "user", NULL };
 static const char *const approvald_required[] = { "socket", NULL };
 #define APPROVALD_USER_DEFAULT	"sbx-approve"
-static const char *const sock_keys[] = {
-	"path", "mode", "group", "allow", NULL
-};
-static const char *const sock_required[] = { "path", "allow", NULL };
-static const char *const allow_keys[] = { "users", "groups", NULL };
 static const char *const launchd_keys[] = {
 	"socket", "user", "timeout", NULL
 };
 static const char *const launchd_required[] = { "socket", NULL };
 static const char *const type_keys[] = { "template", "version", NULL };
 static const char *const type_required[] = { "template", NULL };
-
-char *
-parse_path(const char *dir, const char *path)
-{
-	char	*p;
-
-	if (path[0] == '/' || dir == NULL || dir[0] == '\0')
-		return xstrdup(path);
-	xasprintf(&p, "%s/%s", dir, path);
-	return p;
-}
-
-/* The directory of the config file, absolute, without resolving symlinks
- * (messages keep the path the operator wrote). */
-static char *
-parse_dir(const char *file)
-{
-	char		 cwd[PATH_MAX];
-	const char	*slash = strrchr(file, '/');
-	char		*dir, *abs;
-
-	if (slash == NULL)
-		dir = xstrdup(".");
-	else if (slash == file)
-		dir = xstrdup("/");
-	else {
-		dir = xstrdup(file);
-		dir[slash - file] = '\0';
-	}
-	if (dir[0] == '/')
-		return dir;
-	if (getcwd(cwd, sizeof(cwd)) == NULL)
-		return dir;
-	if (strcmp(dir, ".") == 0)
-		abs = xstrdup(cwd);
-	else
-		xasprintf(&abs, "%s/%s", cwd, dir);
-	free(dir);
-	return abs;
-}
-
-static int
-parse_number(const char *s, unsigned long *out)
-{
-	char	*end;
-
-	if (s[0] < '0' || s[0] > '9')
-		return -1;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	if (errno != 0 || *end != '\0' || *out > INT_MAX)
-		return -1;
-	return 0;
-}
-
-/* An optional path key, joined to the config directory. */
-static void
-parse_pathkey(struct ydoc *doc, const struct ynode *map, const char *key,
-    const char *dir, char **out)
-{
-	const struct ynode	*n = ymap_get(map, key);
-	const char		*s = NULL;
-
-	if (n == NULL)
-		return;
-	if (yget_str(doc, n, key, &s) == -1)
-		return;
-	if (s[0] == '\0') {
-		yerr(doc, n, key, "empty path");
-		return;
-	}
-	*out = parse_path(dir, s);
-}
-
-static void
-parse_mode(struct ydoc *doc, const struct ynode *n, const char *key,
-    mode_t *out)
-{
-	const char	*s, *p;
-	unsigned long	 v = 0;
-
-	if (n == NULL)
-		return;
-	if (yget_str(doc, n, key, &s) == -1)
-		return;
-	/* Written as 0660 the YAML integer would be read as decimal 660 or
-	 * octal by different parsers; the config means octal, always. */
-	for (p = s; *p != '\0'; p++) {
-		if (*p < '0' || *p > '7' || v > 07777) {
-			yerr(doc, n, key, "bad mode \"%s\": want octal "
-			    "digits such as 0660", s);
-			return;
-		}
-		v = v * 8 + (unsigned long)(*p - '0');
-	}
-	if (p == s || v > 0777) {
-		yerr(doc, n, key, "bad mode \"%s\": want octal 0000..0777", s);
-		return;
-	}
-	*out = (mode_t)v;
-}
-
-static void
-parse_allow(struct ydoc *doc, const struct ynode *n, const char *what,
-    struct peer_allow *allow)
-{
-	const char	**names = NULL;
-	size_t		  nnames = 0, i;
-	unsigned long	  num;
-	char		  key[128];
-
-	if (n == NULL)
-		return;
-	if (ymap_check(doc, n, what, allow_keys, NULL) != 0)
-		return;
-	snprintf(key, sizeof(key), "%s.users", what);
-	if (yget_strseq(doc, ymap_get(n, "users"), key, &names,
-	    &nnames) == 0) {
-		for (i = 0; i < nnames; i++) {
-			if (parse_number(names[i], &num) == 0)
-				peer_allow_uid(allow, (uid_t)num);
-			else if (peer_allow_user(allow, names[i]) == -1)
-				yerr(doc, ymap_get(n, "users"), key,
-				    "no such user \"%s\"", names[i]);
-		}
-	}
-	free(names);
-	names = NULL;
-	nnames = 0;
-	snprintf(key, sizeof(key), "%s.groups", what);
-	if (yget_strseq(doc, ymap_get(n, "groups"), key, &names,
-	    &nnames) == 0) {
-		for (i = 0; i < nnames; i++) {
-			if (parse_number(names[i], &num) == 0)
-				peer_allow_gid(allow, (gid_t)num);
-			else if (peer_allow_group(allow, names[i]) == -1)
-				yerr(doc, ymap_get(n, "groups"), key,
-				    "no such group \"%s\"", names[i]);
-		}
-	}
-	free(names);
-	if (allow->nuids == 0 && allow->ngids == 0 &&
-	    ymap_get(n, "users") == NULL && ymap_get(n, "groups") == NULL)
-		yerr(doc, n, what, "names no user or group: nobody could "
-		    "connect");
-}
-
-static void
-parse_socket(struct ydoc *doc, const struct ynode *n, const char *name,
-    const char *dir, struct policyd_sock_conf *sc)
-{
-	char		 what[64], key[96];
-	const char	*g;
-	unsigned long	 num;
-	struct group	*gr;
-
-	snprintf(what, sizeof(what), "sockets.%s", name);
-	sc->mode = 0660;
-	sc->group = (gid_t)-1;
-	if (n == NULL) {
-		yerr(doc, NULL, what, "missing");
-		return;
-	}
-	if (ymap_check(doc, n, what, sock_keys, sock_required) != 0)
-		return;
-	snprintf(key, sizeof(key), "%s.path", what);
-	parse_pathkey(doc, n, "path", dir, &sc->path);
-	if (sc->path == NULL && ymap_get(n, "path") != NULL)
-		return;
-	snprintf(key, sizeof(key), "%s.mode", what);
-	parse_mode(doc, ymap_get(n, "mode"), key, &sc->mode);
-	snprintf(key, sizeof(key), "%s.group", what);
-	if (ymap_get(n, "group") != NULL &&
-	    yget_str(doc, ymap_get(n, "group"), key, &g) == 0) {
-		if (parse_number(g, &num) == 0)
-			sc->group = (gid_t)num;
-		else if ((gr = getgrnam(g)) == NULL)
-			yerr(doc, ymap_get(n, "group"), key,
-			    "no such group \"%s\"", g);
-		else
-			sc->group = gr->gr_gid;
-		sc->group_name = xstrdup(g);
-	}
-	snprintf(key, sizeof(key), "%s.allow", what);
-	parse_allow(doc, ymap_get(n, "allow"), key, &sc->allow);
-}
 
 /*
  * launchd: {socket: PATH, user: root, timeout: 120}.  user is who must be
@@ -259,10 +69,11 @@ parse_launchd(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
 		return;
 	if (ymap_check(doc, n, "launchd", launchd_keys, launchd_required) != 0)
 		return;
-	parse_pathkey(doc, n, "socket", c->dir, &c->launchd_socket);
+	cfg_pathkey(doc, n, "socket", "launchd.socket", c->dir,
+	    &c->launchd_socket);
 	if (ymap_get(n, "user") != NULL &&
 	    yget_str(doc, ymap_get(n, "user"), "launchd.user", &u) == 0) {
-		if (parse_number(u, &num) == 0)
+		if (cfg_number(u, &num) == 0)
 			c->launchd_uid = (uid_t)num;
 		else if ((pw = getpwnam(u)) == NULL)
 			yerr(doc, ymap_get(n, "user"), "launchd.user",
@@ -296,11 +107,12 @@ parse_approvald(struct ydoc *doc, const struct ynode *n,
 	if (ymap_check(doc, n, "approvald", approvald_keys,
 	    approvald_required) != 0)
 		return;
-	parse_pathkey(doc, n, "socket", c->dir, &c->approvald_socket);
+	cfg_pathkey(doc, n, "socket", "approvald.socket", c->dir,
+	    &c->approvald_socket);
 	if ((un = ymap_get(n, "user")) != NULL &&
 	    yget_str(doc, un, "approvald.user", &u) == -1)
 		return;
-	if (parse_number(u, &num) == 0)
+	if (cfg_number(u, &num) == 0)
 		c->approvald_uid = (uid_t)num;
 	else if ((pw = getpwnam(u)) == NULL)
 		yerr(doc, un != NULL ? un : n, "approvald.user",
@@ -381,7 +193,7 @@ parse_config(const char *file, struct yerrs *errs)
 		return NULL;
 	c = xcalloc(1, sizeof(*c));
 	c->file = xstrdup(file);
-	c->dir = parse_dir(file);
+	c->dir = cfg_dir(file);
 	c->uid = (uid_t)-1;
 	c->gid = (gid_t)-1;
 	c->policy_ttl = TTL_DEFAULT;
@@ -405,15 +217,15 @@ parse_config(const char *file, struct yerrs *errs)
 			c->gid = pw->pw_gid;
 		}
 	}
-	parse_pathkey(doc, root, "state_dir", c->dir, &c->state_dir);
-	parse_pathkey(doc, root, "templates", c->dir, &c->templates);
+	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
+	cfg_pathkey(doc, root, "templates", NULL, c->dir, &c->templates);
 	if ((n = ymap_get(root, "templates")) != NULL) {
 		c->templates_line = n->line;
 		c->templates_col = n->col;
 	}
 	parse_types(doc, ymap_get(root, "task_types"), c);
-	parse_pathkey(doc, root, "signing_key", c->dir, &c->signing_key);
-	parse_pathkey(doc, root, "public_key", c->dir, &c->public_key);
+	cfg_pathkey(doc, root, "signing_key", NULL, c->dir, &c->signing_key);
+	cfg_pathkey(doc, root, "public_key", NULL, c->dir, &c->public_key);
 	if (c->state_dir != NULL) {
 		if (c->signing_key == NULL)
 			xasprintf(&c->signing_key, "%s/signing.key",
@@ -430,9 +242,9 @@ parse_config(const char *file, struct yerrs *errs)
 		c->max_frame_kb = (uint32_t)v;
 	if ((socks = ymap_get(root, "sockets")) != NULL &&
 	    ymap_check(doc, socks, "sockets", sockets_keys, NULL) == 0) {
-		parse_socket(doc, ymap_get(socks, "orchestrator"),
+		cfg_socket(doc, ymap_get(socks, "orchestrator"),
 		    "orchestrator", c->dir, &c->orch);
-		parse_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
+		cfg_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
 		    &c->admin);
 		if (c->orch.path != NULL && c->admin.path != NULL &&
 		    strcmp(c->orch.path, c->admin.path) == 0)
@@ -441,7 +253,7 @@ parse_config(const char *file, struct yerrs *errs)
 			    "orchestrator socket");
 		/* Optional: only approvald's decisions come in here. */
 		if ((n = ymap_get(socks, "approvals")) != NULL) {
-			parse_socket(doc, n, "approvals", c->dir,
+			cfg_socket(doc, n, "approvals", c->dir,
 			    &c->approvals);
 			if (c->approvals.path != NULL &&
 			    ((c->orch.path != NULL && strcmp(c->orch.path,
@@ -464,14 +276,6 @@ done:
 	return c;
 }
 
-static void
-parse_sock_free(struct policyd_sock_conf *sc)
-{
-	free(sc->path);
-	free(sc->group_name);
-	peer_allow_free(&sc->allow);
-}
-
 void
 parse_config_free(struct policyd_conf *c)
 {
@@ -492,9 +296,9 @@ parse_config_free(struct policyd_conf *c)
 	free(c->signing_key);
 	free(c->public_key);
 	free(c->launchd_socket);
-	parse_sock_free(&c->orch);
-	parse_sock_free(&c->admin);
-	parse_sock_free(&c->approvals);
+	cfg_socket_free(&c->orch);
+	cfg_socket_free(&c->admin);
+	cfg_socket_free(&c->approvals);
 	free(c->approvald_socket);
 	free(c);
 }

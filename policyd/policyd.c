@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <sqlite3.h>
 
+#include "daemon.h"
 #include "log.h"
 #include "util.h"
 #include "yaml.h"
@@ -39,29 +40,6 @@ policyd_errors(const struct yerrs *errs)
 	for (size_t i = 0; i < errs->n; i++)
 		fprintf(stderr, "%s\n", errs->msgs[i]);
 	fflush(stderr);
-}
-
-static int
-policyd_root(void)
-{
-	return geteuid() == 0;
-}
-
-/* Create the state directory for the daemon's user (0700). */
-static void
-policyd_state_dir(const struct policyd_conf *c)
-{
-	struct stat	 st;
-
-	if (mkdir(c->state_dir, 0700) == -1 && errno != EEXIST)
-		fatal("state_dir %s", c->state_dir);
-	if (stat(c->state_dir, &st) == -1)
-		fatal("state_dir %s", c->state_dir);
-	if (!S_ISDIR(st.st_mode))
-		fatalx("state_dir %s: not a directory", c->state_dir);
-	if (policyd_root() && c->user != NULL &&
-	    chown(c->state_dir, c->uid, c->gid) == -1)
-		fatal("chown %s to %s", c->state_dir, c->user);
 }
 
 static void
@@ -100,7 +78,7 @@ policyd_key(const struct policyd_conf *c)
 		if (sign_keygen(c->signing_key, c->public_key, err,
 		    sizeof(err)) == -1)
 			fatalx("signing_key %s: %s", c->signing_key, err);
-		if (policyd_root() && c->user != NULL &&
+		if (daemon_root() && c->user != NULL &&
 		    chown(c->signing_key, c->uid, c->gid) == -1)
 			fatal("chown %s to %s", c->signing_key, c->user);
 		log_info("created signing key %s", c->signing_key);
@@ -110,51 +88,6 @@ policyd_key(const struct policyd_conf *c)
 	policyd_write_pubkey(c->public_key, key);
 	log_info("signing key %s, public key %s", key->key_id, c->public_key);
 	return key;
-}
-
-static void
-policyd_chown_db(const struct policyd_conf *c)
-{
-	static const char *const files[] = {
-		POLICYD_DB, POLICYD_DB "-wal", POLICYD_DB "-shm", NULL
-	};
-
-	if (!policyd_root() || c->user == NULL)
-		return;
-	for (size_t i = 0; files[i] != NULL; i++)
-		if (chown(files[i], c->uid, c->gid) == -1 && errno != ENOENT)
-			fatal("chown %s/%s to %s", c->state_dir, files[i],
-			    c->user);
-}
-
-static void
-policyd_drop(const struct policyd_conf *c)
-{
-	uid_t	 ru, eu, su;
-	gid_t	 rg, eg, sg;
-
-	if (!policyd_root()) {
-		if (c->user != NULL)
-			log_debug("not root: keeping uid %u rather than "
-			    "switching to %s", (unsigned)getuid(), c->user);
-		return;
-	}
-	if (c->user == NULL) {
-		log_warnx("running as root: set user in %s", c->file);
-		return;
-	}
-	if (setgroups(1, &c->gid) == -1 ||
-	    setresgid(c->gid, c->gid, c->gid) == -1 ||
-	    setresuid(c->uid, c->uid, c->uid) == -1)
-		fatal("cannot drop privileges to %s", c->user);
-	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
-	    ru != c->uid || eu != c->uid || su != c->uid ||
-	    rg != c->gid || eg != c->gid || sg != c->gid)
-		fatalx("privilege drop to %s did not take", c->user);
-	if (setuid(0) != -1)
-		fatalx("privilege drop to %s can be undone", c->user);
-	log_debug("running as %s (uid %u gid %u)", c->user,
-	    (unsigned)c->uid, (unsigned)c->gid);
 }
 
 static void
@@ -263,7 +196,8 @@ main(int argc, char *argv[])
 	/* The database, its journal and the key are policyd's alone; the
 	 * public key and the sockets get their modes explicitly. */
 	umask(077);
-	policyd_state_dir(pd.conf);
+	daemon_state_dir(pd.conf->state_dir, pd.conf->user, pd.conf->uid,
+	    pd.conf->gid);
 	pd.key = policyd_key(pd.conf);
 
 	if ((pd.base = event_base_new()) == NULL)
@@ -291,8 +225,9 @@ main(int argc, char *argv[])
 		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
 	if (capability_open(&pd, err, sizeof(err)) == NULL)
 		fatalx("%s/%s: %s", pd.conf->state_dir, POLICYD_DB, err);
-	policyd_chown_db(pd.conf);
-	policyd_drop(pd.conf);
+	daemon_chown_db(POLICYD_DB, pd.conf->state_dir, pd.conf->user,
+	    pd.conf->uid, pd.conf->gid);
+	daemon_drop(pd.conf->file, pd.conf->user, pd.conf->uid, pd.conf->gid);
 
 	for (int i = 0; i < 3; i++) {
 		if ((sigs[i] = evsignal_new(pd.base, signos[i],

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "peer.h"
 #include "policy.h"
 #include "sign.h"
@@ -33,13 +34,6 @@ struct yerrs;
 
 /* ---- parse.c ---- */
 
-struct policyd_sock_conf {
-	char			*path;
-	mode_t			 mode;
-	char			*group_name;	/* NULL: leave the group */
-	gid_t			 group;		/* (gid_t)-1 when unset */
-	struct peer_allow	 allow;
-};
 
 struct policyd_task_type {
 	char		*type;
@@ -63,12 +57,12 @@ struct policyd_conf {
 	char			*public_key;
 	uint32_t		 policy_ttl;
 	uint32_t		 max_frame_kb;
-	struct policyd_sock_conf orch;
-	struct policyd_sock_conf admin;
+	struct cfg_sock orch;
+	struct cfg_sock admin;
 	char			*launchd_socket;	/* NULL: run unavailable */
 	uid_t			 launchd_uid;	/* who must listen there */
 	uint32_t		 launchd_grace;	/* s past wall_seconds */
-	struct policyd_sock_conf approvals;	/* path NULL: no socket */
+	struct cfg_sock approvals;	/* path NULL: no socket */
 	char			*approvald_socket;	/* NULL: no approver */
 	uid_t			 approvald_uid;	/* who must listen there */
 };
@@ -80,7 +74,6 @@ struct policyd_conf {
 struct policyd_conf *parse_config(const char *file, struct yerrs *);
 void		 parse_config_free(struct policyd_conf *);
 /* Join a path to the config directory unless it is absolute (malloc'd). */
-char		*parse_path(const char *dir, const char *path);
 
 /* ---- template.c ---- */
 

@@ -215,7 +215,7 @@ template_load(const struct policyd_conf *c, struct yerrs *errs)
 		nodir = 1;
 	}
 	for (i = 0; i < (size_t)nents; i++) {
-		path = parse_path(c->templates, ents[i]->d_name);
+		path = cfg_path(c->templates, ents[i]->d_name);
 		free(ents[i]);
 		/* A directory or a socket named *.yaml is not a template. */
 		if (stat(path, &st) == -1 || !S_ISREG(st.st_mode)) {
