@@ -50,6 +50,7 @@ COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/util.c
 COMMON_SRCS += common/config.c
 COMMON_SRCS += common/daemon.c
+COMMON_SRCS += common/admin.c
 
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c

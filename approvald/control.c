@@ -23,6 +23,7 @@
 
 #include <event2/event.h>
 
+#include "admin.h"
 #include "audit.h"
 #include "config.h"
 #include "frame.h"
@@ -465,54 +466,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 	    aquote_status(f->dec.status), approver);
 }
 
-static void
-acontrol_audit_query(struct acontrol *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	const Sbx__V1__AuditQuery	*q = req->audit_query;
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditRecords		 recs;
-	Sbx__V1__AuditEvent		**v = NULL;
-	size_t				 n = 0;
 
-	if (audit_query(aqueue_audit(ctl->ad->queue), q->task_id, q->limit,
-	    &v, &n) == -1) {
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	sbx__v1__audit_records__init(&recs);
-	recs.events = v;
-	recs.n_events = n;
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
-	env.audit_records = &recs;
-	frame_conn_send(c, &env);
-	audit_events_free(v, n);
-}
-
-static void
-acontrol_audit_verify(struct acontrol *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditVerifyReply	 r;
-
-	sbx__v1__audit_verify_reply__init(&r);
-	if (audit_verify(aqueue_audit(ctl->ad->queue), &r) == -1) {
-		audit_verify_clear(&r);
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
-	env.audit_verified = &r;
-	frame_conn_send(c, &env);
-	audit_verify_clear(&r);
-}
 
 static void
 acontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
@@ -534,10 +488,11 @@ acontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			acontrol_decide(ctl, c, req);
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			acontrol_audit_query(ctl, c, req);
+			admin_audit_query(c, req, aqueue_audit(ctl->ad->queue));
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			acontrol_audit_verify(ctl, c, req);
+			admin_audit_verify(c, req, aqueue_audit(ctl->ad->queue),
+			    "approvald");
 			return;
 		default:
 			break;

@@ -21,6 +21,7 @@
 #include <event2/event.h>
 #include <sodium.h>
 
+#include "admin.h"
 #include "audit.h"
 #include "config.h"
 #include "frame.h"
@@ -486,56 +487,7 @@ bcontrol_secret_list(struct bcontrol *ctl, struct frame_conn *c,
 	bstore_names_free(names, n);
 }
 
-static void
-bcontrol_audit_query(struct bcontrol *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	const Sbx__V1__AuditQuery	*q = req->audit_query;
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditRecords		 recs;
-	Sbx__V1__AuditEvent		**v = NULL;
-	size_t				 n = 0;
 
-	if (audit_query(bstore_audit(ctl->bd->store), q->task_id, q->limit,
-	    &v, &n) == -1) {
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	sbx__v1__audit_records__init(&recs);
-	recs.events = v;
-	recs.n_events = n;
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
-	env.audit_records = &recs;
-	frame_conn_send(c, &env);
-	audit_events_free(v, n);
-}
-
-static void
-bcontrol_audit_verify(struct bcontrol *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditVerifyReply	 r;
-
-	sbx__v1__audit_verify_reply__init(&r);
-	if (audit_verify(bstore_audit(ctl->bd->store), &r) == -1) {
-		audit_verify_clear(&r);
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	if (r.daemon == NULL || r.daemon[0] == '\0')
-		r.daemon = xstrdup("brokerd");
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
-	env.audit_verified = &r;
-	frame_conn_send(c, &env);
-	audit_verify_clear(&r);
-}
 
 char *
 bcontrol_metrics(const struct brokerd *bd)
@@ -566,21 +518,6 @@ bcontrol_metrics(const struct brokerd *bd)
 	return s;
 }
 
-static void
-bcontrol_send_metrics(struct bcontrol *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__Metrics	 m;
-
-	sbx__v1__metrics__init(&m);
-	m.text = bcontrol_metrics(ctl->bd);
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_METRICS;
-	env.metrics = &m;
-	frame_conn_send(c, &env);
-	free(m.text);
-}
 
 static void
 bcontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
@@ -602,14 +539,19 @@ bcontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			bcontrol_secret_list(ctl, c, req);
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			bcontrol_audit_query(ctl, c, req);
+			admin_audit_query(c, req, bstore_audit(ctl->bd->store));
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			bcontrol_audit_verify(ctl, c, req);
+			admin_audit_verify(c, req, bstore_audit(ctl->bd->store),
+			    "brokerd");
 			return;
-		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
-			bcontrol_send_metrics(ctl, c, req);
+		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST: {
+			char	*text = bcontrol_metrics(ctl->bd);
+
+			admin_metrics(c, req, text);
+			free(text);
 			return;
+		}
 		default:
 			break;
 		}
