@@ -426,15 +426,11 @@ fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	done
 
 # ---- bench ---------------------------------------------------------------
-$(B)/bin/compile_bench: $(call obj,bench/compile_bench.c) $(LIBCOMMON)
+$(B)/bin/rpc_bench: $(call obj,bench/rpc_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/bin/run_bench: $(call obj,bench/run_bench.c) $(LIBCOMMON)
-	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
-
-bench: all $(B)/bin/compile_bench $(B)/bin/run_bench
+bench: all $(B)/bin/rpc_bench
 	@bench/run $(CURDIR)/$(B)/bin
 
 # ---- running the daemons on the embedded default ---------------------------

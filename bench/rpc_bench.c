@@ -1,14 +1,22 @@
 /*
- * compile_bench.c: policy compiles per second over policyd's orchestrator
- * socket, and the latency of each.  Every request is a new task (a
+ * rpc_bench.c: requests per second over policyd's orchestrator socket, and
+ * the latency of each, in one of two modes.
+ *
+ * compile (-m compile, the default): every request is a new task (a
  * distinct id), so each one costs policyd what a real first compile costs:
  * template copy, entitlement checks, canonical hash, Ed25519 signature, and
- * a durable (synchronous=FULL) task, execution and audit record committed
- * before the reply.  A request counts only when the reply is a signed
- * CompileReply; anything else is an error and is reported.
+ * a durable (synchronous=FULL) task and audit record committed before the
+ * reply.  A request counts only when the reply is a signed CompileReply.
  *
- *	compile_bench [-c clients] [-n requests] [-T tenant] [-U user]
- *	    [-D dataset] [-y type] socket
+ * run (-m run): `sbxctl run` of a trivial Python task (`pass`) through the
+ * real stack: RunRequest to policyd, which compiles (durably), launches on
+ * launchd-sbx and relays the ExecutionResult.  A request counts only when
+ * the reply is a result with exit code 0.
+ *
+ * Anything else is an error and is reported.
+ *
+ *	rpc_bench [-m compile|run] [-c clients] [-n requests] [-T tenant]
+ *	    [-U user] [-D dataset] [-y type] socket
  *
  * Each client is a thread with its own blocking connection (the
  * frame_client API from common/frame.h), sending one request at a time.
@@ -41,6 +49,7 @@ static struct {
 	const char		*user;
 	const char		*dataset;
 	const char		*type;
+	int			 mode_run;	/* -m run */
 	char			 run[16];	/* distinguishes runs' task ids */
 	pthread_barrier_t	 start;
 } bench;
@@ -48,8 +57,9 @@ static struct {
 static void
 bench_usage(void)
 {
-	fprintf(stderr, "usage: compile_bench [-c clients] [-n requests] "
-	    "[-T tenant] [-U user] [-D dataset] [-y type] socket\n");
+	fprintf(stderr, "usage: rpc_bench [-m compile|run] [-c clients] "
+	    "[-n requests] [-T tenant] [-U user] [-D dataset] [-y type] "
+	    "socket\n");
 	exit(2);
 }
 
@@ -67,6 +77,7 @@ bench_client_main(void *arg)
 	struct bench_client	*c = arg;
 	Sbx__V1__Envelope	 req, *rep;
 	Sbx__V1__CompileRequest	 creq = SBX__V1__COMPILE_REQUEST__INIT;
+	Sbx__V1__RunRequest	 rreq = SBX__V1__RUN_REQUEST__INIT;
 	Sbx__V1__Task		 task = SBX__V1__TASK__INIT;
 	char			 id[96], *datasets[1];
 	uint64_t		 t0;
@@ -77,9 +88,15 @@ bench_client_main(void *arg)
 	task.tenant = (char *)bench.tenant;
 	task.user = (char *)bench.user;
 	task.datasets = datasets;
-	task.n_datasets = 1;
+	task.n_datasets = bench.dataset[0] != '\0';
 	task.id = id;
 	creq.task = &task;
+	rreq.task = &task;
+	if (bench.mode_run) {
+		task.code_name = (char *)"main.py";
+		task.code.data = (uint8_t *)"pass\n";
+		task.code.len = 5;
+	}
 
 	fd = frame_client_connect(bench.socket);
 	pthread_barrier_wait(&bench.start);
@@ -94,8 +111,13 @@ bench_client_main(void *arg)
 		    c->index, i);
 		sbx__v1__envelope__init(&req);
 		frame_env_init(&req, c->first + i + 1);
-		req.body_case = SBX__V1__ENVELOPE__BODY_COMPILE;
-		req.compile = &creq;
+		if (bench.mode_run) {
+			req.body_case = SBX__V1__ENVELOPE__BODY_RUN;
+			req.run = &rreq;
+		} else {
+			req.body_case = SBX__V1__ENVELOPE__BODY_COMPILE;
+			req.compile = &creq;
+		}
 		t0 = mono_ns();
 		if (frame_client_call(fd, &req, &rep, 0) != 0) {
 			bench_error(c, "%s: %s", id, strerror(errno));
@@ -103,12 +125,16 @@ bench_client_main(void *arg)
 			break;
 		}
 		c->lat[i] = mono_ns() - t0;
-		if (rep->body_case != SBX__V1__ENVELOPE__BODY_COMPILED ||
+		if (bench.mode_run ?
+		    rep->body_case != SBX__V1__ENVELOPE__BODY_RESULT ||
+		    rep->result->exit_code != 0 :
+		    rep->body_case != SBX__V1__ENVELOPE__BODY_COMPILED ||
 		    rep->compiled->signed_ == NULL ||
 		    rep->compiled->signed_->signature.len != 64) {
 			bench_error(c, "%s: %s", id,
 			    rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR ?
-			    rep->error->message : "not a signed compile reply");
+			    rep->error->message : bench.mode_run ?
+			    "no result with exit 0" : "not a signed compile reply");
 			c->lat[i] = 0;
 		}
 		sbx__v1__envelope__free_unpacked(rep, NULL);
@@ -150,14 +176,21 @@ main(int argc, char **argv)
 	size_t			 n = 10000, ok = 0, errors = 0;
 	unsigned		 nc = 1;
 	int			 ch;
+	const char		*what;
 
-	log_init("compile_bench", 1, 0);
+	log_init("rpc_bench", 1, 0);
 	bench.tenant = "acme";
 	bench.user = "bench";
-	bench.dataset = "supplier-2026-q3";
-	bench.type = "analytics";
-	while ((ch = getopt(argc, argv, "c:n:T:U:D:y:")) != -1) {
+	bench.dataset = NULL;
+	bench.type = NULL;
+	while ((ch = getopt(argc, argv, "m:c:n:T:U:D:y:")) != -1) {
 		switch (ch) {
+		case 'm':
+			if (strcmp(optarg, "run") == 0)
+				bench.mode_run = 1;
+			else if (strcmp(optarg, "compile") != 0)
+				bench_usage();
+			break;
 		case 'c':
 			nc = (unsigned)strtoul(optarg, NULL, 10);
 			break;
@@ -183,6 +216,13 @@ main(int argc, char **argv)
 	if (argc - optind != 1 || nc < 1 || nc > 1024 || n < nc)
 		bench_usage();
 	bench.socket = argv[optind];
+	/* Each mode's defaults: the example analytics task to compile, the
+	 * container-tier bench template (no dataset) to run. */
+	if (bench.type == NULL)
+		bench.type = bench.mode_run ? "bench" : "analytics";
+	if (bench.dataset == NULL)
+		bench.dataset = bench.mode_run ? "" : "supplier-2026-q3";
+	what = bench.mode_run ? "runs" : "compiles";
 	getentropy(rnd, sizeof(rnd));
 	hex_encode(rnd, sizeof(rnd), bench.run);
 
@@ -208,7 +248,7 @@ main(int argc, char **argv)
 	for (unsigned i = 0; i < nc; i++) {
 		errors += cl[i].errors;
 		if (cl[i].errors > 0)
-			fprintf(stderr, "compile_bench: client %u: %zu "
+			fprintf(stderr, "rpc_bench: client %u: %zu "
 			    "errors, first: %s\n", i, cl[i].errors,
 			    cl[i].first_error);
 	}
@@ -217,9 +257,9 @@ main(int argc, char **argv)
 	while (ok < n && lat[ok] == 0)
 		ok++;
 	ok = n - ok;
-	printf("concurrency %2u: %zu compiles in %.2f s = %.0f compiles/s, "
-	    "p50 %.3f ms, p99 %.3f ms, errors %zu\n", nc, ok,
-	    (double)wall / 1e9, (double)ok / ((double)wall / 1e9),
+	printf("concurrency %2u: %zu %s in %.2f s = %.1f %s/s, "
+	    "p50 %.3f ms, p99 %.3f ms, errors %zu\n", nc, ok, what,
+	    (double)wall / 1e9, (double)ok / ((double)wall / 1e9), what,
 	    bench_pct_ms(lat + (n - ok), ok, 50),
 	    bench_pct_ms(lat + (n - ok), ok, 99), errors);
 	free(lat);
