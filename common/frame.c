@@ -17,6 +17,14 @@
  * The outgoing side (frame_connect) is for one daemon calling another: it
  * checks the server's credentials before sending anything and reports a
  * failure exactly once, so its caller can fail closed.
+ *
+ * Descriptor passing (pass_fds servers, launchd-sbx -> gated): such a
+ * connection is read with recvmsg() by our own read event rather than by
+ * the bufferevent, because a plain read() would silently discard the
+ * SCM_RIGHTS that came with the bytes.  A descriptor belongs to the frame
+ * whose bytes it arrived with; a frame keeps at most one (extras are
+ * closed at once), and one its handler did not take is closed when the
+ * handler returns, so a client can never make the server hoard them.
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -53,6 +61,10 @@
 /* Queued replies beyond this many max-size frames stop reading requests. */
 #define FRAME_OUT_FRAMES		4
 #define FRAME_ERRMSG_MAX		512
+/* Descriptors received but whose frame has not been handled yet. */
+#define FRAME_FDS_PENDING		4
+/* Bytes one recvmsg() may append to a pass_fds connection's input. */
+#define FRAME_RECV_CHUNK		65536
 
 struct frame_conn {
 	TAILQ_ENTRY(frame_conn)	 fc_entry;
@@ -66,6 +78,14 @@ struct frame_conn {
 	int			 fc_paused;	/* output backlog: not reading */
 	int			 fc_eof;	/* peer has stopped sending */
 	int			 fc_pending;	/* whole frames may wait */
+	/* pass_fds connections only: */
+	struct event		*fc_rd;		/* our recvmsg read event */
+	int			 fc_fd;		/* the current frame's fd */
+	uint64_t		 fc_inpos;	/* bytes received in all */
+	uint64_t		 fc_usedpos;	/* bytes consumed by frames */
+	int			 fc_fds[FRAME_FDS_PENDING];
+	uint64_t		 fc_fdpos[FRAME_FDS_PENDING];
+	unsigned		 fc_nfds;
 };
 
 TAILQ_HEAD(frame_conns, frame_conn);
@@ -90,11 +110,15 @@ struct frame_server {
 	struct frame_conns	 fs_conns;
 	unsigned		 fs_nconns;
 	uint64_t		 fs_refused;
+	int			 fs_pass_fds;
 };
 
 static void	frame_conn_gone(struct frame_conn *);
 static int	frame_conn_drain(struct frame_conn *);
 static int	frame_conn_drain1(struct frame_conn *);
+static void	frame_conn_reading(struct frame_conn *, int);
+static void	frame_conn_fds_close(struct frame_conn *);
+static void	frame_conn_fds_take(struct frame_conn *, size_t);
 
 /* ---- codec ---- */
 
@@ -332,7 +356,7 @@ frame_conn_close(struct frame_conn *c)
 	if (c->fc_gone || c->fc_closing)
 		return;
 	c->fc_closing = 1;
-	bufferevent_disable(c->fc_bev, EV_READ);
+	frame_conn_reading(c, 0);
 	/* Freeing the bufferevent would discard queued output: wait. */
 	if (evbuffer_get_length(bufferevent_get_output(c->fc_bev)) == 0)
 		frame_conn_gone(c);
@@ -351,6 +375,11 @@ frame_conn_gone(struct frame_conn *c)
 		event_free(c->fc_resume);
 		c->fc_resume = NULL;
 	}
+	if (c->fc_rd != NULL) {
+		event_free(c->fc_rd);
+		c->fc_rd = NULL;
+	}
+	frame_conn_fds_close(c);
 	if (c->fc_bev != NULL) {
 		bufferevent_free(c->fc_bev);	/* closes the socket */
 		c->fc_bev = NULL;
@@ -422,6 +451,7 @@ frame_conn_drain1(struct frame_conn *c)
 		}
 		if (avail - FRAME_HDR < len)
 			return 0;	/* the rest of the frame is on its way */
+		frame_conn_fds_take(c, FRAME_HDR + len);
 		evbuffer_drain(in, FRAME_HDR);
 		if ((payload = evbuffer_pullup(in, len)) == NULL) {
 			frame_conn_reject(c, 0,
@@ -438,6 +468,11 @@ frame_conn_drain1(struct frame_conn *c)
 		}
 		srv->fs_handler(c, env, srv->fs_arg);
 		sbx__v1__envelope__free_unpacked(env, NULL);
+		if (c->fc_fd != -1) {
+			/* Not taken by the handler: not kept either. */
+			close(c->fc_fd);
+			c->fc_fd = -1;
+		}
 		handled++;
 		if (c->fc_gone || c->fc_closing)
 			return 0;
@@ -445,7 +480,7 @@ frame_conn_drain1(struct frame_conn *c)
 		    srv->fs_max_out) {
 			/* It does not read its replies: stop reading requests. */
 			c->fc_paused = 1;
-			bufferevent_disable(c->fc_bev, EV_READ);
+			frame_conn_reading(c, 0);
 			return 1;
 		}
 	}
@@ -532,7 +567,7 @@ frame_conn_writecb(struct bufferevent *bev, void *arg)
 	if (c->fc_paused) {
 		c->fc_paused = 0;
 		if (!c->fc_eof)
-			bufferevent_enable(c->fc_bev, EV_READ);
+			frame_conn_reading(c, 1);
 		event_active(c->fc_resume, EV_TIMEOUT, 0);
 	}
 }
@@ -543,12 +578,13 @@ frame_conn_eventcb(struct bufferevent *bev, short what, void *arg)
 	struct frame_conn	*c = arg;
 	struct frame_server	*srv = c->fc_srv;
 
+	(void)bev;
 	if (c->fc_gone || srv == NULL)
 		return;
 	if (what & BEV_EVENT_EOF) {
 		frame_conn_hold(c);
 		c->fc_eof = 1;
-		bufferevent_disable(bev, EV_READ);
+		frame_conn_reading(c, 0);
 		/* Whole frames that arrived with the EOF are still served. */
 		if (frame_conn_drain(c) == 0)
 			frame_conn_eof_check(c);
@@ -569,7 +605,7 @@ frame_conn_eventcb(struct bufferevent *bev, short what, void *arg)
 		 */
 		if ((what & BEV_EVENT_READING) && c->fc_refs > 1 &&
 		    !c->fc_closing) {
-			bufferevent_enable(bev, EV_READ);
+			frame_conn_reading(c, 1);
 			return;
 		}
 		log_info("%s: peer uid %u pid %ld: idle for %d s; closing",
@@ -585,6 +621,179 @@ frame_conn_eventcb(struct bufferevent *bev, short what, void *arg)
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		frame_conn_gone(c);
 	}
+}
+
+/* ---- descriptor passing (pass_fds servers) ---- */
+
+static void
+frame_conn_fds_close(struct frame_conn *c)
+{
+	for (unsigned i = 0; i < c->fc_nfds; i++)
+		close(c->fc_fds[i]);
+	c->fc_nfds = 0;
+	if (c->fc_fd != -1)
+		close(c->fc_fd);
+	c->fc_fd = -1;
+}
+
+/*
+ * The next frame is the next `total` bytes of input: the first descriptor
+ * that arrived with them becomes the frame's, any other is closed.
+ */
+static void
+frame_conn_fds_take(struct frame_conn *c, size_t total)
+{
+	uint64_t	end;
+	unsigned	i, j;
+
+	if (c->fc_rd == NULL)
+		return;
+	end = c->fc_usedpos + total;
+	for (i = 0, j = 0; i < c->fc_nfds; i++) {
+		if (c->fc_fdpos[i] < end) {
+			if (c->fc_fd == -1)
+				c->fc_fd = c->fc_fds[i];
+			else
+				close(c->fc_fds[i]);
+			continue;
+		}
+		c->fc_fds[j] = c->fc_fds[i];
+		c->fc_fdpos[j] = c->fc_fdpos[i];
+		j++;
+	}
+	c->fc_nfds = j;
+	c->fc_usedpos = end;
+}
+
+int
+frame_conn_take_fd(struct frame_conn *c)
+{
+	int	fd = c->fc_fd;
+
+	c->fc_fd = -1;
+	return fd;
+}
+
+/* Keep descriptors from one recvmsg(): at most one per message. */
+static void
+frame_conn_fds_keep(struct frame_conn *c, struct msghdr *msg, uint64_t pos)
+{
+	struct cmsghdr	*cm;
+	int		*fds, kept = 0;
+	size_t		 n, i;
+
+	for (cm = CMSG_FIRSTHDR(msg); cm != NULL; cm = CMSG_NXTHDR(msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		fds = (int *)(void *)CMSG_DATA(cm);
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			if (!kept && c->fc_nfds < FRAME_FDS_PENDING) {
+				c->fc_fds[c->fc_nfds] = fds[i];
+				c->fc_fdpos[c->fc_nfds] = pos;
+				c->fc_nfds++;
+				kept = 1;
+			} else
+				close(fds[i]);
+		}
+	}
+}
+
+static void
+frame_conn_reading(struct frame_conn *c, int on)
+{
+	struct timeval	tv;
+
+	if (c->fc_bev == NULL)
+		return;
+	if (c->fc_rd == NULL) {
+		if (on)
+			bufferevent_enable(c->fc_bev, EV_READ);
+		else
+			bufferevent_disable(c->fc_bev, EV_READ);
+		return;
+	}
+	if (on && c->fc_srv != NULL) {
+		tv.tv_sec = c->fc_srv->fs_idle;
+		tv.tv_usec = 0;
+		event_add(c->fc_rd, &tv);
+	} else
+		event_del(c->fc_rd);
+}
+
+static void	frame_conn_readcb(struct bufferevent *, void *);
+static void	frame_conn_eventcb(struct bufferevent *, short, void *);
+
+/* A pass_fds connection is readable (or idle). */
+static void
+frame_conn_recvcb(evutil_socket_t fd, short what, void *arg)
+{
+	struct frame_conn	*c = arg;
+	struct evbuffer		*in;
+	struct evbuffer_iovec	 v;
+	struct msghdr		 msg;
+	struct iovec		 iov;
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int) * 4)];
+	}			 cbuf;
+	size_t			 have, room;
+	ssize_t			 n;
+
+	if (c->fc_gone || c->fc_srv == NULL)
+		return;
+	if (what & EV_TIMEOUT) {
+		event_del(c->fc_rd);
+		frame_conn_eventcb(c->fc_bev,
+		    BEV_EVENT_TIMEOUT | BEV_EVENT_READING, c);
+		return;
+	}
+	in = bufferevent_get_input(c->fc_bev);
+	have = evbuffer_get_length(in);
+	/* Never buffer more than one frame's worth of unread request. */
+	room = c->fc_srv->fs_max_frame + FRAME_HDR;
+	room = have >= room ? 0 : room - have;
+	if (room > FRAME_RECV_CHUNK)
+		room = FRAME_RECV_CHUNK;
+	if (room == 0) {
+		event_del(c->fc_rd);
+		return;
+	}
+	/* bufferevent_socket keeps the end of its input frozen against
+	 * everyone but itself; we are doing its reading here. */
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_reserve_space(in, (ev_ssize_t)room, &v, 1) < 1) {
+		evbuffer_freeze(in, 0);
+		log_warnx("%s: peer uid %u: out of memory reading a frame",
+		    c->fc_srv->fs_name, (unsigned)c->fc_peer.uid);
+		frame_conn_gone(c);
+		return;
+	}
+	iov.iov_base = v.iov_base;
+	iov.iov_len = v.iov_len < room ? v.iov_len : room;
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cbuf.buf;
+	msg.msg_controllen = sizeof(cbuf.buf);
+	n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n > 0 || msg.msg_controllen > 0)
+		frame_conn_fds_keep(c, &msg, c->fc_inpos);
+	if (n <= 0) {
+		v.iov_len = 0;
+		evbuffer_commit_space(in, &v, 0);
+		evbuffer_freeze(in, 0);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		frame_conn_eventcb(c->fc_bev, (n == 0 ? BEV_EVENT_EOF :
+		    BEV_EVENT_ERROR) | BEV_EVENT_READING, c);
+		return;
+	}
+	v.iov_len = (size_t)n;
+	evbuffer_commit_space(in, &v, 1);
+	evbuffer_freeze(in, 0);
+	c->fc_inpos += (uint64_t)n;
+	frame_conn_readcb(c->fc_bev, c);
 }
 
 /* ---- server ---- */
@@ -662,10 +871,15 @@ frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	c = xcalloc(1, sizeof(*c));
 	c->fc_peer = cred;
 	c->fc_refs = 1;		/* the server's */
+	c->fc_fd = -1;
 	c->fc_bev = bufferevent_socket_new(srv->fs_base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	c->fc_resume = event_new(srv->fs_base, -1, 0, frame_conn_resumecb, c);
-	if (c->fc_bev == NULL || c->fc_resume == NULL) {
+	if (srv->fs_pass_fds)
+		c->fc_rd = event_new(srv->fs_base, fd, EV_READ | EV_PERSIST,
+		    frame_conn_recvcb, c);
+	if (c->fc_bev == NULL || c->fc_resume == NULL ||
+	    (srv->fs_pass_fds && c->fc_rd == NULL)) {
 		log_warnx("%s: peer uid %u: cannot set up the connection",
 		    srv->fs_name, (unsigned)cred.uid);
 		if (c->fc_bev != NULL)
@@ -674,6 +888,8 @@ frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 			close(fd);
 		if (c->fc_resume != NULL)
 			event_free(c->fc_resume);
+		if (c->fc_rd != NULL)
+			event_free(c->fc_rd);
 		free(c);
 		return;
 	}
@@ -689,7 +905,12 @@ frame_server_acceptcb(struct evconnlistener *lev, evutil_socket_t fd,
 	tv.tv_sec = srv->fs_idle;
 	tv.tv_usec = 0;
 	bufferevent_set_timeouts(c->fc_bev, &tv, &tv);
-	bufferevent_enable(c->fc_bev, EV_READ | EV_WRITE);
+	if (c->fc_rd != NULL) {
+		/* recvmsg() reads, so the descriptors are not lost. */
+		bufferevent_enable(c->fc_bev, EV_WRITE);
+		frame_conn_reading(c, 1);
+	} else
+		bufferevent_enable(c->fc_bev, EV_READ | EV_WRITE);
 	log_debug("%s: accepted peer uid %u gid %u pid %ld", srv->fs_name,
 	    (unsigned)cred.uid, (unsigned)cred.gid, (long)cred.pid);
 }
@@ -850,6 +1071,7 @@ frame_server_listen(struct event_base *base,
 	srv->fs_arg = arg;
 	srv->fs_refusedcb = cfg->refused;
 	srv->fs_refused_arg = cfg->refused_arg;
+	srv->fs_pass_fds = cfg->pass_fds != 0;
 	TAILQ_INIT(&srv->fs_conns);
 
 	if ((srv->fs_retry = evtimer_new(base, frame_server_retrycb,
@@ -1119,6 +1341,135 @@ frame_client_send(struct frame_client *fc, const Sbx__V1__Envelope *env)
 	rv = bufferevent_write(fc->fcl_bev, buf, len);
 	free(buf);
 	return rv == 0 ? 0 : -1;
+}
+
+/*
+ * sendmsg() with pass attached to the first bytes of buf.  Returns the
+ * bytes sent (at least 1) or -1 with errno.  wait_ms bounds the wait for
+ * room on a non-blocking socket; -1 waits as long as it takes.
+ */
+static ssize_t
+frame_sendmsg_fd(int sock, const uint8_t *buf, size_t len, int pass,
+    int wait_ms)
+{
+	struct msghdr	 msg;
+	struct iovec	 iov;
+	struct pollfd	 pfd;
+	union {
+		struct cmsghdr	 hdr;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	}		 cbuf;
+	struct cmsghdr	*cm;
+	ssize_t		 n;
+
+	if (pass < 0) {
+		errno = EBADF;
+		return -1;
+	}
+	for (;;) {
+		memset(&msg, 0, sizeof(msg));
+		memset(&cbuf, 0, sizeof(cbuf));
+		iov.iov_base = (void *)(uintptr_t)buf;
+		iov.iov_len = len;
+		msg.msg_iov = &iov;
+		msg.msg_iovlen = 1;
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass, sizeof(int));
+		if ((n = sendmsg(sock, &msg, MSG_NOSIGNAL)) > 0)
+			return n;
+		if (n == 0) {
+			errno = EPIPE;
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		pfd.fd = sock;
+		pfd.events = POLLOUT;
+		pfd.revents = 0;
+		n = poll(&pfd, 1, wait_ms);
+		if (n == 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+		if (n == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+int
+frame_write_fd(int sock, const Sbx__V1__Envelope *env, int pass)
+{
+	uint8_t	*buf;
+	size_t	 len, off;
+	ssize_t	 n;
+	int	 e;
+
+	if ((buf = frame_pack(env, &len)) == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((n = frame_sendmsg_fd(sock, buf, len, pass, -1)) == -1)
+		goto fail;
+	for (off = (size_t)n; off < len; off += (size_t)n) {
+		n = send(sock, buf + off, len - off, MSG_NOSIGNAL);
+		if (n == -1 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd	pfd = { sock, POLLOUT, 0 };
+
+			(void)poll(&pfd, 1, -1);
+			n = 0;
+			continue;
+		}
+		if (n <= 0)
+			goto fail;
+	}
+	free(buf);
+	return 0;
+fail:
+	e = errno;
+	free(buf);
+	errno = e;
+	return -1;
+}
+
+int
+frame_client_send_fd(struct frame_client *fc, const Sbx__V1__Envelope *env,
+    int pass)
+{
+	uint8_t	*buf;
+	size_t	 len;
+	ssize_t	 n;
+	int	 rv = 0;
+
+	if (fc->fcl_dead || fc->fcl_bev == NULL)
+		return -1;
+	if (evbuffer_get_length(bufferevent_get_output(fc->fcl_bev)) != 0) {
+		/* The descriptor would arrive with the wrong frame. */
+		errno = EBUSY;
+		return -1;
+	}
+	if ((buf = frame_pack(env, &len)) == NULL)
+		return -1;
+	/* A fresh Unix socket has room for a header; wait a second at most
+	 * rather than block the loop. */
+	if ((n = frame_sendmsg_fd(bufferevent_getfd(fc->fcl_bev), buf, len,
+	    pass, 1000)) == -1)
+		rv = -1;
+	else if ((size_t)n < len &&
+	    bufferevent_write(fc->fcl_bev, buf + n, len - (size_t)n) == -1)
+		rv = -1;
+	free(buf);
+	return rv;
 }
 
 void

@@ -77,6 +77,10 @@ struct frame_server_config {
 	void			(*refused)(const struct ucred *cred,
 				    const char *why, void *arg);
 	void			*refused_arg;
+	/* Accept one file descriptor (SCM_RIGHTS) with a frame: the server
+	 * reads with recvmsg and keeps at most one per frame (extras are
+	 * closed); the handler takes it with frame_conn_take_fd(). */
+	int			 pass_fds;
 };
 
 /* Unlinks a stale socket, binds, chmods/chowns, listens.  NULL on error
@@ -97,6 +101,10 @@ int	frame_conn_send_error(struct frame_conn *, uint64_t request_id,
 const struct ucred *frame_conn_peer(const struct frame_conn *);
 void	frame_conn_hold(struct frame_conn *);
 void	frame_conn_release(struct frame_conn *);
+/* The descriptor that came with the request being handled (pass_fds
+ * servers), or -1.  The caller then owns it; one not taken is closed when
+ * the handler returns. */
+int	frame_conn_take_fd(struct frame_conn *);
 /* 1 once the peer has gone; sends are then dropped. */
 int	frame_conn_closed(const struct frame_conn *);
 /* Close after queued output has been written. */
@@ -108,6 +116,10 @@ void	frame_conn_close(struct frame_conn *);
 int	frame_client_connect(const char *path);
 /* Write one frame; 0 or -1 with errno. */
 int	frame_write(int fd, const Sbx__V1__Envelope *);
+/* Write one frame with descriptor pass (SCM_RIGHTS, sent with the frame's
+ * first bytes) to a pass_fds server; 0 or -1 with errno.  pass stays the
+ * caller's. */
+int	frame_write_fd(int sock, const Sbx__V1__Envelope *, int pass);
 /* Read one frame; 0, -1 with errno (EPIPE/ECONNRESET at EOF), -2 when the
  * frame does not decode or exceeds max (0: FRAME_MAX_DEFAULT). */
 int	frame_read(int fd, size_t max, Sbx__V1__Envelope **out);
@@ -143,6 +155,12 @@ int	frame_client_send(struct frame_client *, const Sbx__V1__Envelope *);
 /* Queue already packed bytes (header included); takes no ownership. */
 int	frame_client_send_packed(struct frame_client *, const uint8_t *,
 	    size_t);
+/* frame_client_send() with descriptor pass attached (SCM_RIGHTS) for a
+ * pass_fds server.  The header and the descriptor are sent at once (a
+ * short wait for room at most), the rest is queued; so nothing else may be
+ * queued before it: -1 with EBUSY then.  pass stays the caller's. */
+int	frame_client_send_fd(struct frame_client *, const Sbx__V1__Envelope *,
+	    int pass);
 /* No reply for this many seconds ends the connection (0: never). */
 void	frame_client_timeout(struct frame_client *, int seconds);
 /* The listener's credentials, as checked. */

@@ -253,6 +253,26 @@ handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 		return;
 	}
 	task = req->audit_query->task_id;
+	if (strcmp(task, "fd") == 0) {
+		/* Read what the passed descriptor holds and say so. */
+		char	 got[64];
+		ssize_t	 n;
+		int	 pfd = frame_conn_take_fd(c);
+
+		if (pfd == -1)
+			snprintf(detail, sizeof(detail), "fd:none");
+		else {
+			n = pread(pfd, got, sizeof(got) - 1, 0);
+			got[n > 0 ? n : 0] = '\0';
+			snprintf(detail, sizeof(detail), "fd:%s", got);
+			/* Taken: ours, and a second take gets nothing. */
+			if (frame_conn_take_fd(c) != -1)
+				snprintf(detail, sizeof(detail), "fd:twice");
+			close(pfd);
+		}
+		send_ack(c, req->request_id, detail);
+		return;
+	}
 	if (strncmp(task, "later", 5) == 0) {
 		if (strcmp(task, "later-slow") == 0)
 			tv.tv_usec = 500000;
@@ -1046,4 +1066,176 @@ Test(client, silence_times_out)
 	close(lfd);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* ---- descriptor passing ---- */
+
+static int
+fd_file(const char *content)
+{
+	char	path[] = "/tmp/frame_fd.XXXXXX";
+	int	fd;
+
+	cr_assert_neq(fd = mkstemp(path), -1);
+	unlink(path);
+	cr_assert_eq(write(fd, content, strlen(content)),
+	    (ssize_t)strlen(content));
+	return fd;
+}
+
+static void
+env_query(Sbx__V1__Envelope *env, Sbx__V1__AuditQuery *q, uint64_t reqid,
+    const char *task)
+{
+	frame_env_init(env, reqid);
+	sbx__v1__audit_query__init(q);
+	q->task_id = (char *)task;
+	env->body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+	env->audit_query = q;
+}
+
+static void
+pass_server_start(void)
+{
+	struct frame_server_config	cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.pass_fds = 1;
+	server_start(&cfg);
+}
+
+Test(fdpass, descriptor_reaches_handler)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+	int			fd, f;
+
+	pass_server_start();
+	fd = client();
+	f = fd_file("scratch-dir");
+	env_query(&env, &q, 5, "fd");
+	cr_assert_eq(frame_write_fd(fd, &env, f), 0, "frame_write_fd: %s",
+	    strerror(errno));
+	expect_ack(fd, 5, "fd:scratch-dir");
+	/* The next frame without a descriptor does not inherit one. */
+	env_query(&env, &q, 6, "fd");
+	cr_assert_eq(frame_write(fd, &env), 0);
+	expect_ack(fd, 6, "fd:none");
+	/* Ordinary requests still work on a pass_fds socket. */
+	send_query(fd, 7, "t-7");
+	expect_ack(fd, 7, "ok:t-7");
+	close(f);
+	close(fd);
+	server_stop();
+}
+
+Test(fdpass, several_frames_each_with_its_own)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+	int			fd, f1, f2;
+
+	pass_server_start();
+	fd = client();
+	f1 = fd_file("one");
+	f2 = fd_file("two");
+	env_query(&env, &q, 1, "fd");
+	cr_assert_eq(frame_write_fd(fd, &env, f1), 0);
+	env_query(&env, &q, 2, "fd");
+	cr_assert_eq(frame_write_fd(fd, &env, f2), 0);
+	expect_ack(fd, 1, "fd:one");
+	expect_ack(fd, 2, "fd:two");
+	close(f1);
+	close(f2);
+	close(fd);
+	server_stop();
+}
+
+/* A descriptor the handler leaves is closed by the server. */
+Test(fdpass, untaken_descriptor_is_closed)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+	struct timeval		tv = { 5, 0 };
+	char			ch;
+	int			fd, p[2];
+
+	pass_server_start();
+	fd = client();
+	cr_assert_eq(pipe(p), 0);
+	env_query(&env, &q, 3, "keep");
+	cr_assert_eq(frame_write_fd(fd, &env, p[1]), 0);
+	expect_ack(fd, 3, "ok:keep");
+	close(p[1]);
+	setsockopt(p[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* EOF only if no copy of the write end is left in the server. */
+	cr_assert_eq(read(p[0], &ch, 1), 0);
+	close(p[0]);
+	close(fd);
+	server_stop();
+}
+
+/* A server without pass_fds never receives a descriptor. */
+Test(fdpass, plain_server_drops_descriptor)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+	int			fd, f;
+
+	server_start(NULL);
+	fd = client();
+	f = fd_file("x");
+	env_query(&env, &q, 4, "fd");
+	cr_assert_eq(frame_write_fd(fd, &env, f), 0);
+	expect_ack(fd, 4, "fd:none");
+	close(f);
+	close(fd);
+	server_stop();
+}
+
+Test(fdpass, garbage_still_answered_with_error)
+{
+	static const uint8_t	garbage[] = { 0, 0, 0, 8, 0xff, 0xff, 0xff,
+	    0xff, 0xff, 0xff, 0xff, 0xff };
+	int			fd;
+
+	pass_server_start();
+	fd = client();
+	write_raw(fd, garbage, sizeof(garbage));
+	expect_error_then_close(fd, MALFORMED, 0);
+	close(fd);
+	server_stop();
+}
+
+Test(fdpass, async_client_sends_descriptor)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__AuditQuery	q;
+	char			err[256];
+	int			f;
+
+	pass_server_start();
+	memset(&C, 0, sizeof(C));
+	cr_assert_not_null(C.base = event_base_new());
+	C.fc = frame_connect(C.base, S.path, getuid(), 0, client_handler,
+	    NULL, err, sizeof(err));
+	cr_assert_not_null(C.fc, "frame_connect: %s", err);
+	f = fd_file("async");
+	env_query(&env, &q, 9, "fd");
+	cr_assert_eq(frame_client_send_fd(C.fc, &env, f), 0);
+	client_loop();
+	cr_assert_eq(C.replies, 1);
+	cr_assert_str_eq(C.detail, "fd:async");
+	/* With a request still queued a descriptor is refused: it would
+	 * travel with the wrong frame. */
+	client_query(C.fc, 10, "t-10");
+	errno = 0;
+	cr_assert_eq(frame_client_send_fd(C.fc, &env, f), -1);
+	cr_assert_eq(errno, EBUSY);
+	client_loop();
+	cr_assert_str_eq(C.detail, "ok:t-10");
+	close(f);
+	frame_client_free(C.fc);
+	event_base_free(C.base);
+	server_stop();
 }

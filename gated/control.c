@@ -1,0 +1,377 @@
+/*
+ * control.c: gated's sockets.  The release socket takes only
+ * ReleaseRequest, from launchd-sbx's uid (the peer check in common/frame.c
+ * runs before a byte is read; a refused peer is audited here and gets no
+ * reply), with the scratch directory passed as a descriptor on the same
+ * frame.  The optional admin socket answers audit and metrics questions.
+ *
+ * Invariant: a result leaves gated only for a policy signed by policyd and
+ * not yet expired, and only after every release and every drop it lists
+ * is on disk in gated's audit log.  A refused request is audited too.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "admin.h"
+#include "audit.h"
+#include "config.h"
+#include "frame.h"
+#include "log.h"
+#include "sign.h"
+#include "util.h"
+#include "gated/gated.h"
+
+struct gcontrol_sock {
+	struct gcontrol		*ctl;
+	int			 admin;
+	const char		*name;
+};
+
+struct gcontrol {
+	struct gated		*gd;
+	struct frame_server	*rel;
+	struct frame_server	*admin;
+	struct gcontrol_sock	 rel_arg;
+	struct gcontrol_sock	 admin_arg;
+};
+
+static void __attribute__((format(printf, 3, 4)))
+gcontrol_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+static void
+gcontrol_actor(const struct ucred *cr, char *buf, size_t len)
+{
+	if (cr != NULL)
+		gcontrol_fmt(buf, len, "uid:%u", (unsigned)cr->uid);
+	else
+		gcontrol_fmt(buf, len, "uid:?");
+}
+
+static const char *
+gcontrol_dest_name(const Sbx__V1__Outputs *o)
+{
+	switch (o != NULL ? o->destination :
+	    SBX__V1__DESTINATION__DESTINATION_AGENT) {
+	case SBX__V1__DESTINATION__DESTINATION_USER:
+		return "user";
+	case SBX__V1__DESTINATION__DESTINATION_STORAGE_BUCKET:
+		return "storage-bucket";
+	default:
+		return "agent";
+	}
+}
+
+/* Fill and add one event (inside a transaction when the caller began
+ * one). */
+static int
+gcontrol_audit_add(struct gated *gd, const char *actor, const char *action,
+    const Sbx__V1__PolicyGrant *g, const char *rule, const char *detail)
+{
+	Sbx__V1__AuditEvent	 ev;
+
+	sbx__v1__audit_event__init(&ev);
+	ev.task_id = (char *)(g != NULL ? g->task_id : "");
+	ev.execution_id = (char *)(g != NULL ? g->execution_id : "");
+	ev.policy_hash = (char *)(g != NULL ? g->policy_hash : "");
+	ev.action = (char *)action;
+	ev.rule = (char *)(rule != NULL ? rule : "");
+	ev.detail = (char *)detail;
+	ev.actor = (char *)actor;
+	if (audit_add(gd->audit, &ev) == -1) {
+		log_warnx("audit: cannot record %s %s", action, detail);
+		return -1;
+	}
+	audit_event_clear(&ev);
+	return 0;
+}
+
+static void
+gcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
+{
+	struct gcontrol_sock	*cs = arg;
+	struct gated		*gd = cs->ctl->gd;
+	char			 actor[32], detail[256];
+
+	gd->metrics.peers_refused++;
+	if (gd->audit == NULL)
+		return;
+	gcontrol_actor(cr, actor, sizeof(actor));
+	if (cr != NULL)
+		gcontrol_fmt(detail, sizeof(detail), "%s socket: peer uid %u "
+		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
+		    (unsigned)cr->gid, (long)cr->pid,
+		    strcmp(why, "not-allowed") == 0 ?
+		    "not on the socket's allowlist" : "too many connections");
+	else
+		gcontrol_fmt(detail, sizeof(detail), "%s socket: a peer whose "
+		    "credentials cannot be read was refused", cs->name);
+	(void)gcontrol_audit_add(gd, actor, "deny", NULL, RULE_PEER, detail);
+}
+
+/* Refuse the whole request: audited, then an Error. */
+static void
+gcontrol_refuse(struct gated *gd, struct frame_conn *c, uint64_t rid,
+    const char *actor, const Sbx__V1__PolicyGrant *g, const char *rule,
+    Sbx__V1__ErrorCode code, const char *msg)
+{
+	gd->metrics.refused++;
+	(void)gcontrol_audit_add(gd, actor, "deny", g, rule, msg);
+	log_info("release refused by rule %s: task %s: %s", rule,
+	    g != NULL ? g->task_id : "-", msg);
+	frame_conn_send_error(c, rid, code, rule, "%s", msg);
+}
+
+/* Every release and drop of res, in one transaction. */
+static int
+gcontrol_audit_result(struct gated *gd, const char *actor,
+    const Sbx__V1__PolicyGrant *g, const Sbx__V1__ReleaseResult *res)
+{
+	char	detail[2 * GATED_NAME_MAX + 256];
+	size_t	i;
+
+	if (audit_begin(gd->audit) == -1)
+		return -1;
+	for (i = 0; i < res->n_outputs; i++) {
+		const Sbx__V1__ReleasedOutput *r = res->outputs[i];
+
+		gcontrol_fmt(detail, sizeof(detail), "output %s type %s bytes "
+		    "%llu%s to %s at %s sha256 %s", r->name, r->type,
+		    (unsigned long long)r->bytes,
+		    r->truncated ? " (truncated)" : "",
+		    gcontrol_dest_name(g->policy->outputs), r->where,
+		    r->sha256);
+		if (gcontrol_audit_add(gd, actor, "release", g, NULL,
+		    detail) == -1)
+			goto fail;
+	}
+	for (i = 0; i < res->n_dropped; i++) {
+		const Sbx__V1__DroppedOutput *d = res->dropped[i];
+
+		gcontrol_fmt(detail, sizeof(detail), "output %s dropped: %s",
+		    d->name, d->reason);
+		if (gcontrol_audit_add(gd, actor, "drop", g, d->reason,
+		    detail) == -1)
+			goto fail;
+	}
+	gcontrol_fmt(detail, sizeof(detail), "stdout %zu bytes%s, stderr %zu "
+	    "bytes%s", res->stdout.len, res->stdout_truncated ?
+	    " (truncated)" : "", res->stderr.len, res->stderr_truncated ?
+	    " (truncated)" : "");
+	if (gcontrol_audit_add(gd, actor, "release", g, NULL, detail) == -1)
+		goto fail;
+	if (audit_commit(gd->audit) == -1)
+		goto fail;
+	return 0;
+fail:
+	(void)audit_rollback(gd->audit);
+	return -1;
+}
+
+static void
+gcontrol_release(struct gcontrol *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__ReleaseRequest	*rq = req->release;
+	struct gated			*gd = ctl->gd;
+	Sbx__V1__PolicyGrant		*g = NULL;
+	Sbx__V1__ReleaseResult		 res;
+	Sbx__V1__Envelope		 env;
+	struct release_ctx		 rc;
+	char				 actor[32], err[512], msg[640];
+	int				 dirfd;
+
+	sbx__v1__release_result__init(&res);
+	dirfd = frame_conn_take_fd(c);
+	gcontrol_actor(frame_conn_peer(c), actor, sizeof(actor));
+	gd->metrics.requests++;
+	if (rq->signed_ == NULL) {
+		gcontrol_refuse(gd, c, req->request_id, actor, NULL,
+		    RULE_BAD_REQUEST, SBX__V1__ERROR_CODE__ERROR_INVALID,
+		    "the request carries no signed policy");
+		goto done;
+	}
+	if ((g = sign_verify(gd->pk, rq->signed_, now_s(), err,
+	    sizeof(err))) == NULL) {
+		gcontrol_fmt(msg, sizeof(msg), "signed policy refused: %s",
+		    err);
+		gcontrol_refuse(gd, c, req->request_id, actor, NULL,
+		    strncmp(err, "policy expired", 14) == 0 ? RULE_EXPIRED :
+		    RULE_SIGNATURE, SBX__V1__ERROR_CODE__ERROR_DENIED, msg);
+		goto done;
+	}
+	if (dirfd == -1) {
+		gcontrol_refuse(gd, c, req->request_id, actor, g, RULE_NO_DIR,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "no scratch directory "
+		    "descriptor came with the request");
+		goto done;
+	}
+	if (rq->n_outputs > GATED_OUTPUTS_MAX) {
+		gcontrol_fmt(msg, sizeof(msg), "%zu declared outputs; at most "
+		    "%d", rq->n_outputs, GATED_OUTPUTS_MAX);
+		gcontrol_refuse(gd, c, req->request_id, actor, g,
+		    RULE_BAD_REQUEST, SBX__V1__ERROR_CODE__ERROR_INVALID, msg);
+		goto done;
+	}
+	memset(&rc, 0, sizeof(rc));
+	rc.outputs = g->policy != NULL ? g->policy->outputs : NULL;
+	rc.task_id = g->task_id;
+	rc.execution_id = g->execution_id;
+	rc.sniff = gd->sniff;
+	rc.store_dir = gd->conf->store_dir;
+	if (release_run(&rc, dirfd, rq, &res, err, sizeof(err)) == -1) {
+		gcontrol_refuse(gd, c, req->request_id, actor, g, RULE_NO_DIR,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, err);
+		goto done;
+	}
+	/* On disk before the result leaves. */
+	if (gcontrol_audit_result(gd, actor, g, &res) == -1) {
+		gd->metrics.refused++;
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
+		    "the release cannot be audited; nothing released");
+		goto done;
+	}
+	gd->metrics.released += res.n_outputs;
+	gd->metrics.dropped += res.n_dropped;
+	log_info("task %s execution %s: %zu released, %zu dropped",
+	    g->task_id, g->execution_id, res.n_outputs, res.n_dropped);
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_RELEASED;
+	env.released = &res;
+	if (frame_conn_send(c, &env) == -1)
+		log_warnx("task %s: the result could not be sent", g->task_id);
+done:
+	if (dirfd != -1)
+		close(dirfd);
+	if (g != NULL)
+		sbx__v1__policy_grant__free_unpacked(g, NULL);
+	release_result_clear(&res);
+}
+
+/* ---- the admin socket ---- */
+
+char *
+gcontrol_metrics(const struct gated *gd)
+{
+	const struct gated_metrics	*m = &gd->metrics;
+	char				*s;
+
+	xasprintf(&s,
+	    "# HELP sbx_gated_requests_total Release requests received.\n"
+	    "# TYPE sbx_gated_requests_total counter\n"
+	    "sbx_gated_requests_total %llu\n"
+	    "# HELP sbx_gated_refused_total Release requests refused whole.\n"
+	    "# TYPE sbx_gated_refused_total counter\n"
+	    "sbx_gated_refused_total %llu\n"
+	    "# HELP sbx_gated_outputs_total Outputs, by result.\n"
+	    "# TYPE sbx_gated_outputs_total counter\n"
+	    "sbx_gated_outputs_total{result=\"released\"} %llu\n"
+	    "sbx_gated_outputs_total{result=\"dropped\"} %llu\n"
+	    "# HELP sbx_gated_peers_refused_total Connections refused at "
+	    "the peer check.\n"
+	    "# TYPE sbx_gated_peers_refused_total counter\n"
+	    "sbx_gated_peers_refused_total %llu\n",
+	    (unsigned long long)m->requests, (unsigned long long)m->refused,
+	    (unsigned long long)m->released, (unsigned long long)m->dropped,
+	    (unsigned long long)m->peers_refused);
+	return s;
+}
+
+static void
+gcontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct gcontrol_sock	*cs = arg;
+	struct gcontrol		*ctl = cs->ctl;
+	char			*text;
+
+	if (!cs->admin) {
+		if (req->body_case == SBX__V1__ENVELOPE__BODY_RELEASE) {
+			gcontrol_release(ctl, c, req);
+			return;
+		}
+	} else {
+		switch (req->body_case) {
+		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+			admin_audit_query(c, req, ctl->gd->audit);
+			return;
+		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+			admin_audit_verify(c, req, ctl->gd->audit, "gated");
+			return;
+		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+			text = gcontrol_metrics(ctl->gd);
+			admin_metrics(c, req, text);
+			free(text);
+			return;
+		default:
+			break;
+		}
+	}
+	frame_conn_send_error(c, req->request_id,
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "%s", cs->admin ?
+	    "the admin socket does not take this message" :
+	    "the release socket takes only release requests");
+}
+
+static struct frame_server *
+gcontrol_listen(struct gcontrol *ctl, const struct cfg_sock *sc,
+    struct gcontrol_sock *arg, int pass_fds)
+{
+	struct frame_server_config	 cfg;
+
+	cfg_socket_server(sc, arg->name, &cfg);
+	cfg.max_frame = (size_t)ctl->gd->conf->max_frame_kb * 1024;
+	cfg.refused = gcontrol_refused_peer;
+	cfg.refused_arg = arg;
+	cfg.pass_fds = pass_fds;
+	return frame_server_listen(ctl->gd->base, &cfg, gcontrol_dispatch,
+	    arg);
+}
+
+struct gcontrol *
+gcontrol_start(struct gated *gd)
+{
+	struct gcontrol	*ctl;
+
+	ctl = xcalloc(1, sizeof(*ctl));
+	ctl->gd = gd;
+	ctl->rel_arg.ctl = ctl;
+	ctl->rel_arg.admin = 0;
+	ctl->rel_arg.name = "release";
+	ctl->admin_arg.ctl = ctl;
+	ctl->admin_arg.admin = 1;
+	ctl->admin_arg.name = "admin";
+	if ((ctl->rel = gcontrol_listen(ctl, &gd->conf->release,
+	    &ctl->rel_arg, 1)) == NULL) {
+		gcontrol_stop(ctl);
+		return NULL;
+	}
+	if (gd->conf->admin.path != NULL &&
+	    (ctl->admin = gcontrol_listen(ctl, &gd->conf->admin,
+	    &ctl->admin_arg, 0)) == NULL) {
+		gcontrol_stop(ctl);
+		return NULL;
+	}
+	return ctl;
+}
+
+void
+gcontrol_stop(struct gcontrol *ctl)
+{
+	if (ctl == NULL)
+		return;
+	frame_server_free(ctl->rel);
+	frame_server_free(ctl->admin);
+	free(ctl);
+}
