@@ -312,7 +312,8 @@ test-spec: $(B)/bin/probe $(B)/bin/mkspec
 # launchd-sbx through its sockets with runc (and runsc when present); root.
 .PHONY: test-launch
 # sbx-init runs inside the sandbox, so always the static one from build/bin.
-test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe
+test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe \
+    $(B)/bin/gated $(B)/bin/egressd $(B)/bin/sbx-init
 	@tests/record launch$(SUITE_SFX) env SBX_INIT=$(CURDIR)/build/bin/sbx-init \
 	    tests/launch/run $(B)/bin
 
@@ -356,6 +357,21 @@ test-approve: $(B)/bin/approvald $(B)/bin/approvalctl $(B)/bin/fakepolicyd
 test-egress: $(B)/bin/egressd $(B)/bin/egressclient
 	@tests/record egress$(SUITE_SFX) tests/egress/run $(CURDIR)/$(B)/bin
 
+# The Python modules for the second-language orchestrator
+# (examples/orchestrator.py), from the same .proto files: Debian's protoc
+# and python3-protobuf, nothing else.
+PY_PB := build/py/sbx/v1/envelope_pb2.py
+$(PY_PB): $(PROTOS)
+	@mkdir -p build/py
+	protoc --python_out=build/py -I proto $(PROTOS)
+
+# examples/orchestrator.py against policyd (and, as root, the whole
+# deployment) through deploy/sbx-up: compile, hash verification, a refused
+# task, a run, a capability request.
+.PHONY: test-orchestrator
+test-orchestrator: all $(PY_PB)
+	@tests/record orchestrator$(SUITE_SFX) tests/orchestrator/run $(CURDIR)/$(B)/bin
+
 test-golden: $(B)/bin/policyd
 	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
 
@@ -387,6 +403,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-broker $(call RECORD_FAIL,broker)
 	@$(MAKE) --no-print-directory test-gate $(call RECORD_FAIL,gate)
 	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
+	@$(MAKE) --no-print-directory test-orchestrator $(call RECORD_FAIL,orchestrator)
 
 test-san:
 	@mkdir -p build && rm -f build/test-results.txt
@@ -456,15 +473,27 @@ build/images/py-analytics.ref:
 deps:
 	@deploy/deps
 
+# `make install`: every daemon and client, sbx-init, every man page, the
+# example configuration (the *.yaml.in sbx-up fills in, the templates, the
+# entitlements, the worked example's task, code, spreadsheet and FX API).
+# Honours DESTDIR and PREFIX.
+INSTALL_SBIN = policyd launchd-sbx egressd brokerd gated approvald
+INSTALL_BIN  = sbxctl approvalctl
+MAN8 = $(sort $(wildcard */*.8))
+MAN5 = $(sort $(wildcard */*.5))
+EXAMPLES = $(sort $(wildcard deploy/examples/*.yaml deploy/examples/*.in \
+           deploy/examples/*.py deploy/examples/*.csv))
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 build/bin/policyd $(DESTDIR)$(PREFIX)/sbin/policyd
-	install -m 0755 build/bin/sbxctl $(DESTDIR)$(PREFIX)/bin/sbxctl
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/libexec/sbx
+	install -m 0755 $(addprefix build/bin/,$(INSTALL_SBIN)) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 $(addprefix build/bin/,$(INSTALL_BIN)) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 build/bin/sbx-init $(DESTDIR)$(PREFIX)/libexec/sbx/sbx-init
 	install -d $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5
-	install -m 0644 policyd/policyd.8 sbxctl/sbxctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 0644 policyd/policyd.yaml.5 common/sbx-template.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 0644 $(MAN8) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 $(MAN5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -d $(DESTDIR)$(PREFIX)/share/sbx/examples/templates
-	install -m 0644 deploy/examples/*.yaml $(DESTDIR)$(PREFIX)/share/sbx/examples/
+	install -m 0644 $(EXAMPLES) $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	install -m 0644 deploy/examples/templates/*.yaml $(DESTDIR)$(PREFIX)/share/sbx/examples/templates/
 
 clean:

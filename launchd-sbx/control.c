@@ -53,6 +53,7 @@ struct audit_item {
 struct control_refusal {
 	struct frame_conn	*conn;
 	uint64_t		 rid;
+	Sbx__V1__ErrorCode	 code;
 	char			*rule;
 	char			*msg;
 };
@@ -214,9 +215,8 @@ control_refused(struct launchd *ld, void *arg, int ok)
 	if (!ok)
 		log_warnx("audit: cannot record a refusal");
 	if (!frame_conn_closed(rf->conn))
-		frame_conn_send_error(rf->conn, rf->rid,
-		    SBX__V1__ERROR_CODE__ERROR_LAUNCH, rf->rule, "%s",
-		    rf->msg);
+		frame_conn_send_error(rf->conn, rf->rid, rf->code, rf->rule,
+		    "%s", rf->msg);
 	frame_conn_release(rf->conn);
 	free(rf->rule);
 	free(rf->msg);
@@ -227,6 +227,15 @@ void
 control_refuse(struct launchd *ld, struct frame_conn *c, uint64_t rid,
     const char *task_id, const char *execution_id, const char *rule,
     const char *msg)
+{
+	control_refuse_code(ld, c, rid, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+	    task_id, execution_id, rule, msg);
+}
+
+void
+control_refuse_code(struct launchd *ld, struct frame_conn *c, uint64_t rid,
+    Sbx__V1__ErrorCode code, const char *task_id, const char *execution_id,
+    const char *rule, const char *msg)
 {
 	Sbx__V1__AuditEvent	 ev;
 	struct control_refusal	*rf;
@@ -245,6 +254,7 @@ control_refuse(struct launchd *ld, struct frame_conn *c, uint64_t rid,
 	rf = xcalloc(1, sizeof(*rf));
 	rf->conn = c;
 	rf->rid = rid;
+	rf->code = code;
 	rf->rule = xstrdup(rule);
 	rf->msg = xstrdup(msg);
 	frame_conn_hold(c);

@@ -41,6 +41,11 @@
 #define RULE_DATASET		"dataset-unknown"
 #define RULE_BAD_REQUEST	"bad-request"
 #define RULE_RUNTIME		"runtime-failed"
+#define RULE_EGRESS_DOWN	"egress-unavailable"
+#define RULE_GATE_DOWN		"gate-unavailable"
+#define LAUNCHD_PEER_SECONDS	30	/* egressd and gated replies */
+#define LAUNCHD_SCRATCH		"scratch"	/* in the staging dir */
+#define LAUNCHD_CA		"ca.pem"	/* in the staging dir */
 
 struct event_base;
 struct yerrs;
@@ -77,7 +82,12 @@ struct launchd_conf {
 	char			*policy_public_key;
 	char			*init;
 	char			*cgroup_parent;
-	char			*egress_socket;	/* NULL: no egress */
+	char			*egress_socket;	/* egressd's control socket;
+						 * NULL: no egress at all */
+	uid_t			 egress_uid;	/* who must listen there */
+	char			*gate_socket;	/* gated's release socket;
+						 * NULL: nothing released */
+	uid_t			 gate_uid;
 	uint32_t		 pool_size;	/* default size of a key */
 	struct launchd_pool_key	*pool_keys;
 	size_t			 npool_keys;
@@ -148,6 +158,12 @@ void		 control_refuse(struct launchd *, struct frame_conn *,
 		    uint64_t request_id, const char *task_id,
 		    const char *execution_id, const char *rule,
 		    const char *msg);
+/* The same with another error code (ERROR_UNAVAILABLE: a daemon the
+ * launch needs is down). */
+void		 control_refuse_code(struct launchd *, struct frame_conn *,
+		    uint64_t request_id, Sbx__V1__ErrorCode code,
+		    const char *task_id, const char *execution_id,
+		    const char *rule, const char *msg);
 char		*control_metrics(const struct launchd *);
 /*
  * Queue an audit event for the next group commit and call cb (ok 1 once
@@ -277,5 +293,12 @@ void		 run_check_runtimes(struct launchd *);
 size_t		 run_count(const struct launchd *);
 /* rm -rf without following symlinks; 0 or -1. */
 int		 run_rmtree(const char *path);
+/* Mount the host tmpfs an execution's /scratch binds (dir/scratch, size
+ * mb, owned by the sandbox user, nosuid,nodev,noexec).  0 or -1 with
+ * errno. */
+int		 run_scratch_mount(const char *dir, uint32_t mb);
+/* Unmount (detached) and remove dir/scratch when it is there; then rm -rf
+ * dir.  0 or -1. */
+int		 run_unstage(const char *dir);
 
 #endif

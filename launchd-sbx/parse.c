@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@
 
 static const char *const top_keys[] = {
 	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
-	"cgroup_parent", "pool", "egress", "sockets", "max_frame_kb", NULL
+	"cgroup_parent", "pool", "egress", "gate", "sockets", "max_frame_kb",
+	NULL
 };
 static const char *const top_required[] = {
 	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
@@ -43,7 +45,40 @@ static const char *const poolkey_keys[] = { "image", "tier", "cpus",
 	"memory_mb", "pids", "scratch_mb", "size", NULL };
 static const char *const poolkey_required[] = { "image", "cpus",
 	"memory_mb", "pids", "scratch_mb", NULL };
-static const char *const egress_keys[] = { "socket", NULL };
+static const char *const peer_keys[] = { "socket", "user", NULL };
+static const char *const peer_required[] = { "socket", NULL };
+
+/*
+ * egress: / gate: {socket: PATH, user: NAME}: another daemon's socket and
+ * who must be listening there (SO_PEERCRED at every connect).  user
+ * defaults to def (the account the daemon's manual names).
+ */
+static void
+parse_peer(struct ydoc *doc, const struct ynode *n, const char *what,
+    const char *def, const char *dir, char **path, uid_t *uid)
+{
+	const struct ynode	*un;
+	const char		*u = def;
+	char			 key[32];
+	unsigned long		 num;
+	struct passwd		*pw;
+
+	if (ymap_check(doc, n, what, peer_keys, peer_required) != 0)
+		return;
+	snprintf(key, sizeof(key), "%s.socket", what);
+	cfg_pathkey(doc, n, "socket", key, dir, path);
+	snprintf(key, sizeof(key), "%s.user", what);
+	if ((un = ymap_get(n, "user")) != NULL &&
+	    yget_str(doc, un, key, &u) != 0)
+		return;
+	if (cfg_number(u, &num) == 0)
+		*uid = (uid_t)num;
+	else if ((pw = getpwnam(u)) != NULL)
+		*uid = pw->pw_uid;
+	else
+		yerr(doc, un != NULL ? un : n, key, "no such user \"%s\"%s",
+		    u, un == NULL ? " (the default; name the user)" : "");
+}
 static const char *const sockets_keys[] = { "launch", "admin", NULL };
 
 const char *
@@ -241,10 +276,12 @@ parse_launchd(const char *file, struct yerrs *errs)
 	/* After size: a key without its own size takes the global one. */
 	if (n != NULL && n->type == YN_MAP)
 		parse_pool_keys(doc, ymap_get(n, "keys"), c);
-	if ((n = ymap_get(root, "egress")) != NULL &&
-	    ymap_check(doc, n, "egress", egress_keys, egress_keys) == 0)
-		cfg_pathkey(doc, n, "socket", "egress.socket", c->dir,
-		    &c->egress_socket);
+	if ((n = ymap_get(root, "egress")) != NULL)
+		parse_peer(doc, n, "egress", "sbx-egress", c->dir,
+		    &c->egress_socket, &c->egress_uid);
+	if ((n = ymap_get(root, "gate")) != NULL)
+		parse_peer(doc, n, "gate", "sbx-gate", c->dir,
+		    &c->gate_socket, &c->gate_uid);
 	if (yget_uint(doc, ymap_get(root, "max_frame_kb"), "max_frame_kb",
 	    1, 65536, &v) == 0 && ymap_get(root, "max_frame_kb") != NULL)
 		c->max_frame_kb = (uint32_t)v;
@@ -292,6 +329,7 @@ parse_launchd_free(struct launchd_conf *c)
 	free(c->init);
 	free(c->cgroup_parent);
 	free(c->egress_socket);
+	free(c->gate_socket);
 	for (size_t i = 0; i < c->npool_keys; i++)
 		free(c->pool_keys[i].image);
 	free(c->pool_keys);

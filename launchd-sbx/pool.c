@@ -118,6 +118,8 @@ pool_key(const struct spec_params *in, char key[65])
 	sp.execution_id = "pool";
 	sp.in_dir = "/pool/in";
 	sp.code_dir = "/pool/code";
+	if (sp.scratch_dir != NULL)
+		sp.scratch_dir = "/pool/scratch";
 	sp.cgroups_path = "/pool";
 	sp.argv = argv;
 	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL)
@@ -188,7 +190,7 @@ pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
 	if (e->init_pid > 0)
 		(void)waitpid(e->init_pid, NULL, WNOHANG);
 	run_cg_remove(ld->conf->cgroup_parent, e->id);
-	if (run_rmtree(e->dir) == -1)
+	if (run_unstage(e->dir) == -1)
 		log_warn("pool entry %s: cannot remove %s", e->id, e->dir);
 	for (int i = 0; i < 2; i++)
 		if (e->fd[i] != -1)
@@ -225,6 +227,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	char				 in[PATH_MAX], code[PATH_MAX];
 	char				 run[PATH_MAX], cg[PATH_MAX];
 	char				 pidf[PATH_MAX], root[PATH_MAX];
+	char				 scratch[PATH_MAX];
 	char				 err[1024], *av[RUN_ARGV_MAX];
 	char				*argv[] = { (char *)"pool", NULL };
 	json_t				*spec;
@@ -239,6 +242,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	pool_fmt(in, sizeof(in), "%s/in", e->dir);
 	pool_fmt(code, sizeof(code), "%s/code", e->dir);
 	pool_fmt(run, sizeof(run), "%s/run", e->dir);
+	pool_fmt(scratch, sizeof(scratch), "%s/%s", e->dir, LAUNCHD_SCRATCH);
 	pool_fmt(cg, sizeof(cg), "/%s/%s", ld->conf->cgroup_parent, e->id);
 	pool_fmt(pidf, sizeof(pidf), "%s/pid", e->dir);
 	e->next = p->entries;
@@ -247,6 +251,11 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	    mkdir(code, 0700) == -1 || mkdir(run, 0555) == -1 ||
 	    chmod(run, 0555) == -1) {
 		log_warn("pool entry %s: staging", e->id);
+		goto bad;
+	}
+	/* The entry's /scratch: a host tmpfs, as for a cold launch. */
+	if (run_scratch_mount(e->dir, kc->scratch_mb) == -1) {
+		log_warn("pool entry %s: mounting %s", e->id, scratch);
 		goto bad;
 	}
 
@@ -269,7 +278,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	sp.rootfs = rootfs;
 	sp.in_dir = in;
 	sp.code_dir = code;
-	sp.egress_sock = ld->conf->egress_socket;
+	sp.scratch_dir = scratch;
 	sp.init_path = ld->conf->init;
 	sp.cgroups_path = cg;
 	sp.argv = argv;
@@ -435,6 +444,16 @@ pool_start(struct launchd *ld)
 
 	if (c->npool_keys == 0 && c->pool_size == 0)
 		return;
+	/*
+	 * The egress channel is per execution and a pooled container's
+	 * mounts are fixed when it is created: with egress configured every
+	 * launch is a cold one.
+	 */
+	if (c->egress_socket != NULL) {
+		log_warnx("pool disabled: egress is configured, and an egress "
+		    "channel cannot be bound into a pre-created container");
+		return;
+	}
 	p = xcalloc(1, sizeof(*p));
 	p->keys = xcalloc(c->npool_keys > 0 ? c->npool_keys : 1,
 	    sizeof(*p->keys));

@@ -14,11 +14,20 @@
  * to SIGCHLD too.  The wall clock is a libevent timer that kills the
  * whole container from outside.  When the init has exited the cgroup
  * statistics are read (the runtime removes the cgroup at delete), then
- * `<runtime> delete --force` runs (a child again), leftover cgroup
- * directories and the staging tree are removed, the exit is recorded, and
- * only once that record is on disk is the result sent: a reply means
- * nothing of the execution is left.
+ * `<runtime> delete --force` runs (a child again).  Only then, with every
+ * process of the sandbox dead, do the boundaries get their turn: the egress
+ * channel (opened at egressd before the spec was written, when egress is
+ * configured; egressd down refuses the launch) is closed and its usage
+ * and denials kept, and the scratch tmpfs -- mounted on the host in the
+ * staging dir and bound into the sandbox so that it outlives it -- goes to
+ * gated as a descriptor; only what gated releases reaches the result (no
+ * gate, or gated down: stdout and stderr withheld, nothing released).
+ * Then the scratch is detached, leftover cgroup directories and the
+ * staging tree are removed, the exit is recorded, and only once that
+ * record is on disk is the result sent: a reply means nothing of the
+ * execution is left, and every failure path runs the same teardown.
  */
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -68,11 +77,14 @@ run_fmt(char *buf, size_t len, const char *fmt, ...)
 
 enum run_state {
 	RUN_IMAGE,		/* waiting for its image to be prepared */
+	RUN_EGRESS_OPEN,	/* waiting for egressd's egress_opened */
 	RUN_RECORD_LAUNCH,	/* waiting for the launch record to commit */
 	RUN_CREATE,		/* <runtime> create running */
 	RUN_START,		/* <runtime> start running */
 	RUN_RUNNING,		/* started; waiting for the init to exit */
 	RUN_DELETE,		/* <runtime> delete running */
+	RUN_EGRESS_CLOSE,	/* waiting for egressd's egress_usage */
+	RUN_RELEASE,		/* waiting for gated's ReleaseResult */
 	RUN_RECORD_EXIT,	/* waiting for the exit record to commit */
 };
 
@@ -114,6 +126,25 @@ struct run {
 	int				 finished;
 	const char			*fail_rule;	/* refused after all */
 	char				*fail_msg;
+	Sbx__V1__ErrorCode		 fail_code;	/* 0: ERROR_LAUNCH */
+	Sbx__V1__SignedPolicy		*signed_;	/* for egressd, gated */
+	char				**outputs;	/* declared names */
+	size_t				 noutputs;
+	struct frame_client		*peer;		/* egressd or gated */
+	int				 egress_open;	/* a channel to close */
+	char				*egress_sock;	/* the channel's socket */
+	char				 ca[PATH_MAX];	/* its CA, staged */
+	char				 scratch[PATH_MAX];
+	/* What egressd and gated said, merged into the result. */
+	uint64_t			 eg_out;
+	uint64_t			 eg_in;
+	uint64_t			 eg_req;
+	Sbx__V1__Denial			**denials;
+	size_t				 ndenials;
+	Sbx__V1__ReleaseResult		*released;	/* gated's answer */
+	Sbx__V1__DroppedOutput		**nogate;	/* no gate: all dropped */
+	size_t				 nnogate;
+	int				 withheld;	/* no stdout/stderr */
 	size_t				 cap;
 	uint64_t			 start_ns;
 	uint64_t			 end_ns;
@@ -141,6 +172,15 @@ static void	run_finish(struct run *);
 static void	run_fail(struct run *, const char *rule, const char *fmt, ...)
 		    __attribute__((format(printf, 3, 4)));
 static void	run_teardown(struct run *);
+static void	run_cleanup_host(struct run *);
+static void	run_record_exit(struct run *);
+static void	run_egress_close(struct run *);
+static void	run_egress_close_sync(struct run *);
+static void	run_after_egress(struct run *);
+static void	run_no_release(struct run *, const char *why);
+static void	run_denial(struct run *, const char *rule,
+		    const char *boundary, const char *fmt, ...)
+		    __attribute__((format(printf, 4, 5)));
 
 /* ---- helpers ---- */
 
@@ -176,6 +216,83 @@ run_rmtree(const char *path)
 	if (rmdir(path) == -1)
 		rc = -1;
 	return rc;
+}
+
+int
+run_scratch_mount(const char *dir, uint32_t mb)
+{
+	char	 path[PATH_MAX], opts[128];
+
+	if (run_fmt(path, sizeof(path), "%s/%s", dir, LAUNCHD_SCRATCH) >=
+	    (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	if (mkdir(path, 0700) == -1)
+		return -1;
+	/*
+	 * Mode 0755 as the sandbox's own tmpfs had: the staging dir above is
+	 * root's (0700), and gated, another user, must walk this one.
+	 */
+	run_fmt(opts, sizeof(opts), "size=%um,mode=0755,uid=%d,gid=%d", mb,
+	    SPEC_UID, SPEC_GID);
+	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    opts) == -1) {
+		int	 e = errno;
+
+		(void)rmdir(path);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+int
+run_unstage(const char *dir)
+{
+	char	 path[PATH_MAX];
+
+	run_fmt(path, sizeof(path), "%s/%s", dir, LAUNCHD_SCRATCH);
+	/* Detached: whoever still holds a descriptor keeps it alive, and
+	 * nothing is left in the mount table.  Stacked mounts: all. */
+	for (int i = 0; i < 8; i++)
+		if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == -1) {
+			if (errno != EINVAL && errno != ENOENT)
+				log_warn("umount %s", path);
+			break;
+		}
+	return run_rmtree(dir);
+}
+
+/* Start-up: every mount a dead instance left under run_dir/x-*. */
+static void
+run_reap_mounts(const char *run_dir)
+{
+	char	 line[4096], pre[PATH_MAX], mp[PATH_MAX];
+	FILE	*f;
+	size_t	 plen;
+	int	 again = 1;
+
+	plen = (size_t)run_fmt(pre, sizeof(pre), "%s/x-", run_dir);
+	/* Detaching one may reveal another below it: rescan until clean. */
+	for (int pass = 0; again && pass < 8; pass++) {
+		again = 0;
+		if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
+			return;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			/* id parent major:minor root mountpoint ... */
+			if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+				continue;
+			if (strncmp(mp, pre, plen) != 0 || strchr(mp, '\\'))
+				continue;
+			if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
+				log_info("unmounted leftover %s", mp);
+				again = 1;
+			} else
+				log_warn("leftover mount %s", mp);
+		}
+		fclose(f);
+	}
 }
 
 pid_t
@@ -397,6 +514,28 @@ run_free(struct run *r)
 		sbx__v1__policy_grant__free_unpacked(r->grant, NULL);
 	if (r->conn != NULL)
 		frame_conn_release(r->conn);
+	if (r->peer != NULL)
+		frame_client_free(r->peer);
+	if (r->signed_ != NULL)
+		sbx__v1__signed_policy__free_unpacked(r->signed_, NULL);
+	for (size_t i = 0; i < r->noutputs; i++)
+		free(r->outputs[i]);
+	free(r->outputs);
+	for (size_t i = 0; i < r->ndenials; i++) {
+		free(r->denials[i]->rule);
+		free(r->denials[i]->boundary);
+		free(r->denials[i]->detail);
+		free(r->denials[i]);
+	}
+	free(r->denials);
+	for (size_t i = 0; i < r->nnogate; i++) {
+		free(r->nogate[i]->name);
+		free(r->nogate[i]);
+	}
+	free(r->nogate);
+	if (r->released != NULL)
+		sbx__v1__release_result__free_unpacked(r->released, NULL);
+	free(r->egress_sock);
 	free(r->code_name);
 	free(r->code);
 	free(r->fail_msg);
@@ -410,7 +549,8 @@ run_abort(struct run *r, const char *rule, const char *msg)
 	const Sbx__V1__PolicyGrant	*g = r->grant;
 
 	log_warnx("execution %s refused: %s", g->execution_id, msg);
-	control_refuse(r->ld, r->conn, r->request_id, g->task_id,
+	control_refuse_code(r->ld, r->conn, r->request_id, r->fail_code != 0 ?
+	    r->fail_code : SBX__V1__ERROR_CODE__ERROR_LAUNCH, g->task_id,
 	    g->execution_id, rule, msg);
 	run_unlink(r);
 	run_free(r);
@@ -919,12 +1059,28 @@ run_recorded(struct launchd *ld, void *arg, int ok)
 	res.limits_hit = r->limits;
 	res.n_limits_hit = r->nlim;
 	res.usage = &use;
-	res.stdout.data = r->out[0].buf;
-	res.stdout.len = r->out[0].len;
-	res.stderr.data = r->out[1].buf;
-	res.stderr.len = r->out[1].len;
-	res.stdout_truncated = r->out[0].truncated;
-	res.stderr_truncated = r->out[1].truncated;
+	use.egress_bytes_out = r->eg_out;
+	use.egress_bytes_in = r->eg_in;
+	use.egress_requests = (uint32_t)r->eg_req;
+	res.denials = r->denials;
+	res.n_denials = r->ndenials;
+	if (r->released != NULL) {
+		/* Only what gated let through: labelled, cleaned, capped. */
+		res.stdout = r->released->stdout;
+		res.stderr = r->released->stderr;
+		res.stdout_truncated = r->out[0].truncated ||
+		    r->released->stdout_truncated;
+		res.stderr_truncated = r->out[1].truncated ||
+		    r->released->stderr_truncated;
+		res.outputs = r->released->outputs;
+		res.n_outputs = r->released->n_outputs;
+		res.dropped = r->released->dropped;
+		res.n_dropped = r->released->n_dropped;
+	} else {
+		/* Withheld: nothing of the sandbox's text without the gate. */
+		res.dropped = r->nogate;
+		res.n_dropped = r->nnogate;
+	}
 	frame_env_init(&env, r->request_id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
 	env.result = &res;
@@ -939,7 +1095,7 @@ static void
 run_cleanup_host(struct run *r)
 {
 	run_cg_remove(r->ld->conf->cgroup_parent, r->id);
-	if (run_rmtree(r->dir) == -1)
+	if (run_unstage(r->dir) == -1)
 		log_warn("execution %s: cannot remove %s", r->id, r->dir);
 }
 
@@ -957,22 +1113,24 @@ run_record_exit(struct run *r)
 	    r->pool_key[0] != '\0' ? " pool entry " : "",
 	    r->pool_key[0] != '\0' ? r->id : "");
 	log_info("execution %s: %s", r->grant->execution_id, detail);
+	for (size_t i = 0; i < r->ndenials; i++)
+		log_info("execution %s: denied by %s (%s): %s",
+		    r->grant->execution_id, r->denials[i]->rule,
+		    r->denials[i]->boundary, r->denials[i]->detail);
 	r->state = RUN_RECORD_EXIT;
 	run_audit(r->ld, r->grant, "exit", detail, run_recorded, r);
 	free(detail);
 }
 
+/* The container is gone: close the egress channel, release, clean up,
+ * record. */
 static void
 run_deleted(struct run *r)
 {
-	run_cleanup_host(r);
-	if (r->fail_msg != NULL || r->fail_rule != NULL) {
-		run_abort(r, r->fail_rule != NULL ? r->fail_rule :
-		    RULE_RUNTIME, r->fail_msg != NULL ? r->fail_msg :
-		    "the runtime failed");
-		return;
-	}
-	run_record_exit(r);
+	if (r->egress_open)
+		run_egress_close(r);
+	else
+		run_after_egress(r);
 }
 
 void
@@ -1067,7 +1225,9 @@ run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
 	sp->rootfs = r->rootfs;
 	sp->in_dir = in;
 	sp->code_dir = code;
-	sp->egress_sock = ld->conf->egress_socket;
+	sp->scratch_dir = r->scratch;
+	sp->egress_sock = r->egress_open ? r->egress_sock : NULL;
+	sp->ca_file = r->egress_open && r->ca[0] != '\0' ? r->ca : NULL;
 	sp->init_path = ld->conf->init;
 	sp->cgroups_path = cgpath;
 	sp->argv = argv;
@@ -1106,20 +1266,381 @@ run_from_pool(struct run *r)
 	return 1;
 }
 
+/* Record the launch; then create (or start the pool entry). */
+static void
+run_record_launch(struct run *r)
+{
+	const Sbx__V1__Policy	*pol = r->grant->policy;
+	char			*detail;
+
+	/* A pooled container's spec names the pool entry: this record ties
+	 * the execution (and its policy hash) to that entry. */
+	xasprintf(&detail, "%s@%u isolation %s image %s%s%s%s%s%s", pol->name,
+	    pol->version, policy_isolation_name(pol->isolation), pol->image,
+	    r->egress_open ? " egress channel" : "",
+	    r->pool_key[0] != '\0' ? " pool entry " : "",
+	    r->pool_key[0] != '\0' ? r->id : "",
+	    r->pool_key[0] != '\0' ? " key " : "", r->pool_key);
+	r->state = RUN_RECORD_LAUNCH;
+	run_audit(r->ld, r->grant, "launch", detail, run_launched, r);
+	free(detail);
+}
+
+/* Staged (and the egress channel open, when there is one): the spec. */
+static void
+run_spec(struct run *r)
+{
+	struct spec_params	 sp;
+	char			 err[1024], in[PATH_MAX], code[PATH_MAX];
+	char			 cgpath[PATH_MAX], prog[PATH_MAX], *argv[3];
+	json_t			*spec;
+
+	run_params(r, &sp, in, code, cgpath, prog, argv);
+	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+		run_fail(r, RULE_BAD_REQUEST, "%s", err);
+		return;
+	}
+	if (spec_write(r->dir, spec, err, sizeof(err)) == -1) {
+		json_decref(spec);
+		run_fail(r, RULE_RUNTIME, "%s", err);
+		return;
+	}
+	json_decref(spec);
+	run_record_launch(r);
+}
+
+/* ---- egressd: the channel ---- */
+
+static void
+run_denial(struct run *r, const char *rule, const char *boundary,
+    const char *fmt, ...)
+{
+	Sbx__V1__Denial	*d;
+	va_list		 ap;
+
+	d = xcalloc(1, sizeof(*d));
+	sbx__v1__denial__init(d);
+	d->rule = xstrdup(rule);
+	d->boundary = xstrdup(boundary);
+	va_start(ap, fmt);
+	if (vasprintf(&d->detail, fmt, ap) == -1)
+		d->detail = xstrdup("");
+	va_end(ap);
+	d->time_ns = (int64_t)(now_s() * 1000000000LL);
+	r->denials = xreallocarray(r->denials, r->ndenials + 1,
+	    sizeof(*r->denials));
+	r->denials[r->ndenials++] = d;
+}
+
+/* Connect to a peer daemon and queue one request (with fd, unless -1). */
+static int
+run_peer_call(struct run *r, const char *path, uid_t uid,
+    frame_reply_handler cb, const Sbx__V1__Envelope *env, int fd, char *err,
+    size_t errlen)
+{
+	r->peer = frame_connect(r->ld->base, path, uid,
+	    (size_t)r->ld->conf->max_frame_kb * 1024, cb, r, err, errlen);
+	if (r->peer == NULL)
+		return -1;
+	if ((fd == -1 ? frame_client_send(r->peer, env) :
+	    frame_client_send_fd(r->peer, env, fd)) == -1) {
+		run_fmt(err, errlen, "cannot send to %s: %s", path,
+		    strerror(errno));
+		frame_client_free(r->peer);
+		r->peer = NULL;
+		return -1;
+	}
+	frame_client_timeout(r->peer, LAUNCHD_PEER_SECONDS);
+	return 0;
+}
+
+/* An error reply's words, or why. */
+static const char *
+run_peer_why(const Sbx__V1__Envelope *rep, const char *why)
+{
+	if (rep != NULL && rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR &&
+	    rep->error->message != NULL)
+		return rep->error->message;
+	if (rep != NULL)
+		return "an unexpected reply";
+	return why != NULL ? why : "no reply";
+}
+
+static void
+run_egress_fail(struct run *r, const char *what)
+{
+	r->fail_code = SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE;
+	run_fail(r, RULE_EGRESS_DOWN, "egressd (%s): %s; nothing ran",
+	    r->ld->conf->egress_socket, what);
+}
+
+static void
+run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	struct run			*r = arg;
+	const Sbx__V1__EgressOpened	*o;
+	char				 what[512];
+
+	(void)fc;
+	frame_client_free(r->peer);
+	r->peer = NULL;
+	if (rep == NULL ||
+	    rep->body_case != SBX__V1__ENVELOPE__BODY_EGRESS_OPENED) {
+		run_fmt(what, sizeof(what), "egress_open: %s",
+		    run_peer_why(rep, why));
+		run_egress_fail(r, what);
+		return;
+	}
+	/* From here on the channel is closed whatever happens. */
+	r->egress_open = 1;
+	o = rep->egress_opened;
+	if (o->socket_path == NULL || o->socket_path[0] != '/') {
+		run_egress_fail(r, "egress_opened names no absolute socket");
+		return;
+	}
+	r->egress_sock = xstrdup(o->socket_path);
+	if (o->ca_cert_pem.len > 0) {
+		run_fmt(r->ca, sizeof(r->ca), "%s/%s", r->dir, LAUNCHD_CA);
+		if (run_write_file(r->ca, o->ca_cert_pem.data,
+		    o->ca_cert_pem.len) == -1) {
+			run_fail(r, RULE_RUNTIME, "staging %s: %s", r->ca,
+			    strerror(errno));
+			return;
+		}
+	}
+	run_spec(r);
+}
+
+static void
+run_egress_open(struct run *r)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__EgressOpen	 op = SBX__V1__EGRESS_OPEN__INIT;
+	char			 err[512];
+
+	r->state = RUN_EGRESS_OPEN;
+	op.signed_ = r->signed_;
+	frame_env_init(&env, 1);
+	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
+	env.egress_open = &op;
+	if (run_peer_call(r, r->ld->conf->egress_socket,
+	    r->ld->conf->egress_uid, run_egress_opened, &env, -1, err,
+	    sizeof(err)) == -1)
+		run_egress_fail(r, err);
+}
+
+static void
+run_egress_usage(struct run *r, const Sbx__V1__EgressUsage *u)
+{
+	r->eg_out = u->bytes_out;
+	r->eg_in = u->bytes_in;
+	r->eg_req = u->requests;
+	for (size_t i = 0; i < u->n_denials; i++)
+		if (u->denials[i]->rule != NULL && u->denials[i]->count > 0)
+			run_denial(r, u->denials[i]->rule, "egress",
+			    "%llu request(s)",
+			    (unsigned long long)u->denials[i]->count);
+}
+
+static void
+run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	struct run	*r = arg;
+
+	(void)fc;
+	frame_client_free(r->peer);
+	r->peer = NULL;
+	if (rep != NULL &&
+	    rep->body_case == SBX__V1__ENVELOPE__BODY_EGRESS_USAGE)
+		run_egress_usage(r, rep->egress_usage);
+	else
+		log_warnx("execution %s: egress_close: %s; its egress usage "
+		    "is unknown", r->id, run_peer_why(rep, why));
+	run_after_egress(r);
+}
+
+static void
+run_egress_close(struct run *r)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__EgressClose	 cl = SBX__V1__EGRESS_CLOSE__INIT;
+	char			 err[512];
+
+	r->egress_open = 0;
+	r->state = RUN_EGRESS_CLOSE;
+	cl.execution_id = r->grant->execution_id;
+	frame_env_init(&env, 2);
+	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE;
+	env.egress_close = &cl;
+	if (run_peer_call(r, r->ld->conf->egress_socket,
+	    r->ld->conf->egress_uid, run_egress_closed, &env, -1, err,
+	    sizeof(err)) == -1) {
+		log_warnx("execution %s: egress_close: %s", r->id, err);
+		run_after_egress(r);
+	}
+}
+
+/* Shutdown: close a channel without the loop (best effort, bounded). */
+static void
+run_egress_close_sync(struct run *r)
+{
+	Sbx__V1__Envelope	 env, *rep = NULL;
+	Sbx__V1__EgressClose	 cl = SBX__V1__EGRESS_CLOSE__INIT;
+	struct ucred		 cr;
+	socklen_t		 crlen = sizeof(cr);
+	struct timeval		 tv = { 2, 0 };
+	int			 fd;
+
+	r->egress_open = 0;
+	if ((fd = frame_client_connect(r->ld->conf->egress_socket)) == -1)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == -1 ||
+	    cr.uid != r->ld->conf->egress_uid) {
+		close(fd);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	cl.execution_id = r->grant->execution_id;
+	frame_env_init(&env, 2);
+	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE;
+	env.egress_close = &cl;
+	if (frame_client_call(fd, &env, &rep, 0) == 0 && rep != NULL &&
+	    rep->body_case == SBX__V1__ENVELOPE__BODY_EGRESS_USAGE)
+		run_egress_usage(r, rep->egress_usage);
+	if (rep != NULL)
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+	close(fd);
+}
+
+/* ---- gated: the release ---- */
+
+/* Nothing released: stdout and stderr withheld; with no gate every
+ * declared output is dropped "no-gate", with one a denial says why. */
+static void
+run_no_release(struct run *r, const char *why)
+{
+	r->withheld = 1;
+	if (r->ld->conf->gate_socket != NULL) {
+		run_denial(r, RULE_GATE_DOWN, "gate", "gated (%s): %s; "
+		    "nothing was released", r->ld->conf->gate_socket, why);
+		return;
+	}
+	for (size_t i = 0; i < r->noutputs; i++) {
+		Sbx__V1__DroppedOutput	*d = xcalloc(1, sizeof(*d));
+
+		sbx__v1__dropped_output__init(d);
+		d->name = xstrdup(r->outputs[i]);
+		d->reason = (char *)"no-gate";
+		r->nogate = xreallocarray(r->nogate, r->nnogate + 1,
+		    sizeof(*r->nogate));
+		r->nogate[r->nnogate++] = d;
+	}
+}
+
+static void
+run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	struct run	*r = arg;
+	uint8_t		*buf;
+	size_t		 len;
+
+	(void)fc;
+	if (rep != NULL && rep->body_case == SBX__V1__ENVELOPE__BODY_RELEASED) {
+		/* The reply is freed when this returns: keep a copy. */
+		len = sbx__v1__release_result__get_packed_size(rep->released);
+		buf = xmalloc(len > 0 ? len : 1);
+		sbx__v1__release_result__pack(rep->released, buf);
+		r->released = sbx__v1__release_result__unpack(NULL, len, buf);
+		free(buf);
+		if (r->released == NULL)
+			run_no_release(r, "its result does not decode");
+	} else
+		run_no_release(r, run_peer_why(rep, why));
+	frame_client_free(r->peer);
+	r->peer = NULL;
+	run_cleanup_host(r);
+	run_record_exit(r);
+}
+
+/* Every process is dead and the container deleted: hand the scratch
+ * directory to gated, by descriptor. */
+static void
+run_release(struct run *r)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__ReleaseRequest	 rq = SBX__V1__RELEASE_REQUEST__INIT;
+	char			 err[512];
+	int			 fd;
+
+	if (r->ld->conf->gate_socket == NULL) {
+		run_no_release(r, "no gate");
+		run_cleanup_host(r);
+		run_record_exit(r);
+		return;
+	}
+	r->state = RUN_RELEASE;
+	if ((fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		run_fmt(err, sizeof(err), "cannot open %s: %s", r->scratch,
+		    strerror(errno));
+		run_no_release(r, err);
+		run_cleanup_host(r);
+		run_record_exit(r);
+		return;
+	}
+	rq.signed_ = r->signed_;
+	rq.outputs = r->outputs;
+	rq.n_outputs = r->noutputs;
+	rq.stdout.data = r->out[0].buf;
+	rq.stdout.len = r->out[0].len;
+	rq.stderr.data = r->out[1].buf;
+	rq.stderr.len = r->out[1].len;
+	frame_env_init(&env, 3);
+	env.body_case = SBX__V1__ENVELOPE__BODY_RELEASE;
+	env.release = &rq;
+	/* The descriptor travels with the frame's first bytes: ours to
+	 * close as soon as it is sent. */
+	if (run_peer_call(r, r->ld->conf->gate_socket, r->ld->conf->gate_uid,
+	    run_released, &env, fd, err, sizeof(err)) == -1) {
+		close(fd);
+		run_no_release(r, err);
+		run_cleanup_host(r);
+		run_record_exit(r);
+		return;
+	}
+	close(fd);
+}
+
+static void
+run_after_egress(struct run *r)
+{
+	if (r->fail_msg != NULL || r->fail_rule != NULL) {
+		run_cleanup_host(r);
+		run_abort(r, r->fail_rule != NULL ? r->fail_rule :
+		    RULE_RUNTIME, r->fail_msg != NULL ? r->fail_msg :
+		    "the runtime failed");
+		return;
+	}
+	run_release(r);
+}
+
 /* The image is ready: stage, spec (or pool entry), record the launch. */
 static void
 run_prepare(struct run *r)
 {
-	struct launchd			*ld = r->ld;
 	const Sbx__V1__Policy		*pol = r->grant->policy;
-	struct spec_params		 sp;
 	const char			*rule;
-	char				 err[1024], in[PATH_MAX];
-	char				 code[PATH_MAX], cgpath[PATH_MAX];
-	char				 prog[PATH_MAX], *argv[3], *detail;
-	json_t				*spec;
+	char				 err[1024];
 
+	run_fmt(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
+	    LAUNCHD_SCRATCH);
 	if (run_from_pool(r)) {
+		run_fmt(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
+		    LAUNCHD_SCRATCH);
 		if (run_stage(r, 0, &rule, err, sizeof(err)) == -1) {
 			run_fail(r, rule, "%s", err);
 			return;
@@ -1134,36 +1655,27 @@ run_prepare(struct run *r)
 			    "pipes");
 			return;
 		}
-	} else {
-		if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
-			(void)run_rmtree(r->dir);
-			run_abort(r, rule, err);
-			return;
-		}
-		run_params(r, &sp, in, code, cgpath, prog, argv);
-		if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
-			(void)run_rmtree(r->dir);
-			run_abort(r, RULE_BAD_REQUEST, err);
-			return;
-		}
-		if (spec_write(r->dir, spec, err, sizeof(err)) == -1) {
-			json_decref(spec);
-			(void)run_rmtree(r->dir);
-			run_abort(r, RULE_RUNTIME, err);
-			return;
-		}
-		json_decref(spec);
+		run_record_launch(r);
+		return;
 	}
-	/* A pooled container's spec names the pool entry: this record ties
-	 * the execution (and its policy hash) to that entry. */
-	xasprintf(&detail, "%s@%u isolation %s image %s%s%s%s%s", pol->name,
-	    pol->version, policy_isolation_name(pol->isolation), pol->image,
-	    r->pool_key[0] != '\0' ? " pool entry " : "",
-	    r->pool_key[0] != '\0' ? r->id : "",
-	    r->pool_key[0] != '\0' ? " key " : "", r->pool_key);
-	r->state = RUN_RECORD_LAUNCH;
-	run_audit(ld, r->grant, "launch", detail, run_launched, r);
-	free(detail);
+	if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
+		(void)run_unstage(r->dir);
+		run_abort(r, rule, err);
+		return;
+	}
+	if (run_scratch_mount(r->dir, pol->limits->scratch_mb) == -1) {
+		run_fmt(err, sizeof(err), "mounting %s: %s", r->scratch,
+		    strerror(errno));
+		(void)run_unstage(r->dir);
+		run_abort(r, RULE_RUNTIME, err);
+		return;
+	}
+	/* From here every failure goes through run_fail: the teardown
+	 * closes the egress channel and unmounts the scratch. */
+	if (r->ld->conf->egress_socket != NULL)
+		run_egress_open(r);
+	else
+		run_spec(r);
 }
 
 void
@@ -1255,6 +1767,28 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	}
 	r->rt = &ld->conf->runtimes[tier];
 	r->interp = interp;
+	{
+		/* egressd and gated verify the signed policy themselves. */
+		size_t	 len = sbx__v1__signed_policy__get_packed_size(
+			    l->signed_);
+		uint8_t	*buf = xmalloc(len > 0 ? len : 1);
+
+		sbx__v1__signed_policy__pack(l->signed_, buf);
+		r->signed_ = sbx__v1__signed_policy__unpack(NULL, len, buf);
+		free(buf);
+		if (r->signed_ == NULL) {
+			run_abort(r, RULE_BAD_REQUEST, "the signed policy "
+			    "does not copy");
+			return;
+		}
+	}
+	if (l->n_outputs > 0) {
+		r->outputs = xcalloc(l->n_outputs, sizeof(*r->outputs));
+		for (size_t i = 0; i < l->n_outputs; i++)
+			r->outputs[i] = xstrdup(l->outputs[i] != NULL ?
+			    l->outputs[i] : "");
+		r->noutputs = l->n_outputs;
+	}
 	r->code_name = xstrdup(l->code_name);
 	r->code = xmalloc(l->code.len > 0 ? l->code.len : 1);
 	if (l->code.len > 0)
@@ -1414,13 +1948,14 @@ run_reap_leftovers(struct launchd *ld)
 				    "%s", line);
 		}
 	}
+	run_reap_mounts(ld->conf->run_dir);
 	if ((d = opendir(ld->conf->run_dir)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			if (strncmp(de->d_name, "x-", 2) != 0)
 				continue;
 			run_fmt(path, sizeof(path), "%s/%s",
 			    ld->conf->run_dir, de->d_name);
-			if (run_rmtree(path) == -1)
+			if (run_unstage(path) == -1)
 				log_warn("cannot remove leftover %s", path);
 			else
 				log_info("removed leftover staging %s", path);
@@ -1467,6 +2002,8 @@ run_cleanup_sync(struct run *r)
 			log_debug("execution %s: %s delete did not succeed",
 			    r->id, r->rt->path);
 	}
+	if (r->egress_open)
+		run_egress_close_sync(r);
 	run_cleanup_host(r);
 }
 
@@ -1479,6 +2016,16 @@ run_stop_all(struct launchd *ld)
 		next = r->next;
 		if (r->state == RUN_RECORD_EXIT)
 			continue;	/* the flush sends its reply */
+		if (r->peer != NULL) {
+			frame_client_free(r->peer);
+			r->peer = NULL;
+		}
+		/* Its reply may not have come: close what may be open. */
+		if (r->state == RUN_EGRESS_OPEN ||
+		    r->state == RUN_EGRESS_CLOSE)
+			r->egress_open = 1;
+		if (r->state == RUN_EGRESS_CLOSE || r->state == RUN_RELEASE)
+			r->state = RUN_DELETE;	/* the container is gone */
 		if (r->cmd_pid > 0) {
 			kill(r->cmd_pid, SIGKILL);
 			(void)waitpid(r->cmd_pid, NULL, 0);
@@ -1501,6 +2048,7 @@ run_stop_all(struct launchd *ld)
 				r->status = SIGKILL;	/* as if killed */
 			run_collect(r);
 			run_cleanup_sync(r);
+			run_no_release(r, "launchd-sbx is shutting down");
 			run_record_exit(r);
 			continue;
 		}
@@ -1512,6 +2060,9 @@ run_stop_all(struct launchd *ld)
 		r->created = 0;
 		if (r->state == RUN_DELETE && r->fail_msg == NULL &&
 		    r->fail_rule == NULL) {
+			if (r->released == NULL && !r->withheld)
+				run_no_release(r, "launchd-sbx is shutting "
+				    "down");
 			run_record_exit(r);
 			continue;
 		}

@@ -158,6 +158,7 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 		{ "rootfs", sp->rootfs, 0 },
 		{ "in_dir", sp->in_dir, 0 },
 		{ "code_dir", sp->code_dir, 0 },
+		{ "scratch_dir", sp->scratch_dir, 1 },
 		{ "init_path", sp->init_path, 0 },
 		{ "cgroups_path", sp->cgroups_path, 0 },
 		{ "egress_sock", sp->egress_sock, 1 },
@@ -327,6 +328,8 @@ spec_mounts(const struct spec_params *sp)
 	    "nodev", NULL };
 	static const char *const o_file[] = { "bind", "ro", "nosuid",
 	    "nodev", "noexec", NULL };
+	static const char *const o_bindrw[] = { "bind", "nosuid", "nodev",
+	    "noexec", NULL };
 	const Sbx__V1__Limits	*l = sp->policy->limits;
 	char			 size[32];
 	/*
@@ -356,7 +359,17 @@ spec_mounts(const struct spec_params *sp)
 	if (sp->flavor == SPEC_RUNSC)
 		spec_push(m, spec_mount("/tmp", "tmpfs", "tmpfs", o_tmp));
 	spec_push(m, spec_mount("/sys", "sysfs", "sysfs", o_sys));
-	spec_push(m, spec_mount(SPEC_SCRATCH, "tmpfs", "tmpfs", o_scratch));
+	/*
+	 * A host tmpfs (launchd-sbx mounted it with the size and owner
+	 * above) when given: it survives the container, so gated reads the
+	 * outputs only once every process of the sandbox is dead.
+	 */
+	if (sp->scratch_dir != NULL)
+		spec_push(m, spec_mount(SPEC_SCRATCH, "bind", sp->scratch_dir,
+		    o_bindrw));
+	else
+		spec_push(m, spec_mount(SPEC_SCRATCH, "tmpfs", "tmpfs",
+		    o_scratch));
 	spec_push(m, spec_mount("/in", "bind", sp->in_dir, o_in));
 	spec_push(m, spec_mount("/code", "bind", sp->code_dir, o_code));
 	/*

@@ -51,6 +51,10 @@ struct spec_params {
 	const char		*rootfs;	/* absolute; mounted read-only */
 	const char		*in_dir;	/* staged copy, bound at /in */
 	const char		*code_dir;	/* staged copy, bound at /code */
+	const char		*scratch_dir;	/* host tmpfs bound at /scratch
+						 * (it outlives the container,
+						 * for gated); NULL: a tmpfs of
+						 * the sandbox's own */
 	const char		*egress_sock;	/* NULL: no egress channel */
 	const char		*ca_file;	/* NULL: no per-task CA */
 	const char		*init_path;	/* host path of sbx-init */

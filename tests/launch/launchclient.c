@@ -11,10 +11,19 @@
  *   launchclient run -s SOCK -k SK -i IMAGE [-t TIER] [-w WALL] [-m MB]
  *       [-p PIDS] [-C MILLICPUS] [-S SCRATCH_MB] [-T TEXT_KB] [-d DATASET]
  *       [-e TTL] [-x EXEC_ID] [-B] [-O STDOUT_FILE] [-E STDERR_FILE]
- *       -n CODE_NAME CODE_FILE
+ *       [-o OUTPUT_NAME]... [-y ALLOWED_TYPE]... [-H HOST:PORT]...
+ *       [-W OUTDIR] -n CODE_NAME CODE_FILE
  *
- * run prints "exit=N signal=N limits=a,b wall_ms=N cpu_ms=N peak_kb=N"
- * and exits 0; on a refusal "error code=N rule=R: message" and exits 3;
+ * run prints "exit=N signal=N limits=a,b wall_ms=N cpu_ms=N peak_kb=N
+ * ... egress_out=N egress_in=N egress_requests=N labelled=0|1", then one
+ * line per released output ("released NAME type=T bytes=N where=W"),
+ * dropped output ("dropped NAME reason=R") and denial ("denial RULE
+ * boundary=B detail=D"), and exits 0.  -O/-E save stdout/stderr without
+ * gated's <tool-output> label (labelled=1 says it was there, around
+ * them); -W saves each released output's content as OUTDIR/NAME.  -o
+ * declares an output, -y allows a type, -H allows GET to a host (any
+ * path, cidrs 127.0.0.0/8, as a loopback test needs); on a refusal
+ * "error code=N rule=R: message" and exits 3; on a refusal "error code=N rule=R: message" and exits 3;
  * when the daemon closes without a reply, "noreply" and exits 4.  -e with
  * a negative TTL signs an already expired grant; -B flips a bit of the
  * signature.
@@ -70,6 +79,39 @@ save(const char *path, const ProtobufCBinaryData *d)
 	if (d->len > 0 && fwrite(d->data, 1, d->len, f) != d->len)
 		fatal("%s", path);
 	fclose(f);
+}
+
+/*
+ * Save a stream without gated's label: "<tool-output ...>\n" BODY
+ * "</tool-output>" (the closing tag on a line of its own).  1 if the
+ * label was there.
+ */
+static int
+save_text(const char *path, const ProtobufCBinaryData *d)
+{
+	ProtobufCBinaryData	 b = *d;
+	static const char	 head[] = "<tool-output source=\"sbx\" ";
+	static const char	 tail[] = "</tool-output>";
+	const char		*nl;
+	int			 labelled = 0;
+
+	if (b.len >= sizeof(head) - 1 &&
+	    memcmp(b.data, head, sizeof(head) - 1) == 0 &&
+	    (nl = memchr(b.data, '\n', b.len)) != NULL &&
+	    b.len >= sizeof(tail) - 1 &&
+	    memcmp(b.data + b.len - (sizeof(tail) - 1), tail,
+	    sizeof(tail) - 1) == 0) {
+		size_t	 off = (size_t)((const uint8_t *)nl + 1 - b.data);
+		size_t	 end = b.len - (sizeof(tail) - 1);
+
+		/* A body without a final newline gets one from the label:
+		 * kept, as a line of text. */
+		labelled = 1;
+		b.data += off;
+		b.len = end >= off ? end - off : 0;
+	}
+	save(path, &b);
+	return labelled;
 }
 
 static int
@@ -148,6 +190,10 @@ cmd_run(int argc, char **argv)
 	struct sign_key		*key;
 	const char		*sock = NULL, *sk = NULL, *outf = NULL;
 	const char		*errf = NULL, *code_name = NULL;
+	const char		*outdir = NULL;
+	char			*outs[16];
+	size_t			 nouts = 0;
+	int			 labelled = 0;
 	char			 hash[POLICY_HASH_HEX], xid[64], err[512];
 	char			*code;
 	size_t			 codelen, ninputs = 0;
@@ -164,7 +210,7 @@ cmd_run(int argc, char **argv)
 	pol->limits->wall_seconds = 30;
 	pol->limits->scratch_mb = 16;
 	random_id("exec", xid, sizeof(xid));
-	while ((ch = getopt(argc, argv, "BC:d:e:E:i:k:m:n:O:p:s:S:t:T:w:x:"))
+	while ((ch = getopt(argc, argv, "BC:d:e:E:H:i:k:m:n:o:O:p:s:S:t:T:w:W:x:y:"))
 	    != -1) {
 		switch (ch) {
 		case 'B': badsig = 1; break;
@@ -198,6 +244,47 @@ cmd_run(int argc, char **argv)
 		case 'w': pol->limits->wall_seconds = (uint32_t)num(optarg);
 			break;
 		case 'x': snprintf(xid, sizeof(xid), "%s", optarg); break;
+		case 'o':
+			if (nouts == 16)
+				usage();
+			outs[nouts++] = optarg;
+			break;
+		case 'W': outdir = optarg; break;
+		case 'y': {
+			Sbx__V1__Outputs *o = pol->outputs;
+
+			o->allowed_types = xreallocarray(o->allowed_types,
+			    o->n_allowed_types + 1, sizeof(char *));
+			o->allowed_types[o->n_allowed_types++] =
+			    xstrdup(optarg);
+			o->destination =
+			    SBX__V1__DESTINATION__DESTINATION_AGENT;
+			if (o->max_total_kb == 0)
+				o->max_total_kb = 64;
+			break;
+		}
+		case 'H': {
+			Sbx__V1__Network	*n = pol->network;
+			Sbx__V1__AllowRule	*a = xcalloc(1, sizeof(*a));
+			char			*colon;
+
+			sbx__v1__allow_rule__init(a);
+			a->host = xstrdup(optarg);
+			if ((colon = strrchr(a->host, ':')) != NULL) {
+				*colon = '\0';
+				a->port = (uint32_t)num(colon + 1);
+			}
+			a->methods = xcalloc(1, sizeof(char *));
+			a->methods[0] = xstrdup("GET");
+			a->n_methods = 1;
+			a->cidrs = xcalloc(1, sizeof(char *));
+			a->cidrs[0] = xstrdup("127.0.0.0/8");
+			a->n_cidrs = 1;
+			n->allow = xreallocarray(n->allow, n->n_allow + 1,
+			    sizeof(*n->allow));
+			n->allow[n->n_allow++] = a;
+			break;
+		}
 		default: usage();
 		}
 	}
@@ -236,6 +323,8 @@ cmd_run(int argc, char **argv)
 	lr.code_name = (char *)code_name;
 	lr.code.data = (uint8_t *)code;
 	lr.code.len = codelen;
+	lr.outputs = outs;
+	lr.n_outputs = nouts;
 	frame_env_init(&req, 7);
 	req.body_case = SBX__V1__ENVELOPE__BODY_LAUNCH;
 	req.launch = &lr;
@@ -263,18 +352,47 @@ cmd_run(int argc, char **argv)
 		    i++)
 			o += (size_t)snprintf(lim + o, sizeof(lim) - o, "%s%s",
 			    i > 0 ? "," : "", r->limits_hit[i]);
+		labelled = save_text(outf, &r->stdout);
+		(void)save_text(errf, &r->stderr);
 		printf("exit=%d signal=%d limits=%s wall_ms=%llu cpu_ms=%llu "
 		    "peak_kb=%llu stdout_truncated=%d execution=%s "
-		    "policy_hash=%s\n", r->exit_code, r->signal,
+		    "policy_hash=%s egress_out=%llu egress_in=%llu "
+		    "egress_requests=%u labelled=%d\n", r->exit_code,
+		    r->signal,
 		    lim[0] ? lim : "-",
 		    (unsigned long long)(r->usage ? r->usage->wall_ms : 0),
 		    (unsigned long long)(r->usage ? r->usage->cpu_ms : 0),
 		    (unsigned long long)(r->usage ?
 		    r->usage->peak_memory_kb : 0),
 		    r->stdout_truncated, r->execution_id,
-		    r->policy != NULL ? r->policy->hash : "");
-		save(outf, &r->stdout);
-		save(errf, &r->stderr);
+		    r->policy != NULL ? r->policy->hash : "",
+		    (unsigned long long)(r->usage ?
+		    r->usage->egress_bytes_out : 0),
+		    (unsigned long long)(r->usage ?
+		    r->usage->egress_bytes_in : 0),
+		    r->usage ? r->usage->egress_requests : 0, labelled);
+		for (size_t i = 0; i < r->n_outputs; i++) {
+			const Sbx__V1__ReleasedOutput *ro = r->outputs[i];
+
+			printf("released %s type=%s bytes=%llu where=%s\n",
+			    ro->name, ro->type, (unsigned long long)ro->bytes,
+			    ro->where);
+			if (outdir != NULL && strchr(ro->name, '/') == NULL) {
+				char	*p;
+
+				xasprintf(&p, "%s/%s", outdir, ro->name);
+				/* Text comes labelled, as stdout does. */
+				(void)save_text(p, &ro->content);
+				free(p);
+			}
+		}
+		for (size_t i = 0; i < r->n_dropped; i++)
+			printf("dropped %s reason=%s\n", r->dropped[i]->name,
+			    r->dropped[i]->reason);
+		for (size_t i = 0; i < r->n_denials; i++)
+			printf("denial %s boundary=%s detail=%s\n",
+			    r->denials[i]->rule, r->denials[i]->boundary,
+			    r->denials[i]->detail);
 	}
 	rc = 0;
 out:

@@ -313,6 +313,30 @@ Test(spec, scratch_is_a_sized_noexec_tmpfs)
 	json_decref(s);
 }
 
+Test(spec, scratch_dir_is_a_writable_noexec_bind_of_the_host_tmpfs)
+{
+	struct fx	 f;
+	json_t		*s, *m, *o;
+
+	fx_init(&f);
+	f.sp.scratch_dir = "/run/sbx/launchd/x-e1/scratch";
+	s = build(&f);
+	cr_assert_not_null(m = mount_at(s, "/scratch"));
+	cr_assert_str_eq(json_string_value(json_object_get(m, "type")),
+	    "bind");
+	cr_assert_str_eq(json_string_value(json_object_get(m, "source")),
+	    f.sp.scratch_dir);
+	o = json_object_get(m, "options");
+	cr_assert_not(has_string(o, "ro"));
+	cr_assert(has_string(o, "noexec"));
+	cr_assert(has_string(o, "nosuid"));
+	cr_assert(has_string(o, "nodev"));
+	json_decref(s);
+	f.sp.scratch_dir = "/run/../etc";
+	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert(strstr(f.err, "scratch_dir") != NULL);
+}
+
 Test(spec, in_and_code_are_read_only_binds_of_the_staged_copies)
 {
 	struct fx	 f;
