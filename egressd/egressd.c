@@ -152,6 +152,15 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	if (noaction) {
+		/* The upstream CA files must load, not only be readable. */
+		if ((ed.upstream_ctx = proxy_tls_upstream_ctx(ed.conf)) ==
+		    NULL) {
+			fprintf(stderr, "egressd: cannot set up TLS to "
+			    "upstreams (system store, upstream_cas)\n");
+			parse_config_free(ed.conf);
+			return 1;
+		}
+		SSL_CTX_free(ed.upstream_ctx);
 		printf("configuration OK\n");
 		parse_config_free(ed.conf);
 		return 0;
@@ -196,7 +205,8 @@ main(int argc, char *argv[])
 	if ((ed.dns = resolve_init(ed.base, ed.conf)) == NULL)
 		fatalx("cannot start the resolver");
 	if ((ed.upstream_ctx = proxy_tls_upstream_ctx(ed.conf)) == NULL)
-		log_warnx("no upstream TLS context: CONNECT is refused");
+		fatalx("cannot set up TLS to upstreams (system store, "
+		    "upstream_cas)");
 	egressd_drop(ed.conf);
 
 	for (int i = 0; i < 2; i++) {

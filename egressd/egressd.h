@@ -45,7 +45,8 @@
 #define RULE_CONNS		"too-many-connections"
 #define RULE_TIMEOUT		"timeout"
 #define RULE_UPSTREAM		"upstream-failed"
-#define EGRESS_NRULES		17
+#define RULE_UPSTREAM_TLS	"upstream-tls-failed"
+#define EGRESS_NRULES		18
 
 #define DECIDE_URL_MAX		2048
 #define DECIDE_HOST_MAX		256
@@ -342,7 +343,10 @@ struct proxy_conn {
 	char			 tls_host[DECIDE_HOST_MAX];
 	int			 tls_ip;
 	uint16_t		 tls_port;
-	struct ssl_st		*client_ssl;
+	struct ssl_st		*client_ssl;	/* owned by cbev */
+	int			 sni_denied;	/* audited in the handshake */
+	int			 up_tls;	/* ubev is TLS (handshaking
+						 * while connecting) */
 };
 
 struct channel {
@@ -402,10 +406,17 @@ void		 proxy_cred_cleanup(const void *, size_t, void *);
 
 /* The CONNECT was allowed: answer 200 and start the TLS handshake. */
 void		 proxy_tls_start(struct proxy_conn *);
-/* The upstream TCP connection is up: wrap it in verified TLS, send. */
-void		 proxy_tls_upstream(struct proxy_conn *);
-void		 proxy_tls_upstream_failed(struct proxy_conn *, const char *);
+/* The upstream TCP connection is up: replace c->ubev by a verifying
+ * TLS client on the same socket (the caller sets its callbacks); 0, or
+ * -1 with the connection denied. */
+int		 proxy_tls_upstream(struct proxy_conn *);
+/* The upstream TLS handshake failed: deny upstream-tls-failed (502). */
+void		 proxy_tls_upstream_failed(struct proxy_conn *);
+/* The client's tunnel is closing gracefully: send close_notify. */
+void		 proxy_tls_shutdown(struct proxy_conn *);
 void		 proxy_tls_clear(struct proxy_conn *);
+/* The client's handshake is done (proxy.c): read requests inside. */
+void		 proxy_tunnel_ready(struct proxy_conn *);
 /* The client-side SSL_CTX for upstreams (system store + conf CAs). */
 struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd_conf *);
 /* Send the rebuilt request (proxy.c). */

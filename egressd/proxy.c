@@ -11,8 +11,14 @@
  * Location and size.  Any refusal ends the request with a JSON denial and
  * an audit event, and nothing of that request has been sent upstream.
  *
- * Invariant: bytes reach an upstream socket only in proxy_send_request(), which
- * runs only after every check above has passed for that request.
+ * A CONNECT is decided on its target, answered 200, and its TLS is
+ * terminated by proxy_tls.c; the requests inside then take the same steps
+ * on the same connection, with c->tls set and the CONNECT host as their
+ * target, and go upstream over TLS that proxy_tls.c verified.
+ *
+ * Invariant: request bytes reach an upstream socket only in
+ * proxy_send_request(), which runs only after every check above has
+ * passed for that request (a TLS upstream's handshake comes first).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -44,7 +50,7 @@ static const char *const proxy_rules[EGRESS_NRULES] = {
 	RULE_HOST, RULE_METHOD, RULE_PATH, RULE_REQ_SIZE, RULE_URL,
 	RULE_HEADERS, RULE_RESP_SIZE, RULE_BUDGET, RULE_REDIRECT,
 	RULE_ADDRESS, RULE_DNS, RULE_CREDENTIAL, RULE_BAD_REQUEST, RULE_SNI,
-	RULE_CONNS, RULE_TIMEOUT, RULE_UPSTREAM,
+	RULE_CONNS, RULE_TIMEOUT, RULE_UPSTREAM, RULE_UPSTREAM_TLS,
 };
 
 static void	proxy_parse(struct proxy_conn *);
@@ -111,6 +117,8 @@ proxy_up_free(struct proxy_conn *c)
 		bufferevent_free(c->ubev);
 	c->ubev = NULL;
 	c->up_host[0] = '\0';
+	c->up_tls = 0;
+	c->connecting = 0;
 }
 
 static void
@@ -163,8 +171,10 @@ proxy_close(struct proxy_conn *c)
 	proxy_up_free(c);
 	c->state = PC_CLOSING;
 	bufferevent_disable(c->cbev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0)
+	if (evbuffer_get_length(bufferevent_get_output(c->cbev)) == 0) {
+		proxy_tls_shutdown(c);
 		proxy_conn_free(c);
+	}
 }
 
 /* A reply egressd writes itself: a denial or an upstream failure. */
@@ -247,6 +257,18 @@ proxy_status(const char *rule)
 
 /* ---- request ---- */
 
+/* The length of https://host[:port] plus an origin-form target. */
+static size_t
+proxy_tunnel_url_len(const struct proxy_conn *c, size_t target_len)
+{
+	char	 port[8] = "";
+
+	if (c->tls_port != 443)
+		snprintf(port, sizeof(port), ":%u", c->tls_port);
+	return strlen("https://") + strlen(c->tls_host) +
+	    (c->tls_ip == 6 ? 2 : 0) + strlen(port) + target_len;
+}
+
 /*
  * The head is parsed: canonicalise the target, check it against Host,
  * and decide everything that does not need the body, so a denied
@@ -261,6 +283,7 @@ proxy_on_head(struct http_req *r, void *arg)
 	struct decide_req	 dr;
 	const char		*why = NULL;
 	uint64_t		 declared = 0;
+	size_t			 url_len = r->url_len;
 
 	c->ch->requests++;
 	c->ch->ed->m.requests++;
@@ -277,13 +300,16 @@ proxy_on_head(struct http_req *r, void *arg)
 			return -1;
 		}
 	} else if (c->tls) {
-		/* Inside the tunnel: origin-form, on the CONNECT's host. */
-		if (r->url_len == 0 || r->url_len > DECIDE_URL_MAX ||
+		/* Inside the tunnel: origin-form, on the CONNECT's host.
+		 * The URL length is that of the https URL the request
+		 * stands for, as with an absolute-form one. */
+		url_len = proxy_tunnel_url_len(c, r->url_len);
+		if (r->url_len == 0 || url_len > DECIDE_URL_MAX ||
 		    r->url[0] != '/') {
-			if (r->url_len > DECIDE_URL_MAX)
+			if (url_len > DECIDE_URL_MAX)
 				decide_deny(&c->dec, RULE_URL, 414, "URL of "
 				    "%zu bytes is over the %d-byte limit",
-				    r->url_len, DECIDE_URL_MAX);
+				    url_len, DECIDE_URL_MAX);
 			else
 				decide_deny(&c->dec, RULE_BAD_REQUEST, 400,
 				    "want an origin-form target inside the "
@@ -341,7 +367,7 @@ proxy_on_head(struct http_req *r, void *arg)
 	memset(&dr, 0, sizeof(dr));
 	dr.method = r->p.method == HTTP_CONNECT ? NULL : r->method;
 	dr.target = &c->target;
-	dr.url_len = c->tls ? r->url_len : r->url_len;
+	dr.url_len = url_len;
 	dr.body_bytes = declared;
 	if (r->p.method == HTTP_CONNECT) {
 		/* A tunnel is decided on host and port here; every
@@ -415,14 +441,6 @@ proxy_cred_cleanup(const void *data, size_t len, void *arg)
 	sodium_free((void *)data);
 }
 
-static void
-proxy_up_connected(struct proxy_conn *c)
-{
-	if (c->tls)
-		proxy_tls_upstream(c);
-	else
-		proxy_send_request(c);
-}
 
 static void
 proxy_resolved(int ok, const struct sockaddr *sa, socklen_t salen,
@@ -532,7 +550,8 @@ proxy_request_ready(struct proxy_conn *c)
 	memset(&dr, 0, sizeof(dr));
 	dr.method = c->req.method;
 	dr.target = &c->target;
-	dr.url_len = c->req.url_len;
+	dr.url_len = c->tls ? proxy_tunnel_url_len(c, c->req.url_len) :
+	    c->req.url_len;
 	dr.body_bytes = c->req.body_bytes;
 	dr.out_bytes = evbuffer_get_length(c->head) + 2 + c->req.body_bytes;
 	decide_request(c->ch->pol, &dr, c->ch->bytes_out, &c->dec);
@@ -639,6 +658,18 @@ proxy_parse(struct proxy_conn *c)
 	if (c->state == PC_BODY)
 		proxy_timeouts(c->cbev, conf->header_timeout,
 		    conf->idle_timeout);
+}
+
+/* The sandbox's TLS is up: what follows are requests to the CONNECT
+ * host, each read and decided like any other. */
+void
+proxy_tunnel_ready(struct proxy_conn *c)
+{
+	proxy_request_clear(c);
+	http_req_reset(&c->req);
+	c->state = PC_IDLE;
+	proxy_conn_setup(c);
+	proxy_parse(c);
 }
 
 /* The response is over: ready for the next request. */
@@ -816,8 +847,21 @@ proxy_up_event(struct bufferevent *bev, short what, void *arg)
 
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED) {
+		if (c->tls && !c->up_tls) {
+			/* TCP is up: the same socket now speaks TLS, and
+			 * the next CONNECTED is its verified handshake. */
+			if (proxy_tls_upstream(c) == -1)
+				return;
+			bufferevent_setcb(c->ubev, proxy_up_read, NULL,
+			    proxy_up_event, c);
+			proxy_timeouts(c->ubev,
+			    c->ch->ed->conf->connect_timeout,
+			    c->ch->ed->conf->connect_timeout);
+			bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+			return;
+		}
 		c->connecting = 0;
-		proxy_up_connected(c);
+		proxy_send_request(c);
 		return;
 	}
 	if (c->state != PC_RESPONSE && c->state != PC_WAIT &&
@@ -847,8 +891,8 @@ proxy_up_event(struct bufferevent *bev, short what, void *arg)
 	else
 		snprintf(detail, sizeof(detail), "connection to %s:%u failed",
 		    c->target.host, c->target.port);
-	if (c->tls && c->state == PC_WAIT)
-		proxy_tls_upstream_failed(c, detail);
+	if (c->up_tls && c->connecting)
+		proxy_tls_upstream_failed(c);
 	else
 		proxy_fail(c, 502, detail);
 }
@@ -878,8 +922,10 @@ proxy_client_write(struct bufferevent *bev, void *arg)
 	struct proxy_conn	*c = arg;
 
 	(void)bev;
-	if (c->state == PC_CLOSING)
+	if (c->state == PC_CLOSING) {
+		proxy_tls_shutdown(c);
 		proxy_conn_free(c);
+	}
 }
 
 static void

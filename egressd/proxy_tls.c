@@ -1,42 +1,327 @@
 /*
- * proxy_tls.c: CONNECT interception -- not built yet.  A CONNECT is
- * decided on host and port (proxy.c) and, when allowed, still refused
- * here with bad-request: egressd never opens a tunnel it cannot look
- * inside.  The interface (proxy_tls_start, proxy_tls_upstream and the
- * verified upstream context) is what the interception will fill in, with
- * leaf certificates from ca.c.
+ * proxy_tls.c: CONNECT interception.  egressd never opens a tunnel it
+ * cannot look inside: a CONNECT is decided on its host and port (before
+ * any DNS query, proxy.c), answered 200, and the sandbox's TLS is then
+ * terminated here with a leaf certificate for exactly that host, minted
+ * from the task's own CA (ca.c).  Each request inside the tunnel then
+ * goes through the same parser, framing checks and decide() as plain
+ * HTTP, and is sent to the upstream over a TLS connection of egressd's
+ * own, verified against the system trust store plus the CA files named
+ * in egressd.yaml (upstream_cas), with the host as SNI and as the name
+ * the certificate must carry.
+ *
+ * Invariants: the SNI the sandbox sends must name the CONNECT host (the
+ * handshake is refused with a fatal unrecognized_name alert and an
+ * audited sni-mismatch otherwise), every Host inside must name it too,
+ * and no request byte reaches an upstream whose certificate did not
+ * verify for that host (upstream-tls-failed, 502).
+ *
+ * Both sides switch from a plain socket bufferevent to an OpenSSL one on
+ * the same descriptor, once the plain side has nothing left to say: the
+ * 200 has been written (client) or the TCP connect is done (upstream).
  */
-#include <stdlib.h>
+#include <sys/types.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "log.h"
+#include "util.h"
 #include "egressd.h"
+
+static const unsigned char proxy_tls_alpn[] = "\x08http/1.1";
+
+static void
+proxy_tls_timeouts(struct bufferevent *bev, uint32_t secs)
+{
+	struct timeval	 tv = { secs, 0 };
+
+	bufferevent_set_timeouts(bev, secs ? &tv : NULL, secs ? &tv : NULL);
+}
+
+/*
+ * The sandbox's SNI must be the CONNECT host.  A name the CONNECT did not
+ * ask for was never decided: rather than finish a handshake for it (with
+ * a certificate the client would reject anyway) the handshake is refused
+ * with a fatal alert, and the denial is audited here.  No SNI is
+ * accepted only for an IP-literal target, where clients send none.
+ */
+static int
+proxy_tls_sni(SSL *ssl, int *al, void *arg)
+{
+	struct proxy_conn	*c = SSL_get_app_data(ssl);
+	const char		*name, *why = NULL;
+	char			 canon[DECIDE_HOST_MAX], detail[600];
+	int			 ip;
+
+	(void)arg;
+	if (c == NULL)
+		return SSL_TLSEXT_ERR_ALERT_FATAL;
+	name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	if (name == NULL) {
+		if (c->tls_ip)
+			return SSL_TLSEXT_ERR_OK;
+		snprintf(detail, sizeof(detail), "no SNI in the TLS "
+		    "handshake for CONNECT %s", c->tls_host);
+	} else if (decide_host_canon(name, strlen(name), canon,
+	    sizeof(canon), &ip, &why) == -1 ||
+	    strcmp(canon, c->tls_host) != 0)
+		snprintf(detail, sizeof(detail), "SNI %.200s does not match "
+		    "the CONNECT host %s", name, c->tls_host);
+	else
+		return SSL_TLSEXT_ERR_OK;
+	c->sni_denied = 1;
+	proxy_audit_deny(c->ch, RULE_SNI, detail);
+	*al = SSL_AD_UNRECOGNIZED_NAME;
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+/* HTTP/1.1 only inside a tunnel: that is what egressd parses. */
+static int
+proxy_tls_alpn_select(SSL *ssl, const unsigned char **out,
+    unsigned char *outlen, const unsigned char *in, unsigned int inlen,
+    void *arg)
+{
+	(void)ssl;
+	(void)arg;
+	if (SSL_select_next_proto((unsigned char **)out, outlen,
+	    proxy_tls_alpn, sizeof(proxy_tls_alpn) - 1, in, inlen) !=
+	    OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static void
+proxy_tls_client_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	unsigned long		 e;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED) {
+		log_debug("execution %s: TLS with the sandbox for %s (%s)",
+		    c->ch->grant->execution_id, c->tls_host,
+		    SSL_get_version(c->client_ssl));
+		proxy_tunnel_ready(c);
+		return;
+	}
+	if (!c->sni_denied) {
+		e = bufferevent_get_openssl_error(c->cbev);
+		log_debug("execution %s: TLS handshake with the sandbox for "
+		    "%s failed: %s", c->ch->grant->execution_id, c->tls_host,
+		    what & BEV_EVENT_TIMEOUT ? "timeout" : e != 0 ?
+		    ERR_reason_error_string(e) : "connection closed");
+	}
+	proxy_conn_free(c);
+}
+
+/* The 200 is out: the sandbox's next bytes are its ClientHello. */
+static void
+proxy_tls_flushed(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn	*c = arg;
+	const struct egressd_conf *conf = c->ch->ed->conf;
+	SSL_CTX			*ctx;
+	SSL			*ssl;
+	evutil_socket_t		 fd;
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+		return;
+	fd = bufferevent_getfd(bev);
+	bufferevent_setfd(bev, -1);
+	bufferevent_free(bev);
+	c->cbev = NULL;
+	/* The leaf found at the CONNECT may have been evicted since: the
+	 * callbacks are set on whichever context serves the handshake. */
+	if ((ctx = ca_leaf_ctx(c->ch->ca, c->tls_host)) != NULL) {
+		SSL_CTX_set_tlsext_servername_callback(ctx, proxy_tls_sni);
+		SSL_CTX_set_alpn_select_cb(ctx, proxy_tls_alpn_select, NULL);
+	}
+	if (ctx == NULL || (ssl = SSL_new(ctx)) == NULL) {
+		log_warnx("execution %s: cannot serve TLS for %s",
+		    c->ch->grant->execution_id, c->tls_host);
+		close(fd);
+		proxy_conn_free(c);
+		return;
+	}
+	SSL_set_app_data(ssl, c);
+	if ((c->cbev = bufferevent_openssl_socket_new(c->ch->ed->base, fd,
+	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		SSL_free(ssl);
+		close(fd);
+		proxy_conn_free(c);
+		return;
+	}
+	c->client_ssl = ssl;
+	bufferevent_openssl_set_allow_dirty_shutdown(c->cbev, 1);
+	bufferevent_setcb(c->cbev, NULL, NULL, proxy_tls_client_event, c);
+	proxy_tls_timeouts(c->cbev, conf->header_timeout);
+	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
+}
+
+static void
+proxy_tls_raw_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	proxy_conn_free(arg);
+}
 
 void
 proxy_tls_start(struct proxy_conn *c)
 {
-	proxy_deny(c, RULE_BAD_REQUEST, 400, "CONNECT is not available");
+	struct egressd	*ed = c->ch->ed;
+	if (ed->upstream_ctx == NULL) {
+		proxy_deny(c, RULE_UPSTREAM_TLS, 502, "egressd has no upstream "
+		    "TLS context");
+		return;
+	}
+	if (evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0) {
+		/* The handshake must start on a clean stream: bytes sent
+		 * before the 200 would be read as plain text. */
+		proxy_deny(c, RULE_BAD_REQUEST, 400, "bytes sent after the "
+		    "CONNECT before it was answered");
+		return;
+	}
+	/* Mint (or find) the leaf now, so a failure is still a plain
+	 * answer the client can read. */
+	if (ca_leaf_ctx(c->ch->ca, c->target.host) == NULL) {
+		proxy_deny(c, RULE_UPSTREAM_TLS, 502, "cannot mint a "
+		    "certificate for the CONNECT host");
+		return;
+	}
+	c->tls = 1;
+	snprintf(c->tls_host, sizeof(c->tls_host), "%s", c->target.host);
+	c->tls_ip = c->target.ip;
+	c->tls_port = c->target.port;
+	/* A plain upstream this connection used before is not the
+	 * tunnel's. */
+	if (c->ubev != NULL) {
+		bufferevent_free(c->ubev);
+		c->ubev = NULL;
+		c->up_host[0] = '\0';
+	}
+	c->state = PC_TUNNEL;
+	bufferevent_disable(c->cbev, EV_READ);
+	bufferevent_setcb(c->cbev, NULL, proxy_tls_flushed,
+	    proxy_tls_raw_event, c);
+	proxy_tls_timeouts(c->cbev, ed->conf->header_timeout);
+	evbuffer_add_printf(bufferevent_get_output(c->cbev),
+	    "HTTP/1.1 200 Connection established\r\n\r\n");
+	bufferevent_enable(c->cbev, EV_WRITE);
 }
 
-void
+int
 proxy_tls_upstream(struct proxy_conn *c)
 {
-	proxy_send_request(c);
+	SSL			*ssl;
+	evutil_socket_t		 fd;
+	int			 ok;
+
+	if ((ssl = SSL_new(c->ch->ed->upstream_ctx)) == NULL) {
+		proxy_deny(c, RULE_UPSTREAM_TLS, 502, "cannot create a TLS "
+		    "connection");
+		return -1;
+	}
+	if (c->tls_ip)
+		ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+		    c->tls_host) == 1;
+	else
+		ok = SSL_set_tlsext_host_name(ssl, c->tls_host) == 1 &&
+		    SSL_set1_host(ssl, c->tls_host) == 1;
+	if (!ok) {
+		SSL_free(ssl);
+		proxy_deny(c, RULE_UPSTREAM_TLS, 502, "cannot set the name to "
+		    "verify");
+		return -1;
+	}
+	fd = bufferevent_getfd(c->ubev);
+	bufferevent_setfd(c->ubev, -1);
+	bufferevent_free(c->ubev);
+	if ((c->ubev = bufferevent_openssl_socket_new(c->ch->ed->base, fd,
+	    ssl, BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		SSL_free(ssl);
+		close(fd);
+		proxy_deny(c, RULE_UPSTREAM_TLS, 502, "cannot start TLS "
+		    "upstream");
+		return -1;
+	}
+	bufferevent_openssl_set_allow_dirty_shutdown(c->ubev, 1);
+	c->up_tls = 1;
+	return 0;
 }
 
 void
-proxy_tls_upstream_failed(struct proxy_conn *c, const char *detail)
+proxy_tls_upstream_failed(struct proxy_conn *c)
 {
-	proxy_deny(c, RULE_UPSTREAM, 502, detail);
+	SSL		*ssl = bufferevent_openssl_get_ssl(c->ubev);
+	long		 vr = ssl != NULL ? SSL_get_verify_result(ssl) :
+			    X509_V_OK;
+	unsigned long	 e = bufferevent_get_openssl_error(c->ubev);
+	char		 detail[600];
+
+	c->ch->ed->m.upstream_errors++;
+	if (vr != X509_V_OK)
+		snprintf(detail, sizeof(detail), "the certificate of %s:%u "
+		    "does not verify: %s", c->tls_host, c->tls_port,
+		    X509_verify_cert_error_string(vr));
+	else
+		snprintf(detail, sizeof(detail), "TLS handshake with %s:%u "
+		    "failed: %s", c->tls_host, c->tls_port, e != 0 &&
+		    ERR_reason_error_string(e) != NULL ?
+		    ERR_reason_error_string(e) : "connection closed");
+	proxy_deny(c, RULE_UPSTREAM_TLS, 502, detail);
+}
+
+void
+proxy_tls_shutdown(struct proxy_conn *c)
+{
+	if (c->client_ssl != NULL && SSL_is_init_finished(c->client_ssl)) {
+		(void)SSL_shutdown(c->client_ssl);
+		ERR_clear_error();
+	}
 }
 
 void
 proxy_tls_clear(struct proxy_conn *c)
 {
-	(void)c;
+	/* The SSL went with the bufferevent that owned it. */
+	c->client_ssl = NULL;
 }
 
 struct ssl_ctx_st *
 proxy_tls_upstream_ctx(const struct egressd_conf *conf)
 {
-	(void)conf;
-	return NULL;
+	SSL_CTX		*ctx;
+
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_alpn_protos(ctx, proxy_tls_alpn,
+	    sizeof(proxy_tls_alpn) - 1);
+	if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		log_warnx("cannot load the system trust store");
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	for (size_t i = 0; i < conf->nupstream_cas; i++)
+		if (SSL_CTX_load_verify_locations(ctx, conf->upstream_cas[i],
+		    NULL) != 1) {
+			log_warnx("upstream_cas: %s: not a PEM CA file",
+			    conf->upstream_cas[i]);
+			SSL_CTX_free(ctx);
+			return NULL;
+		}
+	return ctx;
 }

@@ -7,6 +7,8 @@
                                        as sbx-init bridges 3128
   tool.py raw SOCK REQUEST             send REQUEST (Python escapes, e.g.
                                        \\r\\n) to SOCK, print the response
+  tool.py tls SOCK HOST:PORT CA REQ    CONNECT HOST:PORT through SOCK, TLS
+                                       trusting only CA, then as raw
   tool.py dns PORT LOG                 a DNS server that logs every query
                                        name to LOG and answers NXDOMAIN
 
@@ -90,6 +92,11 @@ def cmd_server(port, log, cert=None, key=None):
         daemon_threads = True
         allow_reuse_address = True
 
+        def handle_error(self, request, client_address):
+            # A proxy that drops a kept-alive connection is normal.
+            if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
+                super().handle_error(request, client_address)
+
     srv = S(("127.0.0.1", int(port)), H)
     if cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -130,11 +137,12 @@ def cmd_bridge(port, path):
         threading.Thread(target=pump, args=(u, c), daemon=True).start()
 
 
-def cmd_raw(path, req):
+def cmd_raw(path, req, s=None):
     data = req.encode("latin-1").decode("unicode_escape").encode("latin-1")
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(path)
+    if s is None:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(path)
     s.sendall(data)
     out = b""
     try:
@@ -151,11 +159,29 @@ def cmd_raw(path, req):
                     if line.lower().startswith(b"content-length:"):
                         if len(body) >= int(line.split(b":")[1]):
                             raise StopIteration
-    except (socket.timeout, StopIteration):
+    except (socket.timeout, StopIteration, ssl.SSLError):
         pass
     except ConnectionResetError:
         pass
     sys.stdout.write(out.decode("latin-1"))
+
+
+def cmd_tls(path, target, ca, req):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(path)
+    s.sendall(("CONNECT %s HTTP/1.1\r\n\r\n" % target).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = s.recv(1)
+        if not d:
+            break
+        head += d
+    if not head.startswith(b"HTTP/1.1 200"):
+        sys.stdout.write(head.decode("latin-1") + s.recv(65536).decode("latin-1"))
+        return
+    ctx = ssl.create_default_context(cafile=ca)
+    cmd_raw(path, req, ctx.wrap_socket(s, server_hostname=target.rsplit(":", 1)[0]))
 
 
 def cmd_dns(port, log):
@@ -182,4 +208,4 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     args = sys.argv[2:]
     {"server": cmd_server, "bridge": cmd_bridge, "raw": cmd_raw,
-     "dns": cmd_dns}[cmd](*args)
+     "tls": cmd_tls, "dns": cmd_dns}[cmd](*args)
