@@ -305,6 +305,10 @@ test-init: $(B)/bin/sbx-init
 
 # The OCI spec and seccomp profile under the real runtimes (root; a missing
 # runtime is reported and skipped by the script itself).
+.PHONY: test-deploy
+test-deploy: all
+	@tests/record deploy$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/deploy/run
+
 .PHONY: test-spec
 test-spec: $(B)/bin/probe $(B)/bin/mkspec
 	@tests/record spec$(SUITE_SFX) tests/probe/run-spec $(CURDIR)/$(B)/bin
@@ -399,6 +403,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-init $(call RECORD_FAIL,init)
 	@$(MAKE) --no-print-directory test-spec $(call RECORD_FAIL,spec)
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
+	@$(MAKE) --no-print-directory test-deploy $(call RECORD_FAIL,deploy)
 	@$(MAKE) --no-print-directory test-egress $(call RECORD_FAIL,egress)
 	@$(MAKE) --no-print-directory test-broker $(call RECORD_FAIL,broker)
 	@$(MAKE) --no-print-directory test-gate $(call RECORD_FAIL,gate)
@@ -495,6 +500,10 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/sbx/examples/templates
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	install -m 0644 deploy/examples/templates/*.yaml $(DESTDIR)$(PREFIX)/share/sbx/examples/templates/
+	$(MAKE) --no-print-directory install-deploy
+
+# The systemd units, sysusers.d, tmpfiles.d and /etc/sbx (deploy/README.md).
+include deploy/install.mk
 
 clean:
 	rm -rf build

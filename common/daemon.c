@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "frame.h"
 #include "log.h"
 
 int
@@ -78,6 +79,10 @@ daemon_drop(const char *conffile, const char *user, uid_t uid, gid_t gid)
 		fatalx("privilege drop to %s did not take", user);
 	if (setuid(0) != -1)
 		fatalx("privilege drop to %s can be undone", user);
+	/* Peers check who serves a socket; make them see this user, not
+	 * the root that bound it. */
+	if (frame_servers_relisten() == -1)
+		fatalx("cannot listen as %s", user);
 	log_debug("running as %s (uid %u gid %u)", user, (unsigned)uid,
 	    (unsigned)gid);
 }

@@ -111,7 +111,15 @@ struct frame_server {
 	unsigned		 fs_nconns;
 	uint64_t		 fs_refused;
 	int			 fs_pass_fds;
+	LIST_ENTRY(frame_server) fs_entry;	/* frame_servers */
 };
+
+/*
+ * Every live server, so frame_servers_relisten() can reach them after a
+ * privilege drop (see there).
+ */
+static LIST_HEAD(, frame_server) frame_servers =
+    LIST_HEAD_INITIALIZER(frame_servers);
 
 static void	frame_conn_gone(struct frame_conn *);
 static int	frame_conn_drain(struct frame_conn *);
@@ -1091,6 +1099,7 @@ frame_server_listen(struct event_base *base,
 		goto fail;
 	}
 	evconnlistener_set_error_cb(srv->fs_lev, frame_server_errorcb);
+	LIST_INSERT_HEAD(&frame_servers, srv, fs_entry);
 	log_debug("%s: listening on %s", name, cfg->path);
 	return srv;
 fail:
@@ -1102,6 +1111,31 @@ fail:
 	return NULL;
 }
 
+/*
+ * A Unix socket's clients see, through SO_PEERCRED, the credentials its
+ * server had when it called listen(2).  A daemon binds as root (to chown
+ * the socket to the right group) and drops privileges afterwards, so its
+ * peers would see uid 0 and refuse it.  Calling listen(2) again on the
+ * same socket records the current credentials (Linux re-initialises the
+ * peer credentials on every listen), so this runs right after the drop.
+ */
+int
+frame_servers_relisten(void)
+{
+	struct frame_server	*srv;
+	int			 rc = 0;
+
+	LIST_FOREACH(srv, &frame_servers, fs_entry) {
+		if (listen(evconnlistener_get_fd(srv->fs_lev),
+		    FRAME_BACKLOG) == -1) {
+			log_warn("%s: listen again on %s", srv->fs_name,
+			    srv->fs_path);
+			rc = -1;
+		}
+	}
+	return rc;
+}
+
 void
 frame_server_free(struct frame_server *srv)
 {
@@ -1109,6 +1143,7 @@ frame_server_free(struct frame_server *srv)
 
 	if (srv == NULL)
 		return;
+	LIST_REMOVE(srv, fs_entry);
 	if (srv->fs_lev != NULL) {
 		evconnlistener_free(srv->fs_lev);
 		unlink(srv->fs_path);

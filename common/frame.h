@@ -88,6 +88,9 @@ struct frame_server_config {
 struct frame_server *frame_server_listen(struct event_base *,
 	    const struct frame_server_config *, frame_handler, void *arg);
 void	frame_server_free(struct frame_server *);
+/* listen(2) again on every server, so peers see the credentials the
+ * process has now (after a privilege drop).  0, or -1 if any failed. */
+int	frame_servers_relisten(void);
 /* Number of connections refused at the peer check (for tests/metrics). */
 uint64_t frame_server_refused(const struct frame_server *);
 

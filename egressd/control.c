@@ -15,7 +15,9 @@
 
 #include <event2/event.h>
 
+#include "admin.h"
 #include "audit.h"
+#include "config.h"
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
@@ -229,69 +231,6 @@ control_metrics(const struct egressd *ed)
 }
 
 static void
-control_admin_metrics(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__Metrics	 m = SBX__V1__METRICS__INIT;
-
-	m.text = control_metrics(ctl->ed);
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_METRICS;
-	env.metrics = &m;
-	frame_conn_send(c, &env);
-	free(m.text);
-}
-
-static void
-control_audit_query(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__AuditRecords	 recs = SBX__V1__AUDIT_RECORDS__INIT;
-	Sbx__V1__AuditEvent	**v = NULL;
-	size_t			 n = 0;
-
-	if (audit_query(ctl->ed->audit, req->audit_query->task_id,
-	    req->audit_query->limit, &v, &n) == -1) {
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	recs.events = v;
-	recs.n_events = n;
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
-	env.audit_records = &recs;
-	frame_conn_send(c, &env);
-	audit_events_free(v, n);
-}
-
-static void
-control_audit_verify(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditVerifyReply	 r = SBX__V1__AUDIT_VERIFY_REPLY__INIT;
-
-	if (audit_verify(ctl->ed->audit, &r) == -1) {
-		audit_verify_clear(&r);
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	if (r.daemon == NULL || r.daemon[0] == '\0')
-		r.daemon = xstrdup("egressd");
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
-	env.audit_verified = &r;
-	frame_conn_send(c, &env);
-	audit_verify_clear(&r);
-}
-
-static void
 control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 {
 	struct control_sock	*cs = arg;
@@ -310,14 +249,18 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 		}
 	} else {
 		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
-			control_admin_metrics(ctl, c, req);
+		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST: {
+			char	*text = control_metrics(ctl->ed);
+
+			admin_metrics(c, req, text);
+			free(text);
 			return;
+		}
 		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			control_audit_query(ctl, c, req);
+			admin_audit_query(c, req, ctl->ed->audit);
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			control_audit_verify(ctl, c, req);
+			admin_audit_verify(c, req, ctl->ed->audit, "egressd");
 			return;
 		default:
 			break;
@@ -330,18 +273,12 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 }
 
 static struct frame_server *
-control_listen(struct control *ctl, const struct egressd_sock_conf *sc,
+control_listen(struct control *ctl, const struct cfg_sock *sc,
     const char *name, struct control_sock *arg)
 {
 	struct frame_server_config	 cfg;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.name = name;
-	cfg.path = sc->path;
-	cfg.mode = sc->mode;
-	cfg.owner = (uid_t)-1;
-	cfg.group = sc->group;
-	cfg.allow = &sc->allow;
+	cfg_socket_server(sc, name, &cfg);
 	return frame_server_listen(ctl->ed->base, &cfg, control_dispatch, arg);
 }
 

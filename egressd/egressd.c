@@ -10,7 +10,6 @@
 #include <sys/types.h>
 
 #include <errno.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "daemon.h"
 #include "log.h"
 #include "sign.h"
 #include "util.h"
@@ -36,57 +36,27 @@ usage(void)
 	exit(1);
 }
 
-static int
-egressd_root(void)
-{
-	return geteuid() == 0;
-}
-
+/*
+ * The run directory is 0711 rather than the state directory's 0700: each
+ * task socket in it is reached by name (bind-mounted into its sandbox),
+ * never listed.
+ */
 static void
-egressd_dir(const struct egressd_conf *c, const char *path, mode_t mode,
-    const char *what)
+egressd_run_dir(const struct egressd_conf *c)
 {
 	struct stat	 st;
 
-	if (mkdir(path, mode) == -1 && errno != EEXIST)
-		fatal("%s %s", what, path);
-	if (stat(path, &st) == -1)
-		fatal("%s %s", what, path);
+	if (mkdir(c->run_dir, 0711) == -1 && errno != EEXIST)
+		fatal("run_dir %s", c->run_dir);
+	if (stat(c->run_dir, &st) == -1)
+		fatal("run_dir %s", c->run_dir);
 	if (!S_ISDIR(st.st_mode))
-		fatalx("%s %s: not a directory", what, path);
-	if (chmod(path, mode) == -1)
-		fatal("chmod %s", path);
-	if (egressd_root() && c->user != NULL &&
-	    chown(path, c->uid, c->gid) == -1)
-		fatal("chown %s to %s", path, c->user);
-}
-
-static void
-egressd_drop(const struct egressd_conf *c)
-{
-	uid_t	 ru, eu, su;
-	gid_t	 rg, eg, sg;
-
-	if (!egressd_root()) {
-		if (c->user != NULL)
-			log_debug("not root: keeping uid %u rather than "
-			    "switching to %s", (unsigned)getuid(), c->user);
-		return;
-	}
-	if (c->user == NULL) {
-		log_warnx("running as root: set user in %s", c->file);
-		return;
-	}
-	if (setgroups(1, &c->gid) == -1 ||
-	    setresgid(c->gid, c->gid, c->gid) == -1 ||
-	    setresuid(c->uid, c->uid, c->uid) == -1)
-		fatal("cannot drop privileges to %s", c->user);
-	if (getresuid(&ru, &eu, &su) == -1 || getresgid(&rg, &eg, &sg) == -1 ||
-	    ru != c->uid || eu != c->uid || su != c->uid ||
-	    rg != c->gid || eg != c->gid || sg != c->gid)
-		fatalx("privilege drop to %s did not take", c->user);
-	if (setuid(0) != -1)
-		fatalx("privilege drop to %s can be undone", c->user);
+		fatalx("run_dir %s: not a directory", c->run_dir);
+	if (chmod(c->run_dir, 0711) == -1)
+		fatal("chmod %s", c->run_dir);
+	if (daemon_root() && c->user != NULL &&
+	    chown(c->run_dir, c->uid, c->gid) == -1)
+		fatal("chown %s to %s", c->run_dir, c->user);
 }
 
 static void
@@ -108,7 +78,7 @@ main(int argc, char *argv[])
 	struct channel	*ch;
 	const int	 signos[2] = { SIGTERM, SIGINT };
 	const char	*file = EGRESSD_CONF_DEFAULT;
-	char		 err[512], *db;
+	char		 err[512];
 	int		 c, debug = 0, noaction = 0, verbose = 0;
 
 	while ((c = getopt(argc, argv, "df:nv")) != -1) {
@@ -169,10 +139,9 @@ main(int argc, char *argv[])
 		fatalx("libsodium cannot start");
 	signal(SIGPIPE, SIG_IGN);
 	umask(077);
-	egressd_dir(ed.conf, ed.conf->state_dir, 0700, "state_dir");
-	/* Task sockets are found by name only: the directory is not
-	 * listable, and each socket is bind-mounted into its sandbox. */
-	egressd_dir(ed.conf, ed.conf->run_dir, 0711, "run_dir");
+	daemon_state_dir(ed.conf->state_dir, ed.conf->user, ed.conf->uid,
+	    ed.conf->gid);
+	egressd_run_dir(ed.conf);
 
 	if ((ed.base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
@@ -185,29 +154,21 @@ main(int argc, char *argv[])
 		if (event_reinit(ed.base) == -1)
 			fatalx("cannot reinitialise the event loop");
 	}
-	xasprintf(&db, "%s/%s", ed.conf->state_dir, EGRESSD_DB);
-	if ((ed.audit = audit_open(db, "egressd", err, sizeof(err))) == NULL)
-		fatalx("%s: %s", db, err);
-	if (egressd_root() && ed.conf->user != NULL) {
-		const char *const sfx[] = { "", "-wal", "-shm", NULL };
-
-		for (size_t i = 0; sfx[i] != NULL; i++) {
-			char	*f;
-
-			xasprintf(&f, "%s%s", db, sfx[i]);
-			if (chown(f, ed.conf->uid, ed.conf->gid) == -1 &&
-			    errno != ENOENT)
-				fatal("chown %s", f);
-			free(f);
-		}
-	}
-	free(db);
+	/* Every configured path is absolute (cfg_dir), so the database can
+	 * be named relative to the state directory, as in every daemon. */
+	if (chdir(ed.conf->state_dir) == -1)
+		fatal("chdir %s", ed.conf->state_dir);
+	if ((ed.audit = audit_open(EGRESSD_DB, "egressd", err,
+	    sizeof(err))) == NULL)
+		fatalx("%s/%s: %s", ed.conf->state_dir, EGRESSD_DB, err);
+	daemon_chown_db(EGRESSD_DB, ed.conf->state_dir, ed.conf->user,
+	    ed.conf->uid, ed.conf->gid);
 	if ((ed.dns = resolve_init(ed.base, ed.conf)) == NULL)
 		fatalx("cannot start the resolver");
 	if ((ed.upstream_ctx = proxy_tls_upstream_ctx(ed.conf)) == NULL)
 		fatalx("cannot set up TLS to upstreams (system store, "
 		    "upstream_cas)");
-	egressd_drop(ed.conf);
+	daemon_drop(ed.conf->file, ed.conf->user, ed.conf->uid, ed.conf->gid);
 
 	for (int i = 0; i < 2; i++) {
 		if ((sigs[i] = evsignal_new(ed.base, signos[i],

@@ -18,6 +18,7 @@
 
 #include <http_parser.h>
 
+#include "config.h"
 #include "peer.h"
 #include "policy.h"
 
@@ -63,13 +64,6 @@ struct control;
 
 /* ---- parse.c ---- */
 
-struct egressd_sock_conf {
-	char			*path;
-	mode_t			 mode;
-	gid_t			 group;		/* (gid_t)-1 when unset */
-	struct peer_allow	 allow;
-};
-
 struct egressd_conf {
 	char			*file;
 	char			*dir;
@@ -91,8 +85,8 @@ struct egressd_conf {
 	uint32_t		 connect_timeout;
 	uint32_t		 max_header_kb;
 	uint32_t		 max_headers;
-	struct egressd_sock_conf control;
-	struct egressd_sock_conf admin;
+	struct cfg_sock		 control;
+	struct cfg_sock		 admin;
 };
 
 struct egressd_conf *parse_config(const char *file, struct yerrs *);

@@ -41,6 +41,9 @@ static const struct ctl_daemon ctl_audit_daemons[] = {
 	{ "policyd", "policyd.sock", 0 },
 	{ "launchd-sbx", "launchd-admin.sock", 1 },
 	{ "brokerd", "brokerd-admin.sock", 1 },
+	{ "egressd", "egressd-admin.sock", 1 },
+	{ "gated", "gated-admin.sock", 1 },
+	{ "approvald", "approvald-console.sock", 1 },
 };
 #define CTL_NDAEMONS	(sizeof(ctl_audit_daemons) / sizeof(ctl_audit_daemons[0]))
 

@@ -1,0 +1,124 @@
+#!/bin/sh
+# The reference text's worked example through the whole deployment (root:
+# sbx-up started all six daemons and the FX API): the agent's code
+# (deploy/examples/main.py) converts the injected spreadsheet with live
+# rates from the FX API, which it can only have got through egressd with
+# the credential brokerd released (the code sends none and the API answers
+# 401 without it); follows the hidden cell, and each attempt fails at its
+# boundary: the POST to an external host (host-not-allowed), the file
+# smuggled in a long GET query to the allowed host (url-too-long or
+# request-too-large), both listed in the result with boundary egress and
+# in egressd's audit; the stray archive is dropped by gated while the CSV
+# and PNG are released with the right types and real content; the API saw
+# the credential on every request and no smuggled query; `sbxctl audit
+# TASK` has records from policyd, launchd-sbx, brokerd, egressd and gated
+# under one hash (the last two only where sbxctl asks them); `audit verify`
+# is ok for every chain.
+# shellcheck source=tests/scenario/lib
+. "$(dirname "$0")/lib"
+
+is_root || skip "the worked example needs root (launchd-sbx, daemon users)"
+[ -S "$SBX_STATE/sockets/launchd.sock" ] || skip "launchd-sbx is not running"
+command -v jq >/dev/null || skip "jq not installed"
+wired_egress || skip "launchd-sbx is not wired to egressd yet (sbx-up left egress: out of $SBX_STATE/etc/launchd-sbx.yaml)"
+wired_gate || skip "launchd-sbx is not wired to gated yet (sbx-up left gate: out of $SBX_STATE/etc/launchd-sbx.yaml)"
+for s in egressd.sock brokerd-admin.sock gated.sock; do
+	[ -S "$SBX_STATE/sockets/$s" ] || fail "sbx-up did not start the daemon behind $s"
+done
+[ -f "$SBX_STATE/fxapi.pid" ] || fail "sbx-up did not start the FX API"
+
+id=sc-example-$$
+sed "s/id: t-1,/id: $id,/" "$EX/task.yaml" >"$T/task.yaml"
+sed "s|api.fx-rates.internal:8417|api.fx-rates.internal:${SBX_FX_PORT:-8417}|" \
+    "$EX/main.py" >"$T/main.py"
+fxlog=$SBX_STATE/log/fxapi.log
+fxbefore=$(wc -l <"$fxlog")
+
+run ctl run "$T/task.yaml"
+expect_rc 0 "run of the worked example"
+cp "$T/out" "$T/run.json"
+jq -e . "$T/run.json" >/dev/null || { show; fail "run did not print JSON"; }
+plain_stdout "$T/run.json" >"$T/stdout"
+[ "$(jq -r .exit_code "$T/run.json")" = 0 ] || { show; fail "exit_code is not 0"; }
+
+# Step 1: live rates, through the proxy, with the injected credential.
+grep -q '^rates: live from api.fx-rates.internal' "$T/stdout" ||
+    { show; fail "the task did not get its rates from the FX API"; }
+grep -q 'invoices, 3 months' "$T/stdout" || { show; fail "no summary on stdout"; }
+tail -n +"$((fxbefore + 1))" "$fxlog" >"$T/fxapi.log"
+grep -q 'GET /v1/rates 200 credential=yes' "$T/fxapi.log" ||
+    { cat "$T/fxapi.log"; fail "the FX API saw no authorised GET /v1/rates"; }
+! grep -q 'credential=no' "$T/fxapi.log" ||
+    { cat "$T/fxapi.log"; fail "a request reached the FX API without the credential"; }
+[ "$(grep -c ' /v1/rates ' "$T/fxapi.log")" -eq 1 ] ||
+    { cat "$T/fxapi.log"; fail "the smuggling GET reached the FX API"; }
+[ "$(jq -r .usage.egress_requests "$T/run.json")" -ge 1 ] ||
+    { show; fail "usage.egress_requests does not count the GET"; }
+note "step 1: live rates, the API saw the credential the code never had"
+
+# Steps 2 and 3: the denials, in the result with boundary egress.
+jq -e '[.denials[] | select(.rule == "host-not-allowed" and .boundary == "egress")] | length == 1' \
+    "$T/run.json" >/dev/null || { show; fail "no host-not-allowed denial with boundary egress"; }
+jq -e '[.denials[] | select((.rule == "url-too-long" or .rule == "request-too-large") and .boundary == "egress")] | length >= 1' \
+    "$T/run.json" >/dev/null || { show; fail "no url-too-long/request-too-large denial with boundary egress"; }
+grep -Eq '^injected: POST https://upload.supplier-sync.example/ingest: denied' "$T/stdout" ||
+    { show; fail "the code was not told its POST was denied"; }
+grep -Eq '^injected: GET with a [0-9]+-byte URL: denied 41[34] (url-too-long|request-too-large)' "$T/stdout" ||
+    { show; fail "the code did not read the rule from the proxy's 413/414 body"; }
+! grep -q EXFILTRATED "$T/stdout" || { show; fail "an exfiltration attempt succeeded"; }
+note "steps 2, 3: $(jq -r '[.denials[] | "\(.rule)/\(.boundary)"] | join(", ")' "$T/run.json")"
+
+# Step 5: the gate.
+for o in eur_totals.csv:text/csv monthly.png:image/png; do
+	n=${o%%:*} ty=${o#*:}
+	jq -e --arg n "$n" --arg t "$ty" \
+	    '[.outputs[] | select(.name == $n and .type == $t and .bytes > 0)] | length == 1' \
+	    "$T/run.json" >/dev/null || { show; fail "$n not released as $ty"; }
+done
+jq -r '.outputs[] | select(.name == "eur_totals.csv") | .content' "$T/run.json" >"$T/csv.raw"
+# sbxctl prints bytes either as text or as base64: accept either.
+if ! grep -q '^month,eur' "$T/csv.raw"; then
+	base64 -d "$T/csv.raw" >"$T/csv.dec" 2>/dev/null && mv "$T/csv.dec" "$T/csv.raw"
+fi
+grep -q '^2026-09,' "$T/csv.raw" || { cat "$T/csv.raw"; fail "eur_totals.csv content is not the monthly totals"; }
+jq -e '[.dropped[] | select(.name == "stray.tar" and .reason == "undeclared")] | length == 1' \
+    "$T/run.json" >/dev/null || { show; fail "stray.tar was not dropped as undeclared"; }
+jq -e '[.outputs[].name] | index("stray.tar") == null' "$T/run.json" >/dev/null ||
+    { show; fail "stray.tar was released"; }
+note "step 5: eur_totals.csv and monthly.png released, stray.tar dropped (undeclared)"
+
+# The audit trail under the task id.
+xid=$(jq -r .execution_id "$T/run.json")
+h=$(jq -r .policy.hash "$T/run.json")
+run ctl audit "$id"
+expect_rc 0 "audit $id"
+cp "$T/out" "$T/audit.txt"
+for d in "policyd +compile" "launchd-sbx +launch" "launchd-sbx +exit" "brokerd +grant"; do
+	grep -Eq "^[^ ]+ +$d .*$xid +$h" "$T/audit.txt" ||
+	    { show; fail "no \"$d\" record for $xid under $h"; }
+done
+missing=""
+if grep -Eq '^[^ ]+ +egressd ' "$T/audit.txt"; then
+	grep -Eq "egressd +deny +host-not-allowed .*$xid +$h" "$T/audit.txt" ||
+	    { show; fail "egressd's audit has no host-not-allowed for $xid"; }
+	grep -Eq "egressd +deny +(url-too-long|request-too-large) .*$xid +$h" "$T/audit.txt" ||
+	    { show; fail "egressd's audit has no url-too-long for $xid"; }
+else
+	missing="$missing egressd"
+fi
+if grep -Eq '^[^ ]+ +gated ' "$T/audit.txt"; then
+	grep -Eq "gated +drop .*$xid" "$T/audit.txt" ||
+	    { show; fail "gated's audit has no drop for $xid"; }
+else
+	missing="$missing gated"
+fi
+[ -z "$missing" ] || echo "note: sbxctl audit does not ask:$missing (their admin sockets answer audit_query; sbxctl's daemon list lacks them)"
+note "audit $id: policyd, launchd-sbx, brokerd${missing:+ (not:$missing)} under $h"
+
+run ctl audit verify
+expect_rc 0 "audit verify"
+for d in policyd launchd-sbx brokerd; do
+	out_has "^$d: ok" "$d's chain is not reported ok"
+done
+out_lacks 'FAIL|broken|mismatch' "a chain does not verify"
+note "audit verify: $(tr '\n' ';' <"$T/out")"
