@@ -452,8 +452,13 @@ $(B)/bin/rpc_bench: $(call obj,bench/rpc_bench.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
-bench: all $(B)/bin/rpc_bench
+$(B)/bin/egress_bench: $(call obj,bench/egress_bench.c)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 	@bench/run $(CURDIR)/$(B)/bin
+	@bench/run_egress $(CURDIR)/$(B)/bin
 
 # ---- running the daemons on the embedded default ---------------------------
 up: all

@@ -24,6 +24,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -406,9 +408,11 @@ proxy_send_request(struct proxy_conn *c)
 	struct evbuffer	*out = bufferevent_get_output(c->ubev);
 	size_t		 n = evbuffer_get_length(c->head) +
 			    evbuffer_get_length(c->req.body) + 2;
+	int		 cred;
 
 	evbuffer_add_buffer(out, c->head);
-	if (c->cred_line != NULL) {
+	cred = c->cred_line != NULL;
+	if (cred) {
 		/* The credential stays in sodium memory until it is
 		 * written, and is zeroed as it is freed. */
 		if (evbuffer_add_reference(out, c->cred_line, c->cred_len,
@@ -421,6 +425,11 @@ proxy_send_request(struct proxy_conn *c)
 	}
 	evbuffer_add(out, "\r\n", 2);
 	evbuffer_add_buffer(out, c->req.body);
+	/* Over TLS every chain of the buffer becomes a record of its own:
+	 * a small request goes out as one -- unless it carries a
+	 * credential, which must not be copied out of sodium memory. */
+	if (c->up_tls && !cred && evbuffer_get_length(out) <= 16384)
+		evbuffer_pullup(out, -1);
 	c->ch->bytes_out += n;
 	c->ch->ed->m.bytes_out += n;
 	c->ch->ed->m.allowed++;
@@ -448,6 +457,7 @@ proxy_resolved(int ok, const struct sockaddr *sa, socklen_t salen,
 {
 	struct proxy_conn	*c = arg;
 	char			 addr[64];
+	int			 one = 1;
 
 	c->rq = NULL;
 	if (ok == -1) {
@@ -470,6 +480,11 @@ proxy_resolved(int ok, const struct sockaddr *sa, socklen_t salen,
 		proxy_fail(c, 502, "cannot connect upstream");
 		return;
 	}
+	/* Requests are written whole: Nagle would only hold back the
+	 * tail of one (a TLS record after the first) for the upstream's
+	 * delayed ACK, up to 40 ms. */
+	(void)setsockopt(bufferevent_getfd(c->ubev), IPPROTO_TCP, TCP_NODELAY,
+	    &one, sizeof(one));
 	snprintf(c->up_host, sizeof(c->up_host), "%s", c->target.host);
 	c->up_port = c->target.port;
 	c->connecting = 1;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "policy.h"
 #include "util.h"
@@ -496,6 +497,27 @@ print_json_bytes(const uint8_t *p, size_t len)
 	return j != NULL ? j : json_string("");
 }
 
+static int
+print_is_text(const char *type)
+{
+	return strncmp(type, "text/", 5) == 0 ||
+	    strcmp(type, "application/json") == 0;
+}
+
+static json_t *
+print_json_base64(const uint8_t *p, size_t n)
+{
+	size_t	 len = sodium_base64_encoded_len(n,
+	    sodium_base64_VARIANT_ORIGINAL);
+	char	*b = xmalloc(len);
+	json_t	*j;
+
+	sodium_bin2base64(b, len, p, n, sodium_base64_VARIANT_ORIGINAL);
+	j = json_string(b);
+	free(b);
+	return j;
+}
+
 static json_t *
 print_json_strv(char **v, size_t n)
 {
@@ -565,6 +587,15 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 			    json_string(ro->sha256));
 		if (ro->truncated)
 			json_object_set_new(e, "truncated", json_true());
+		/* Content delivered to the agent: text as gated labelled it,
+		 * anything else in base64. */
+		if (ro->content.len > 0 && print_is_text(ro->type))
+			json_object_set_new(e, "content",
+			    print_json_bytes(ro->content.data, ro->content.len));
+		else if (ro->content.len > 0)
+			json_object_set_new(e, "content_base64",
+			    print_json_base64(ro->content.data,
+			    ro->content.len));
 		json_array_append_new(outs, e);
 	}
 	json_object_set_new(o, "outputs", outs);

@@ -28,7 +28,7 @@ i=1 bad=0
 while [ $i -le 15 ]; do
 	eval "wait \$pid$i" || { bad=$((bad + 1)); cat "$T/run$i.err"; }
 	[ "$(jq -r .exit_code "$T/run$i.json" 2>/dev/null)" = 0 ] &&
-	    [ "$(jq -r .stdout "$T/run$i.json")" = run ] ||
+	    [ "$(plain_stdout "$T/run$i.json")" = run ] ||
 	    { bad=$((bad + 1)); cat "$T/run$i.json" "$T/run$i.err"; }
 	i=$((i + 1))
 done

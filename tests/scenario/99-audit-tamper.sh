@@ -1,4 +1,6 @@
 #!/bin/sh
+# Runs last: it breaks policyd's audit chain on purpose, and every
+# scenario before it expects `audit verify` to pass.
 # audit verify passes on the running log; after a record is changed in the
 # database behind policyd's back (trigger dropped, detail edited), verify
 # exits 1 and names the seq.  Runs last: the chain stays broken.
