@@ -162,10 +162,12 @@ struct run {
 	uint64_t			 wall_ms;
 };
 
+/* Every hierarchy the runtime may create a cgroup in, the cgroup v2
+ * "unified" mount of a hybrid layout included (runc creates one there). */
 static const char *const run_controllers[] = {
 	"memory", "pids", "cpu", "cpuacct", "cpuset", "devices", "freezer",
 	"blkio", "systemd", "net_cls", "net_prio", "perf_event", "hugetlb",
-	"rdma", "misc", NULL
+	"rdma", "misc", "unified", NULL
 };
 
 static void	run_finish(struct run *);
