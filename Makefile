@@ -461,13 +461,18 @@ bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 	@bench/run_egress $(CURDIR)/$(B)/bin
 
 # ---- running the daemons on the embedded default ---------------------------
-up: all
+# As root the sandbox needs its pinned image: build it once if missing.
+# Without root only policyd starts, and no image is needed.
+AS_ROOT_IMAGE = $(if $(filter 0,$(shell id -u)),build/images/py-analytics.ref)
+
+up: all $(AS_ROOT_IMAGE)
 	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-up
 
 down:
 	@SBX_STATE=$(SBX_STATE) deploy/sbx-down
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory all $(AS_ROOT_IMAGE)
 	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-demo
 
 # ---- sandbox images (deploy/images/README.md) ------------------------------

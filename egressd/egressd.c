@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <openssl/ssl.h>
@@ -143,7 +144,8 @@ main(int argc, char *argv[])
 	    ed.conf->gid);
 	egressd_run_dir(ed.conf);
 
-	if ((ed.base = event_base_new()) == NULL)
+	if ((ed.base = event_base_new()) == NULL ||
+	    (ed.scratch = evbuffer_new()) == NULL)
 		fatalx("cannot create the event loop");
 	if ((ed.ctl = control_start(&ed)) == NULL)
 		fatalx("cannot listen on the sockets");
@@ -192,6 +194,7 @@ main(int argc, char *argv[])
 		SSL_CTX_free(ed.upstream_ctx);
 	audit_close(ed.audit);
 	parse_config_free(ed.conf);
+	evbuffer_free(ed.scratch);
 	event_base_free(ed.base);
 	log_info("stopped");
 	return 0;

@@ -372,6 +372,7 @@ struct egressd {
 	struct channels		 channels;
 	struct egress_metrics	 m;
 	struct ssl_ctx_st	*upstream_ctx;	/* verified client side */
+	struct evbuffer		*scratch;	/* empty between callbacks */
 };
 
 /* Index of a rule id in the counters, -1 if unknown. */
