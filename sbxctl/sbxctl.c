@@ -910,15 +910,39 @@ ctl_metrics(int argc, char **argv)
 		return ctl_usage("metrics takes no arguments");
 	req.body_case = SBX__V1__ENVELOPE__BODY_METRICS_REQUEST;
 	req.metrics_request = &m;
-	rc = ctl_call("policyd", ctl.admin_sock, &req,
-	    SBX__V1__ENVELOPE__BODY_METRICS, &rep);
-	if (rc != SBXCTL_OK)
-		return rc;
-	fputs(rep->metrics->text, stdout);
-	if (rep->metrics->text[0] != '\0' &&
-	    rep->metrics->text[strlen(rep->metrics->text) - 1] != '\n')
-		fputc('\n', stdout);
-	sbx__v1__envelope__free_unpacked(rep, NULL);
+	/* Every daemon's counters, one after the other: their names carry
+	 * the daemon (sbx_policyd_..., sbx_egressd_...), so they never
+	 * clash.  policyd must answer; a daemon that is not deployed, or
+	 * keeps no metrics on the socket we reach, is noted and skipped. */
+	for (size_t i = 0; i < CTL_NDAEMONS; i++) {
+		const struct ctl_daemon	*d = &ctl_audit_daemons[i];
+		char			*path;
+
+		if (strcmp(d->name, "policyd") == 0)
+			path = xstrdup(ctl.admin_sock);
+		else
+			path = ctl_daemon_socket(d);
+		if (d->optional && access(path, F_OK) == -1) {
+			free(path);
+			continue;
+		}
+		ctl.quiet = d->optional;
+		rc = ctl_call(d->name, path, &req,
+		    SBX__V1__ENVELOPE__BODY_METRICS, &rep);
+		ctl.quiet = 0;
+		free(path);
+		if (rc != SBXCTL_OK) {
+			if (!d->optional)
+				return rc;
+			printf("# %s: no metrics\n", d->name);
+			continue;
+		}
+		fputs(rep->metrics->text, stdout);
+		if (rep->metrics->text[0] != '\0' &&
+		    rep->metrics->text[strlen(rep->metrics->text) - 1] != '\n')
+			fputc('\n', stdout);
+		sbx__v1__envelope__free_unpacked(rep, NULL);
+	}
 	return SBXCTL_OK;
 }
 

@@ -122,3 +122,12 @@ for d in policyd launchd-sbx brokerd; do
 done
 out_lacks 'FAIL|broken|mismatch' "a chain does not verify"
 note "audit verify: $(tr '\n' ';' <"$T/out")"
+
+# Every daemon's counters through one command: egressd's per-rule denial
+# counter names the rules steps 2 and 3 tripped.
+run ctl metrics
+expect_rc 0 "metrics"
+out_has '^sbx_policyd_' "policyd's metrics are missing"
+out_has '^sbx_egressd_denials_total\{rule="host-not-allowed"\} [1-9]' \
+    "egressd's host-not-allowed counter is missing or zero"
+note "metrics: $(grep -c '^sbx_' "$T/out") samples from $(grep -o '^sbx_[a-z]*' "$T/out" | sort -u | tr '\n' ' ')"
