@@ -67,6 +67,7 @@ SBXCTL_SRCS += sbxctl/parse.c
 SBXCTL_SRCS += sbxctl/print.c
 SBXCTL_SRCS += sbxctl/secret.c
 SBXCTL_SRCS += sbxctl/request.c
+SBXCTL_SRCS += sbxctl/canary.c
 
 LAUNCHD_SRCS  = launchd-sbx/launchd.c
 LAUNCHD_SRCS += launchd-sbx/parse.c
@@ -147,7 +148,7 @@ GATED_LIB_SRCS = $(filter-out gated/gated.c,$(GATED_SRCS))
 # egressd's modules without main(), for unit tests and the fuzz target.
 EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
-.PHONY: all deps test test-suites test-unit test-golden test-scenario test-san bench fuzz \
+.PHONY: all deps test test-suites test-unit test-golden test-scenario test-denial test-san bench fuzz \
         up down demo install clean proto image
 all: $(addprefix $(B)/bin/,$(PROGS))
 
@@ -229,6 +230,8 @@ $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
+# sbxctl canary looks for its probes where `make install` puts them.
+$(call obj,sbxctl/canary.c): XCFLAGS += -DSBX_CANARY_DIR='"$(PREFIX)/share/sbx/canary"'
 $(B)/bin/sbxctl: $(call obj,$(SBXCTL_SRCS)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
@@ -382,6 +385,11 @@ test-golden: $(B)/bin/policyd
 test-scenario: all $(TEST_HELPERS)
 	@tests/record scenario$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/scenario/run
 
+# The reference text's denial suite through the whole stack (root; SKIPs
+# otherwise), and `sbxctl canary` against the same deployment.
+test-denial: all
+	@tests/record denial$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/denial/run
+
 # `make test`: the plain build, then the same tests built with ASan+UBSan.
 # Every suite runs even if an earlier one failed; tests/summary adds up
 # the totals each suite recorded.  A suite that did not even build is
@@ -400,6 +408,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-unit $(call RECORD_FAIL,unit)
 	@$(MAKE) --no-print-directory test-golden $(call RECORD_FAIL,golden)
 	@$(MAKE) --no-print-directory test-scenario $(call RECORD_FAIL,scenario)
+	@$(MAKE) --no-print-directory test-denial $(call RECORD_FAIL,denial)
 	@$(MAKE) --no-print-directory test-init $(call RECORD_FAIL,init)
 	@$(MAKE) --no-print-directory test-spec $(call RECORD_FAIL,spec)
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
@@ -510,6 +519,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/sbx/examples/templates
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(PREFIX)/share/sbx/examples/
 	install -m 0644 deploy/examples/templates/*.yaml $(DESTDIR)$(PREFIX)/share/sbx/examples/templates/
+	install -d $(DESTDIR)$(PREFIX)/share/sbx/canary
+	install -m 0644 tests/denial/probes/*.py $(DESTDIR)$(PREFIX)/share/sbx/canary/
+	install -m 0755 tests/denial/target.py $(DESTDIR)$(PREFIX)/share/sbx/canary-target.py
 	$(MAKE) --no-print-directory install-deploy
 
 # The systemd units, sysusers.d, tmpfiles.d and /etc/sbx (deploy/README.md).

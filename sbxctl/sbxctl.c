@@ -81,7 +81,8 @@ static const char usage_text[] =
 "       sbxctl template diff a b\n"
 "       sbxctl audit task-id\n"
 "       sbxctl audit verify\n"
-"       sbxctl metrics\n";
+"       sbxctl metrics\n"
+"       sbxctl canary [--state S] [--probes DIR] [--target URL] [probe ...]\n";
 
 static int
 ctl_usage(const char *why)
@@ -1029,6 +1030,8 @@ main(int argc, char **argv)
 		rc = ctl_audit(argc, argv);
 	else if (strcmp(argv[0], "metrics") == 0)
 		rc = ctl_metrics(argc, argv);
+	else if (strcmp(argv[0], "canary") == 0)
+		rc = cmd_canary(argc, argv, ctl.state, ctl.orch_sock);
 	else {
 		char	 why[160];
 

@@ -44,6 +44,10 @@ void		 parse_strv_add(char ***v, size_t *n, const char *s);
 /* secret.c */
 int		 cmd_secret(int argc, char **argv, const char *admin_sock);
 
+/* canary.c */
+int		 cmd_canary(int argc, char **argv, const char *state,
+		    const char *orch_sock);
+
 /* request.c */
 int		 cmd_request(int argc, char **argv, const char *orch_sock);
 
