@@ -460,7 +460,10 @@ proxy_send_request(struct proxy_conn *c)
 	proxy_timeouts(c->ubev, c->ch->ed->conf->idle_timeout,
 	    c->ch->ed->conf->idle_timeout);
 	proxy_timeouts(c->cbev, 0, c->ch->ed->conf->idle_timeout);
-	bufferevent_enable(c->ubev, EV_READ | EV_WRITE);
+	/* EV_WRITE only for what the socket did not take at once:
+	 * enabling it on an empty buffer arms EPOLLOUT for nothing. */
+	bufferevent_enable(c->ubev, EV_READ | (evbuffer_get_length(
+	    bufferevent_get_output(c->ubev)) > 0 ? EV_WRITE : 0));
 }
 
 void
@@ -754,10 +757,12 @@ proxy_relay(struct proxy_conn *c, int eof)
 	char		*data, detail[600];
 	size_t		 len, n;
 	long		 used;
+	int		 head;
 
 	while (c->state == PC_RESPONSE) {
 		len = evbuffer_get_length(in);
-		if (!c->resp.headers_done) {
+		head = !c->resp.headers_done;
+		if (head) {
 			if (len == 0 && !eof)
 				return;
 			pos = evbuffer_search(in, "\r\n\r\n", 4, NULL);
@@ -786,6 +791,9 @@ proxy_relay(struct proxy_conn *c, int eof)
 		}
 		used = http_resp_feed(&c->resp, data, n);
 		if (used < 0) {
+			/* What was accepted before still goes out, as it
+			 * would have from the queue. */
+			proxy_write_now(c->cbev, !c->tls, c->ch->ed->scratch);
 			if (strcmp(c->resp.rule, RULE_RESP_SIZE) == 0 ||
 			    strcmp(c->resp.rule, RULE_REDIRECT) == 0) {
 				snprintf(detail, sizeof(detail), "%s from %s",
@@ -829,7 +837,10 @@ proxy_relay(struct proxy_conn *c, int eof)
 		c->ch->bytes_in += (uint64_t)used;
 		c->ch->ed->m.bytes_in += (uint64_t)used;
 		evbuffer_remove_buffer(in, c->ch->ed->scratch, (size_t)used);
-		proxy_write_now(c->cbev, !c->tls, c->ch->ed->scratch);
+		/* A head whose body is already here goes out with it, in
+		 * one write: the next pass feeds the body. */
+		if (!head || c->resp.complete || evbuffer_get_length(in) == 0)
+			proxy_write_now(c->cbev, !c->tls, c->ch->ed->scratch);
 		if (c->resp.complete) {
 			if (c->resp.status >= 100 && c->resp.status < 200) {
 				/* An interim response: the real one
