@@ -2,6 +2,10 @@
 """fxapi.py: the worked example's internal FX-rate API, a stand-in for
 api.fx-rates.internal.  deploy/sbx-up starts it on loopback as its own
 unprivileged user and egressd's hosts file maps the name to 127.0.0.1.
+With --tls-port it also serves HTTPS on a second port, with a certificate
+from a test CA that sbx-up makes and egressd's upstream_cas trusts (the
+name api-tls.fx-rates.internal maps there), so tunnelled clients reach the
+same API through egressd's TLS interception.
 
 It answers GET /v1/rates?base=CUR with JSON, and only when the request's
 Authorization header equals the token in TOKEN_FILE exactly: the sandboxed
@@ -9,15 +13,19 @@ code never holds that token, egressd adds it (brokerd's secret
 fx-readonly).  So a 200 here proves the credential path works, and a 401
 proves a request arrived without it.  The token is read once at start and
 never logged; each request is logged as one line (method, path, status,
-whether a credential was present) so tests can see what reached the API.
+whether a credential was present, scheme) so tests can see what reached
+the API.
 
     fxapi.py [--host 127.0.0.1] --port N --token-file FILE [--log FILE]
+             [--tls-port N --tls-cert FILE --tls-key FILE]
 """
 import argparse
 import ctypes
 import hmac
 import json
+import ssl
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -54,12 +62,13 @@ class Handler(BaseHTTPRequestHandler):
         pass                                # one line per request, below
 
     def note(self, status, cred):
-        line = "%s %s %s %s credential=%s\n" % (
+        line = "%s %s %s %s credential=%s scheme=%s\n" % (
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             self.command, urlsplit(self.path).path[:200], status,
-            "yes" if cred else "no")
-        self.server.logf.write(line)
-        self.server.logf.flush()
+            "yes" if cred else "no", self.server.scheme)
+        with self.server.loglock:
+            self.server.logf.write(line)
+            self.server.logf.flush()
 
     def handle_any(self):
         auth = self.headers.get("Authorization")
@@ -88,24 +97,79 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = handle_any
 
 
+class TLSHandler(Handler):
+    """The handshake runs here, in the connection's own thread (the
+    listening socket does not shake hands in accept), so a client that
+    stalls mid-handshake holds up nobody else."""
+    timeout = 30
+
+    def setup(self):
+        super().setup()
+        self.connection.do_handshake()
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # One line, not a traceback: a client that hangs up or fails the
+        # handshake is not the server's error.
+        e = sys.exc_info()[1]
+        with self.loglock:
+            self.logf.write("fxapi: %s connection from %s:%d: %s\n" % (
+                self.scheme, client_address[0], client_address[1],
+                type(e).__name__))
+            self.logf.flush()
+
+
+def serve(host, port, handler, scheme, token, logf, lock, ctx=None):
+    srv = Server((host, port), handler)
+    if ctx is not None:
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True,
+                                     do_handshake_on_connect=False)
+    srv.token = token
+    srv.logf = logf
+    srv.loglock = lock
+    srv.scheme = scheme
+    with lock:
+        logf.write("fxapi: listening on %s:%d (%s)\n" % (host, port, scheme))
+        logf.flush()
+    return srv
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--token-file", required=True)
     ap.add_argument("--log", default="-")
+    ap.add_argument("--tls-port", type=int)
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
     a = ap.parse_args()
+    tls = (a.tls_port, a.tls_cert, a.tls_key)
+    if any(x is not None for x in tls) and not all(x is not None for x in tls):
+        ap.error("--tls-port, --tls-cert and --tls-key go together")
     with open(a.token_file, "rb") as f:
         token = f.read().strip()
     if not token:
         sys.exit("fxapi: %s is empty" % a.token_file)
+    ctx = None
+    if a.tls_port is not None:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        except (OSError, ssl.SSLError) as e:
+            sys.exit("fxapi: %s, %s: %s" % (a.tls_cert, a.tls_key, e))
     set_comm("fxapi")
-    srv = ThreadingHTTPServer((a.host, a.port), Handler)
-    srv.daemon_threads = True
-    srv.token = token
-    srv.logf = sys.stdout if a.log == "-" else open(a.log, "a")
-    srv.logf.write("fxapi: listening on %s:%d\n" % (a.host, a.port))
-    srv.logf.flush()
+    logf = sys.stdout if a.log == "-" else open(a.log, "a")
+    lock = threading.Lock()
+    srv = serve(a.host, a.port, Handler, "http", token, logf, lock)
+    if ctx is not None:
+        tsrv = serve(a.host, a.tls_port, TLSHandler, "https", token, logf,
+                     lock, ctx)
+        threading.Thread(target=tsrv.serve_forever, daemon=True).start()
     try:
         srv.serve_forever()
     except KeyboardInterrupt:
