@@ -371,7 +371,7 @@ print_audit(FILE *fp, Sbx__V1__AuditEvent *const *ev, size_t n, int json)
 		return;
 	}
 	/* The hash is shown in full: it is what a reader greps for. */
-	fprintf(fp, "%-24s  %-8s  %-11s  %-20s  %-26s  %-64s  %s\n", "TIME",
+	fprintf(fp, "%-24s  %-11s  %-11s  %-20s  %-26s  %-64s  %s\n", "TIME",
 	    "DAEMON", "ACTION", "RULE", "EXECUTION", "HASH", "DETAIL");
 	for (size_t i = 0; i < n; i++) {
 		const Sbx__V1__AuditEvent	*e = ev[i];
@@ -380,7 +380,7 @@ print_audit(FILE *fp, Sbx__V1__AuditEvent *const *ev, size_t n, int json)
 		    (long)(e->time_ns % 1000000000));
 		print_cell(fp, when, 24);
 		fputs("  ", fp);
-		print_cell(fp, e->daemon, 8);
+		print_cell(fp, e->daemon, 11);	/* "launchd-sbx" */
 		fputs("  ", fp);
 		print_cell(fp, e->action, 11);
 		fputs("  ", fp);
