@@ -56,47 +56,21 @@ approvald_signal(evutil_socket_t sig, short what, void *arg)
 int
 main(int argc, char *argv[])
 {
+	struct daemon_opts opts;
 	struct approvald ad;
 	struct yerrs	 errs = { NULL, 0 };
 	struct event	*sigs[3];
 	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
-	const char	*file = APPROVALD_CONF_DEFAULT;
 	char		 err[512];
-	int		 ch, debug = 0, noaction = 0, verbose = 0;
 
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'n':
-			noaction = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("approvald", 1, noaction ? 0 : verbose);
+	daemon_getopt(argc, argv, APPROVALD_CONF_DEFAULT, &opts, usage);
+	log_init("approvald", 1, opts.noaction ? 0 : opts.verbose);
 
 	memset(&ad, 0, sizeof(ad));
-	if ((ad.conf = aparse_config(file, &errs)) == NULL) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "approvald: %s: %zu error%s\n", file, errs.n,
-		    errs.n == 1 ? "" : "s");
-		yerrs_free(&errs);
-		return 1;
-	}
+	if ((ad.conf = aparse_config(opts.file, &errs)) == NULL)
+		return daemon_config_errors("approvald", opts.file, &errs);
 	yerrs_free(&errs);
-	if (noaction) {
+	if (opts.noaction) {
 		printf("configuration OK\n");
 		aparse_config_free(ad.conf);
 		return 0;
@@ -113,7 +87,7 @@ main(int argc, char *argv[])
 		fatalx("cannot create the event loop");
 	if ((ad.ctl = acontrol_start(&ad)) == NULL)
 		fatalx("cannot listen on the sockets");
-	if (!debug) {
+	if (!opts.debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
 		log_foreground(0);

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +44,6 @@ bparse_config(const char *file, struct yerrs *errs)
 	struct ydoc		*doc;
 	struct brokerd_conf	*c;
 	const struct ynode	*root, *n, *socks;
-	const char		*s;
-	struct passwd		*pw;
 	uint64_t		 v;
 	size_t			 nerr = errs->n;
 
@@ -68,16 +65,7 @@ bparse_config(const char *file, struct yerrs *errs)
 	    root->type != YN_MAP)
 		goto done;
 
-	if ((n = ymap_get(root, "user")) != NULL &&
-	    yget_str(doc, n, "user", &s) == 0) {
-		if ((pw = getpwnam(s)) == NULL)
-			yerr(doc, n, "user", "no such user \"%s\"", s);
-		else {
-			c->user = xstrdup(s);
-			c->uid = pw->pw_uid;
-			c->gid = pw->pw_gid;
-		}
-	}
+	cfg_user(doc, root, &c->user, &c->uid, &c->gid);
 	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
 	cfg_pathkey(doc, root, "master_key", NULL, c->dir, &c->master_key);
 	cfg_pathkey(doc, root, "policy_public_key", NULL, c->dir,

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,26 @@ static const char *const sock_keys[] = {
 };
 static const char *const sock_required[] = { "path", "allow", NULL };
 static const char *const allow_keys[] = { "users", "groups", NULL };
+
+void
+cfg_user(struct ydoc *doc, const struct ynode *root, char **user,
+    uid_t *uid, gid_t *gid)
+{
+	const struct ynode	*n;
+	const char		*s;
+	struct passwd		*pw;
+
+	if ((n = ymap_get(root, "user")) == NULL ||
+	    yget_str(doc, n, "user", &s) != 0)
+		return;
+	if ((pw = getpwnam(s)) == NULL) {
+		yerr(doc, n, "user", "no such user \"%s\"", s);
+		return;
+	}
+	*user = xstrdup(s);
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+}
 
 char *
 cfg_path(const char *dir, const char *path)

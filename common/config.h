@@ -26,6 +26,11 @@ struct cfg_sock {
 	struct peer_allow	 allow;
 };
 
+/* The top-level `user:` key of root, a user name, if present: *user
+ * (malloc'd), *uid and *gid from its passwd entry; an unknown name is an
+ * error and leaves all three untouched. */
+void	 cfg_user(struct ydoc *, const struct ynode *root, char **user,
+	    uid_t *uid, gid_t *gid);
 /* path joined to dir unless absolute (malloc'd). */
 char	*cfg_path(const char *dir, const char *path);
 /* The absolute directory of a config file, symlinks left as written. */

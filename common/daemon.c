@@ -2,7 +2,9 @@
  * daemon.c: state directory, database ownership and the privilege drop
  * shared by every daemon that does not need root (daemon.h).  A drop that
  * did not take, or that could be undone, is fatal: a daemon that meant to
- * run as its own user must never go on as root.
+ * run as its own user must never go on as root.  The options and the
+ * configuration error report are here too, so that every daemon is started
+ * and says what is wrong with its configuration in the same words.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -15,6 +17,49 @@
 #include "daemon.h"
 #include "frame.h"
 #include "log.h"
+#include "yaml.h"
+
+void
+daemon_getopt(int argc, char **argv, const char *default_file,
+    struct daemon_opts *opts, void (*usage)(void))
+{
+	int	 ch;
+
+	opts->file = default_file;
+	opts->debug = opts->noaction = opts->verbose = 0;
+	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+		switch (ch) {
+		case 'd':
+			opts->debug = 1;
+			break;
+		case 'f':
+			opts->file = optarg;
+			break;
+		case 'n':
+			opts->noaction = 1;
+			break;
+		case 'v':
+			opts->verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+}
+
+int
+daemon_config_errors(const char *name, const char *file, struct yerrs *errs)
+{
+	for (size_t i = 0; i < errs->n; i++)
+		fprintf(stderr, "%s\n", errs->msgs[i]);
+	fprintf(stderr, "%s: %s: %zu error%s\n", name, file, errs->n,
+	    errs->n == 1 ? "" : "s");
+	fflush(stderr);
+	yerrs_free(errs);
+	return 1;
+}
 
 int
 daemon_root(void)

@@ -73,47 +73,21 @@ egressd_signal(evutil_socket_t sig, short what, void *arg)
 int
 main(int argc, char *argv[])
 {
+	struct daemon_opts opts;
 	struct egressd	 ed;
 	struct yerrs	 errs = { NULL, 0 };
 	struct event	*sigs[2];
 	struct channel	*ch;
 	const int	 signos[2] = { SIGTERM, SIGINT };
-	const char	*file = EGRESSD_CONF_DEFAULT;
 	char		 err[512];
-	int		 c, debug = 0, noaction = 0, verbose = 0;
 
-	while ((c = getopt(argc, argv, "df:nv")) != -1) {
-		switch (c) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'n':
-			noaction = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("egressd", 1, noaction ? 0 : verbose);
+	daemon_getopt(argc, argv, EGRESSD_CONF_DEFAULT, &opts, usage);
+	log_init("egressd", 1, opts.noaction ? 0 : opts.verbose);
 
 	memset(&ed, 0, sizeof(ed));
 	TAILQ_INIT(&ed.channels);
-	if ((ed.conf = parse_config(file, &errs)) == NULL) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "egressd: %s: %zu error%s\n", file, errs.n,
-		    errs.n == 1 ? "" : "s");
-		yerrs_free(&errs);
-		return 1;
-	}
+	if ((ed.conf = parse_config(opts.file, &errs)) == NULL)
+		return daemon_config_errors("egressd", opts.file, &errs);
 	yerrs_free(&errs);
 	if (sign_pubkey_load(ed.conf->public_key, ed.pk, err,
 	    sizeof(err)) == -1) {
@@ -122,7 +96,7 @@ main(int argc, char *argv[])
 		parse_config_free(ed.conf);
 		return 1;
 	}
-	if (noaction) {
+	if (opts.noaction) {
 		/* The upstream CA files must load, not only be readable. */
 		if ((ed.upstream_ctx = proxy_tls_upstream_ctx(ed.conf)) ==
 		    NULL) {
@@ -149,7 +123,7 @@ main(int argc, char *argv[])
 		fatalx("cannot create the event loop");
 	if ((ed.ctl = control_start(&ed)) == NULL)
 		fatalx("cannot listen on the sockets");
-	if (!debug) {
+	if (!opts.debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
 		log_foreground(0);

@@ -90,9 +90,8 @@ parse_config(const char *file, struct yerrs *errs)
 {
 	struct ydoc		*doc;
 	struct egressd_conf	*c;
-	const struct ynode	*root, *n, *socks;
-	const char		*s, **cas = NULL;
-	struct passwd		*pw;
+	const struct ynode	*root, *socks;
+	const char		**cas = NULL;
 	size_t			 nerr = errs->n, ncas = 0;
 
 	if ((doc = yaml_load_file(file, errs)) == NULL)
@@ -116,16 +115,7 @@ parse_config(const char *file, struct yerrs *errs)
 	if (ymap_check(doc, root, "", top_keys, top_required) != 0 &&
 	    root->type != YN_MAP)
 		goto done;
-	if ((n = ymap_get(root, "user")) != NULL &&
-	    yget_str(doc, n, "user", &s) == 0) {
-		if ((pw = getpwnam(s)) == NULL)
-			yerr(doc, n, "user", "no such user \"%s\"", s);
-		else {
-			c->user = xstrdup(s);
-			c->uid = pw->pw_uid;
-			c->gid = pw->pw_gid;
-		}
-	}
+	cfg_user(doc, root, &c->user, &c->uid, &c->gid);
 	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
 	cfg_pathkey(doc, root, "run_dir", NULL, c->dir, &c->run_dir);
 	cfg_pathkey(doc, root, "public_key", NULL, c->dir, &c->public_key);

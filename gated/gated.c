@@ -74,48 +74,22 @@ gated_signal(evutil_socket_t sig, short what, void *arg)
 int
 main(int argc, char *argv[])
 {
+	struct daemon_opts opts;
 	struct gated	 gd;
 	struct yerrs	 errs = { NULL, 0 };
 	struct event	*sigs[3];
 	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
 	const struct rlimit no_core = { 0, 0 };
-	const char	*file = GATED_CONF_DEFAULT;
 	char		 err[512];
-	int		 ch, debug = 0, noaction = 0, verbose = 0;
 
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'n':
-			noaction = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("gated", 1, noaction ? 0 : verbose);
+	daemon_getopt(argc, argv, GATED_CONF_DEFAULT, &opts, usage);
+	log_init("gated", 1, opts.noaction ? 0 : opts.verbose);
 
 	memset(&gd, 0, sizeof(gd));
-	if ((gd.conf = gparse_config(file, &errs)) == NULL) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "gated: %s: %zu error%s\n", file, errs.n,
-		    errs.n == 1 ? "" : "s");
-		yerrs_free(&errs);
-		return 1;
-	}
+	if ((gd.conf = gparse_config(opts.file, &errs)) == NULL)
+		return daemon_config_errors("gated", opts.file, &errs);
 	yerrs_free(&errs);
-	if (noaction) {
+	if (opts.noaction) {
 		printf("configuration OK\n");
 		gparse_config_free(gd.conf);
 		return 0;
@@ -142,7 +116,7 @@ main(int argc, char *argv[])
 		fatalx("cannot create the event loop");
 	if ((gd.ctl = gcontrol_start(&gd)) == NULL)
 		fatalx("cannot listen on the sockets");
-	if (!debug) {
+	if (!opts.debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
 		log_foreground(0);

@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +41,6 @@ gparse_config(const char *file, struct yerrs *errs)
 	struct ydoc		*doc;
 	struct gated_conf	*c;
 	const struct ynode	*root, *n, *socks;
-	const char		*s;
-	struct passwd		*pw;
 	uint64_t		 v;
 	size_t			 nerr = errs->n;
 
@@ -64,16 +61,7 @@ gparse_config(const char *file, struct yerrs *errs)
 	    root->type != YN_MAP)
 		goto done;
 
-	if ((n = ymap_get(root, "user")) != NULL &&
-	    yget_str(doc, n, "user", &s) == 0) {
-		if ((pw = getpwnam(s)) == NULL)
-			yerr(doc, n, "user", "no such user \"%s\"", s);
-		else {
-			c->user = xstrdup(s);
-			c->uid = pw->pw_uid;
-			c->gid = pw->pw_gid;
-		}
-	}
+	cfg_user(doc, root, &c->user, &c->uid, &c->gid);
 	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
 	cfg_pathkey(doc, root, "store_dir", NULL, c->dir, &c->store_dir);
 	cfg_pathkey(doc, root, "policy_public_key", NULL, c->dir,

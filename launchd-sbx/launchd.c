@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "audit.h"
+#include "daemon.h"
 #include "log.h"
 #include "sign.h"
 #include "util.h"
@@ -104,49 +105,24 @@ launchd_signal(evutil_socket_t sig, short what, void *arg)
 int
 main(int argc, char *argv[])
 {
+	struct daemon_opts opts;
 	struct launchd	 ld;
 	struct yerrs	 errs = { NULL, 0 };
 	struct event	*sigs[LAUNCHD_NSIGS];
 	const int	 signos[LAUNCHD_NSIGS] = { SIGTERM, SIGINT, SIGHUP,
 			    SIGCHLD };
-	const char	*file = LAUNCHD_CONF_DEFAULT;
 	char		 err[512], *db;
-	int		 ch, debug = 0, noaction = 0, verbose = 0, ntiers = 0;
+	int		 ntiers = 0;
 
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'n':
-			noaction = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("launchd-sbx", 1, noaction ? 0 : verbose);
+	daemon_getopt(argc, argv, LAUNCHD_CONF_DEFAULT, &opts, usage);
+	log_init("launchd-sbx", 1, opts.noaction ? 0 : opts.verbose);
 
 	memset(&ld, 0, sizeof(ld));
-	if ((ld.conf = parse_launchd(file, &errs)) == NULL) {
-		for (size_t i = 0; i < errs.n; i++)
-			fprintf(stderr, "%s\n", errs.msgs[i]);
-		fprintf(stderr, "launchd-sbx: %s: %zu error%s\n", file, errs.n,
-		    errs.n == 1 ? "" : "s");
-		yerrs_free(&errs);
-		return 1;
-	}
+	if ((ld.conf = parse_launchd(opts.file, &errs)) == NULL)
+		return daemon_config_errors("launchd-sbx", opts.file, &errs);
 	yerrs_free(&errs);
-	if (noaction) {
-		if (verbose)
+	if (opts.noaction) {
+		if (opts.verbose)
 			for (int t = 1; t < LAUNCHD_NTIERS; t++)
 				printf("tier %s: %s\n", parse_tier_name(t),
 				    ld.conf->runtimes[t].path != NULL ?
@@ -190,7 +166,7 @@ main(int argc, char *argv[])
 		fatalx("cannot create the audit commit event");
 	if ((ld.ctl = control_start(&ld)) == NULL)
 		fatalx("cannot listen on the sockets");
-	if (!debug) {
+	if (!opts.debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
 		log_foreground(0);

@@ -184,8 +184,6 @@ parse_config(const char *file, struct yerrs *errs)
 	struct ydoc		*doc;
 	struct policyd_conf	*c;
 	const struct ynode	*root, *n, *socks;
-	const char		*s;
-	struct passwd		*pw;
 	uint64_t		 v;
 	size_t			 nerr = errs->n;
 
@@ -207,16 +205,7 @@ parse_config(const char *file, struct yerrs *errs)
 	    top_required) != 0 && root->type != YN_MAP)
 		goto done;
 
-	if ((n = ymap_get(root, "user")) != NULL &&
-	    yget_str(doc, n, "user", &s) == 0) {
-		if ((pw = getpwnam(s)) == NULL)
-			yerr(doc, n, "user", "no such user \"%s\"", s);
-		else {
-			c->user = xstrdup(s);
-			c->uid = pw->pw_uid;
-			c->gid = pw->pw_gid;
-		}
-	}
+	cfg_user(doc, root, &c->user, &c->uid, &c->gid);
 	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
 	cfg_pathkey(doc, root, "templates", NULL, c->dir, &c->templates);
 	if ((n = ymap_get(root, "templates")) != NULL) {

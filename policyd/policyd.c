@@ -35,14 +35,6 @@ usage(void)
 }
 
 static void
-policyd_errors(const struct yerrs *errs)
-{
-	for (size_t i = 0; i < errs->n; i++)
-		fprintf(stderr, "%s\n", errs->msgs[i]);
-	fflush(stderr);
-}
-
-static void
 policyd_write_pubkey(const char *path, const struct sign_key *key)
 {
 	char	 hex[65], *tmp;
@@ -135,51 +127,27 @@ policyd_signal(evutil_socket_t sig, short what, void *arg)
 int
 main(int argc, char *argv[])
 {
+	struct daemon_opts opts;
 	struct policyd	 pd;
 	struct yerrs	 errs = { NULL, 0 };
 	struct event	*sigs[3];
 	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
-	const char	*file = POLICYD_CONF_DEFAULT;
 	char		 err[512];
-	int		 ch, debug = 0, noaction = 0, verbose = 0;
 
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'f':
-			file = optarg;
-			break;
-		case 'n':
-			noaction = 1;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		default:
-			usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("policyd", 1, noaction ? 0 : verbose);
+	daemon_getopt(argc, argv, POLICYD_CONF_DEFAULT, &opts, usage);
+	log_init("policyd", 1, opts.noaction ? 0 : opts.verbose);
 
 	memset(&pd, 0, sizeof(pd));
-	if ((pd.conf = parse_config(file, &errs)) != NULL)
+	if ((pd.conf = parse_config(opts.file, &errs)) != NULL)
 		pd.reg = template_load(pd.conf, &errs);
 	if (errs.n > 0) {
-		policyd_errors(&errs);
-		fprintf(stderr, "policyd: %s: %zu error%s\n", file, errs.n,
-		    errs.n == 1 ? "" : "s");
-		yerrs_free(&errs);
 		template_registry_free(pd.reg);
 		parse_config_free(pd.conf);
-		return 1;
+		return daemon_config_errors("policyd", opts.file, &errs);
 	}
 	yerrs_free(&errs);
-	if (noaction) {
-		if (verbose)
+	if (opts.noaction) {
+		if (opts.verbose)
 			template_print(pd.reg);
 		printf("configuration OK\n");
 		template_registry_free(pd.reg);
@@ -204,7 +172,7 @@ main(int argc, char *argv[])
 		fatalx("cannot create the event loop");
 	if ((pd.ctl = control_start(&pd)) == NULL)
 		fatalx("cannot listen on the sockets");
-	if (!debug) {
+	if (!opts.debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
 		log_foreground(0);
