@@ -390,6 +390,13 @@ test-scenario: all $(TEST_HELPERS)
 test-denial: all
 	@tests/record denial$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/denial/run
 
+# SIGKILL each daemon during a running task: fail closed, recovery after
+# restart, audit chains intact, nothing acknowledged lost (root; SKIPs
+# otherwise).
+.PHONY: test-faults
+test-faults: all
+	@tests/record faults$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/faults/run
+
 # `make test`: the plain build, then the same tests built with ASan+UBSan.
 # Every suite runs even if an earlier one failed; tests/summary adds up
 # the totals each suite recorded.  A suite that did not even build is
@@ -418,6 +425,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-gate $(call RECORD_FAIL,gate)
 	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
 	@$(MAKE) --no-print-directory test-orchestrator $(call RECORD_FAIL,orchestrator)
+	@$(MAKE) --no-print-directory test-faults $(call RECORD_FAIL,faults)
 
 test-san:
 	@mkdir -p build && rm -f build/test-results.txt
@@ -468,6 +476,7 @@ $(B)/bin/egress_bench: $(call obj,bench/egress_bench.c)
 bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 	@bench/run $(CURDIR)/$(B)/bin
 	@bench/run_egress $(CURDIR)/$(B)/bin
+	@bench/load_bench $(CURDIR)/$(B)/bin
 
 # ---- running the daemons on the embedded default ---------------------------
 # As root the sandbox needs its pinned image: build it once if missing.

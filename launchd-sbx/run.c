@@ -1928,7 +1928,7 @@ run_reap_leftovers(struct launchd *ld)
 
 	for (int t = 1; t < LAUNCHD_NTIERS; t++) {
 		const struct launchd_runtime	*rt = &ld->conf->runtimes[t];
-		const char			*w[] = { "list", "-q", NULL };
+		const char			*w[] = { "list", "--quiet", NULL };
 
 		if (rt->path == NULL || access(rt->path, X_OK) == -1)
 			continue;
