@@ -274,10 +274,10 @@ TEST_HELPERS = $(B)/bin/frameprobe
 TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
 TEST_HELPERS += $(B)/bin/launchclient
 TEST_HELPERS += $(B)/bin/egressclient
-$(B)/bin/egressclient: $(call obj,tests/egress/egressclient.c) $(LIBCOMMON)
+$(B)/bin/egressclient: $(call obj,tests/egress/egressclient.c) $(call obj,tests/lib/testclient.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
-$(B)/bin/launchclient: $(call obj,tests/launch/launchclient.c) $(LIBCOMMON)
+$(B)/bin/launchclient: $(call obj,tests/launch/launchclient.c) $(call obj,tests/lib/testclient.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -328,7 +328,7 @@ test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe \
 # out for bound hosts only, every refusal checked.
 .PHONY: test-broker
 TEST_HELPERS += $(B)/bin/brokerclient
-$(B)/bin/brokerclient: $(call obj,tests/broker/brokerclient.c) $(B)/lib/libbrokerd.a $(LIBCOMMON)
+$(B)/bin/brokerclient: $(call obj,tests/broker/brokerclient.c) $(call obj,tests/lib/testclient.c) $(B)/lib/libbrokerd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -340,7 +340,7 @@ test-broker: $(B)/bin/brokerd $(B)/bin/brokerclient
 # every release and refusal checked in the result and the audit log.
 .PHONY: test-gate
 TEST_HELPERS += $(B)/bin/gateclient
-$(B)/bin/gateclient: $(call obj,tests/gate/gateclient.c) $(LIBCOMMON)
+$(B)/bin/gateclient: $(call obj,tests/gate/gateclient.c) $(call obj,tests/lib/testclient.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -31,6 +31,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "tests/lib/testclient.h"
 #include "policy.h"
 #include "sign.h"
 #include "util.h"
@@ -80,15 +81,6 @@ call(const char *sock, const Sbx__V1__Envelope *req, Sbx__V1__Envelope **rep)
 	return 0;
 }
 
-static int
-print_error(const Sbx__V1__Envelope *rep)
-{
-	if (rep->body_case != SBX__V1__ENVELOPE__BODY_ERROR)
-		return 0;
-	printf("error code=%d rule=%s: %s\n", (int)rep->error->code,
-	    rep->error->rule, rep->error->message);
-	return 1;
-}
 
 static int
 getsock(int argc, char **argv, const char *opts, char **sock, int *flag)
@@ -140,7 +132,7 @@ cmd_put(int argc, char **argv)
 	sodium_memzero(buf, sizeof(buf));
 	if (rc != 0)
 		return rc;
-	if (print_error(rep))
+	if (tc_print_error(rep))
 		rc = 3;
 	else
 		printf("ok %s\n", rep->body_case ==
@@ -165,7 +157,7 @@ cmd_list(int argc, char **argv)
 	req.secret_list = &sl;
 	if ((rc = call(sock, &req, &rep)) != 0)
 		return rc;
-	if (print_error(rep))
+	if (tc_print_error(rep))
 		rc = 3;
 	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_SECRET_NAMES) {
 		for (size_t i = 0; i < rep->secret_names->n_names; i++)
@@ -205,30 +197,7 @@ cmd_admin(int argc, char **argv)
 		usage();
 	if ((rc = call(sock, &req, &rep)) != 0)
 		return rc;
-	if (print_error(rep))
-		rc = 3;
-	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_METRICS)
-		fputs(rep->metrics->text, stdout);
-	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED)
-		printf("verify ok=%d records=%llu problem=%s\n",
-		    rep->audit_verified->ok,
-		    (unsigned long long)rep->audit_verified->records,
-		    rep->audit_verified->problem);
-	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS) {
-		for (size_t i = 0; i < rep->audit_records->n_events; i++) {
-			const Sbx__V1__AuditEvent *e =
-			    rep->audit_records->events[i];
-
-			printf("audit action=%s rule=%s task=%s exe=%s "
-			    "hash=%s actor=%s detail=%s\n", e->action,
-			    e->rule[0] ? e->rule : "-",
-			    e->task_id[0] ? e->task_id : "-",
-			    e->execution_id[0] ? e->execution_id : "-",
-			    e->policy_hash[0] ? e->policy_hash : "-",
-			    e->actor, e->detail);
-		}
-	} else
-		rc = 5;
+	rc = tc_print_admin(rep, 1);
 	sbx__v1__envelope__free_unpacked(rep, NULL);
 	return rc;
 }
@@ -329,7 +298,7 @@ cmd_cred(int argc, char **argv)
 	req.credential = &cr;
 	if ((rc = call(sock, &req, &rep)) != 0)
 		goto out;
-	if (print_error(rep)) {
+	if (tc_print_error(rep)) {
 		rc = 3;
 		goto out;
 	}
@@ -373,16 +342,12 @@ out:
 int
 main(int argc, char **argv)
 {
-	char	 err[512];
-
 	log_init("brokerclient", 1, 0);
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "keygen") == 0) {
-		if (argc != 4)
+		if (tc_keygen(argc - 1, argv + 1) == -1)
 			usage();
-		if (sign_keygen(argv[2], argv[3], err, sizeof(err)) == -1)
-			fatalx("%s", err);
 		return 0;
 	}
 	if (strcmp(argv[1], "put") == 0)

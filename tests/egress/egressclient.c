@@ -29,6 +29,7 @@
 #include "frame.h"
 #include "peer.h"
 #include "log.h"
+#include "tests/lib/testclient.h"
 #include "policy.h"
 #include "sign.h"
 #include "util.h"
@@ -332,16 +333,12 @@ cmd_broker(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	char	 err[512];
-
 	log_init("egressclient", 1, 0);
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "keygen") == 0) {
-		if (argc != 4)
+		if (tc_keygen(argc - 1, argv + 1) == -1)
 			usage();
-		if (sign_keygen(argv[2], argv[3], err, sizeof(err)) == -1)
-			fatalx("%s", err);
 		return 0;
 	}
 	if (strcmp(argv[1], "open") == 0)

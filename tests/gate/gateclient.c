@@ -31,6 +31,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "tests/lib/testclient.h"
 #include "policy.h"
 #include "sign.h"
 #include "util.h"
@@ -61,15 +62,6 @@ num(const char *s)
 	return v;
 }
 
-static int
-print_error(const Sbx__V1__Envelope *rep)
-{
-	if (rep->body_case != SBX__V1__ENVELOPE__BODY_ERROR)
-		return 0;
-	printf("error code=%d rule=%s: %s\n", (int)rep->error->code,
-	    rep->error->rule, rep->error->message);
-	return 1;
-}
 
 static void
 slurp(const char *path, ProtobufCBinaryData *out)
@@ -214,7 +206,7 @@ cmd_release(int argc, char **argv)
 		goto out;
 	}
 	close(fd);
-	if (print_error(rep)) {
+	if (tc_print_error(rep)) {
 		rc = 3;
 		goto out;
 	}
@@ -295,29 +287,7 @@ cmd_admin(int argc, char **argv)
 		return 4;
 	}
 	close(fd);
-	if (print_error(rep))
-		rc = 3;
-	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_METRICS)
-		fputs(rep->metrics->text, stdout);
-	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED)
-		printf("verify ok=%d records=%llu problem=%s\n",
-		    rep->audit_verified->ok,
-		    (unsigned long long)rep->audit_verified->records,
-		    rep->audit_verified->problem);
-	else if (rep->body_case == SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS) {
-		for (size_t i = 0; i < rep->audit_records->n_events; i++) {
-			const Sbx__V1__AuditEvent *e =
-			    rep->audit_records->events[i];
-
-			printf("audit action=%s rule=%s task=%s exe=%s "
-			    "actor=%s detail=%s\n", e->action,
-			    e->rule[0] ? e->rule : "-",
-			    e->task_id[0] ? e->task_id : "-",
-			    e->execution_id[0] ? e->execution_id : "-",
-			    e->actor, e->detail);
-		}
-	} else
-		rc = 5;
+	rc = tc_print_admin(rep, 0);
 	sbx__v1__envelope__free_unpacked(rep, NULL);
 	return rc;
 }
@@ -325,16 +295,12 @@ cmd_admin(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	char	 err[512];
-
 	log_init("gateclient", 1, 0);
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "keygen") == 0) {
-		if (argc != 4)
+		if (tc_keygen(argc - 1, argv + 1) == -1)
 			usage();
-		if (sign_keygen(argv[2], argv[3], err, sizeof(err)) == -1)
-			fatalx("%s", err);
 		return 0;
 	}
 	if (strcmp(argv[1], "release") == 0)

@@ -36,6 +36,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "tests/lib/testclient.h"
 #include "policy.h"
 #include "sign.h"
 #include "util.h"
@@ -126,15 +127,6 @@ call(const char *sock, const Sbx__V1__Envelope *req, Sbx__V1__Envelope **rep)
 	return rc;
 }
 
-static int
-print_error(const Sbx__V1__Envelope *rep)
-{
-	if (rep->body_case != SBX__V1__ENVELOPE__BODY_ERROR)
-		return 0;
-	printf("error code=%d rule=%s: %s\n", (int)rep->error->code,
-	    rep->error->rule, rep->error->message);
-	return 1;
-}
 
 static int
 cmd_put(int argc, char **argv)
@@ -168,7 +160,7 @@ cmd_put(int argc, char **argv)
 		return 4;
 	}
 	free(data);
-	if (print_error(rep)) {
+	if (tc_print_error(rep)) {
 		sbx__v1__envelope__free_unpacked(rep, NULL);
 		return 3;
 	}
@@ -333,7 +325,7 @@ cmd_run(int argc, char **argv)
 		rc = 4;
 		goto out;
 	}
-	if (print_error(rep)) {
+	if (tc_print_error(rep)) {
 		rc = 3;
 		goto out;
 	}
@@ -445,7 +437,7 @@ cmd_admin(int argc, char **argv)
 		printf("noreply\n");
 		return 4;
 	}
-	if (print_error(rep)) {
+	if (tc_print_error(rep)) {
 		sbx__v1__envelope__free_unpacked(rep, NULL);
 		return 3;
 	}
@@ -482,16 +474,12 @@ cmd_admin(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
-	char	 err[512];
-
 	log_init("launchclient", 1, 0);
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "keygen") == 0) {
-		if (argc != 4)
+		if (tc_keygen(argc - 1, argv + 1) == -1)
 			usage();
-		if (sign_keygen(argv[2], argv[3], err, sizeof(err)) == -1)
-			fatalx("%s", err);
 		return 0;
 	}
 	if (strcmp(argv[1], "put") == 0)
