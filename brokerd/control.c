@@ -56,14 +56,6 @@ bcontrol_fmt(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void
-bcontrol_actor(const struct ucred *cr, char *buf, size_t len)
-{
-	if (cr != NULL)
-		bcontrol_fmt(buf, len, "uid:%u", (unsigned)cr->uid);
-	else
-		bcontrol_fmt(buf, len, "uid:?");
-}
 
 static const char *
 bcontrol_kind_name(Sbx__V1__CredentialKind k)
@@ -282,7 +274,7 @@ bcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
 	bd->metrics.peers_refused++;
 	if (bd->store == NULL)
 		return;		/* still starting: nothing to record into */
-	bcontrol_actor(cr, actor, sizeof(actor));
+	peer_actor(cr, actor, sizeof(actor));
 	if (cr != NULL)
 		bcontrol_fmt(detail, sizeof(detail), "%s socket: peer uid %u "
 		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
@@ -311,7 +303,7 @@ bcontrol_credential(struct bcontrol *ctl, struct frame_conn *c,
 	uint8_t				*buf;
 	size_t				 len;
 
-	bcontrol_actor(frame_conn_peer(c), actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	bcontrol_decide(bd, r, now_s(), &a);
 	if (a.rule != NULL) {
 		bd->metrics.refused++;
@@ -396,7 +388,7 @@ bcontrol_secret_put(struct bcontrol *ctl, struct frame_conn *c,
 	size_t			 len = p->value.len;
 	char			 err[512], actor[32], detail[256], hex[65];
 
-	bcontrol_actor(frame_conn_peer(c), actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	if (p->name == NULL || !name_ok(p->name)) {
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", "bad secret name "

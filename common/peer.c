@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <pwd.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,4 +207,13 @@ peer_allowed(int fd, const struct peer_allow *pa, struct ucred *out)
 	if (peer_gid_listed(pa, cred.gid))
 		return 1;
 	return peer_groups_listed(fd, pa);
+}
+
+void
+peer_actor(const struct ucred *cr, char *buf, size_t len)
+{
+	if (cr != NULL)
+		snprintf(buf, len, "uid:%u", (unsigned)cr->uid);
+	else
+		snprintf(buf, len, "uid:?");
 }

@@ -33,4 +33,7 @@ int	peer_credentials(int fd, struct ucred *out);
  * list, 0 if not, -1 on error (treated as not allowed by callers). */
 int	peer_allowed(int fd, const struct peer_allow *, struct ucred *out);
 
+/* The actor recorded in audit events: "uid:N" ("uid:?" when unknown). */
+void	peer_actor(const struct ucred *, char *buf, size_t len);
+
 #endif

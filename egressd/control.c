@@ -37,13 +37,6 @@ struct control {
 	struct control_sock	 admin_arg;
 };
 
-static void
-control_actor(struct frame_conn *c, char *buf, size_t len)
-{
-	const struct ucred	*cr = frame_conn_peer(c);
-
-	snprintf(buf, len, "uid:%u", cr != NULL ? (unsigned)cr->uid : 0);
-}
 
 static int
 control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
@@ -112,7 +105,7 @@ control_open(struct control *ctl, struct frame_conn *c,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", "%s", err);
 		return;
 	}
-	control_actor(c, actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	xasprintf(&detail, "policy %s v%u, %zu host%s", ch->pol->name,
 	    ch->pol->version, ch->pol->network != NULL ?
 	    ch->pol->network->n_allow : 0, ch->pol->network != NULL &&
@@ -173,7 +166,7 @@ control_close(struct control *ctl, struct frame_conn *c,
 	}
 	u.denials = rcp;
 	u.n_denials = n;
-	control_actor(c, actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	xasprintf(&detail, "%llu requests, %llu bytes out, %llu bytes in, "
 	    "%zu denial rule%s", (unsigned long long)ch->requests,
 	    (unsigned long long)ch->bytes_out,

@@ -50,14 +50,6 @@ gcontrol_fmt(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void
-gcontrol_actor(const struct ucred *cr, char *buf, size_t len)
-{
-	if (cr != NULL)
-		gcontrol_fmt(buf, len, "uid:%u", (unsigned)cr->uid);
-	else
-		gcontrol_fmt(buf, len, "uid:?");
-}
 
 static const char *
 gcontrol_dest_name(const Sbx__V1__Outputs *o)
@@ -107,7 +99,7 @@ gcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
 	gd->metrics.peers_refused++;
 	if (gd->audit == NULL)
 		return;
-	gcontrol_actor(cr, actor, sizeof(actor));
+	peer_actor(cr, actor, sizeof(actor));
 	if (cr != NULL)
 		gcontrol_fmt(detail, sizeof(detail), "%s socket: peer uid %u "
 		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
@@ -194,7 +186,7 @@ gcontrol_release(struct gcontrol *ctl, struct frame_conn *c,
 
 	sbx__v1__release_result__init(&res);
 	dirfd = frame_conn_take_fd(c);
-	gcontrol_actor(frame_conn_peer(c), actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	gd->metrics.requests++;
 	if (rq->signed_ == NULL) {
 		gcontrol_refuse(gd, c, req->request_id, actor, NULL,

@@ -26,20 +26,6 @@
 #include "util.h"
 #include "launchd-sbx/launchd.h"
 
-/* snprintf for paths and messages: a truncated result is still
- * NUL-terminated, and a path that does not fit fails its open later. */
-static int __attribute__((format(printf, 3, 4)))
-control_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return n;
-}
-
 #define CONTROL_LAUNCH_IDLE	86400	/* a held launch is never idle */
 
 struct audit_item {
@@ -71,16 +57,6 @@ struct control {
 	struct control_sock	 admin_arg;
 };
 
-static void
-control_actor(struct frame_conn *c, char *buf, size_t len)
-{
-	const struct ucred	*cr = frame_conn_peer(c);
-
-	if (cr != NULL)
-		control_fmt(buf, len, "uid:%u", (unsigned)cr->uid);
-	else
-		control_fmt(buf, len, "uid:?");
-}
 
 /* ---- the audit group commit ---- */
 
@@ -242,7 +218,7 @@ control_refuse_code(struct launchd *ld, struct frame_conn *c, uint64_t rid,
 	char			 actor[32];
 
 	ld->metrics.refused++;
-	control_actor(c, actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	sbx__v1__audit_event__init(&ev);
 	ev.task_id = (char *)(task_id != NULL ? task_id : "");
 	ev.execution_id = (char *)(execution_id != NULL ? execution_id : "");
@@ -278,7 +254,7 @@ control_dataset_put(struct control *ctl, struct frame_conn *c,
 		return;
 	}
 	xasprintf(&detail, "dataset %s: %zu bytes", p->name, p->content.len);
-	control_actor(c, actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	sbx__v1__audit_event__init(&ev);
 	ev.action = (char *)"dataset";
 	ev.detail = detail;

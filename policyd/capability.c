@@ -1329,16 +1329,6 @@ capability_apply(struct policyd *pd, const Sbx__V1__CapabilityDecision *d,
 
 /* ---- the sockets ---- */
 
-static void
-cap_actor(struct frame_conn *c, char *buf, size_t len)
-{
-	const struct ucred	*cr = frame_conn_peer(c);
-
-	if (cr != NULL)
-		snprintf(buf, len, "uid:%u", (unsigned)cr->uid);
-	else
-		snprintf(buf, len, "uid:?");
-}
 
 static void
 cap_send_decision(struct frame_conn *c, uint64_t id,
@@ -1467,7 +1457,7 @@ capability_serve_request(struct policyd *pd, struct frame_conn *c,
 	Sbx__V1__Error			 err = SBX__V1__ERROR__INIT;
 	char				 actor[32];
 
-	cap_actor(c, actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	sbx__v1__capability_decision__init(&d);
 	if (capability_decide(pd, env->capability, actor, &d, &err) == -1) {
 		cap_send_error(c, env->request_id, &err);
@@ -1489,7 +1479,7 @@ capability_serve_decision(struct policyd *pd, struct frame_conn *c,
 	Sbx__V1__Error			 err = SBX__V1__ERROR__INIT;
 	char				 actor[32];
 
-	cap_actor(c, actor, sizeof(actor));
+	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	sbx__v1__capability_decision__init(&d);
 	if (capability_apply(pd, env->decision, actor, &d, &err) == -1) {
 		cap_send_error(c, env->request_id, &err);
