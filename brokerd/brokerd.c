@@ -71,21 +71,6 @@ brokerd_master_key(const struct brokerd_conf *c)
 }
 
 /* SIGHUP: read policyd's public key again (a rotated key). */
-static void
-brokerd_reload(struct brokerd *bd)
-{
-	unsigned char	 pk[32];
-	char		 err[512];
-
-	if (sign_pubkey_load(bd->conf->policy_public_key, pk, err,
-	    sizeof(err)) == -1) {
-		log_warnx("reload: %s; keeping the key loaded", err);
-		return;
-	}
-	memcpy(bd->pk, pk, sizeof(pk));
-	log_info("reload: policyd's public key %s",
-	    bd->conf->policy_public_key);
-}
 
 static void
 brokerd_signal(evutil_socket_t sig, short what, void *arg)
@@ -95,7 +80,7 @@ brokerd_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	switch (sig) {
 	case SIGHUP:
-		brokerd_reload(bd);
+		(void)sign_pubkey_reload(bd->conf->policy_public_key, bd->pk);
 		break;
 	case SIGTERM:
 	case SIGINT:

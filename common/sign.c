@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "policy.h"
+#include "log.h"
 #include "sign.h"
 #include "util.h"
 
@@ -409,4 +410,19 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 fail:
 	sbx__v1__policy_grant__free_unpacked(g, NULL);
 	return NULL;
+}
+
+int
+sign_pubkey_reload(const char *pk_path, unsigned char pk[32])
+{
+	unsigned char	 fresh[32];
+	char		 err[512];
+
+	if (sign_pubkey_load(pk_path, fresh, err, sizeof(err)) == -1) {
+		log_warnx("reload: %s; keeping the key loaded", err);
+		return -1;
+	}
+	memcpy(pk, fresh, sizeof(fresh));
+	log_info("reload: policyd's public key %s", pk_path);
+	return 0;
 }

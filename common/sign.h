@@ -33,6 +33,9 @@ struct sign_key	*sign_key_load(const char *sk_path, char *err, size_t errlen);
 void		 sign_key_free(struct sign_key *);
 int		 sign_pubkey_load(const char *pk_path, unsigned char pk[32],
 		    char *err, size_t errlen);
+/* SIGHUP: load pk_path into pk only if it loads, so a broken rotated key
+ * leaves the one in use in place.  0, or -1 (logged). */
+int		 sign_pubkey_reload(const char *pk_path, unsigned char pk[32]);
 void		 sign_key_id(const unsigned char pk[32],
 		    char out[SIGN_KEYID_HEX]);
 

@@ -37,21 +37,6 @@ usage(void)
 }
 
 /* SIGHUP: read policyd's public key again (a rotated key). */
-static void
-gated_reload(struct gated *gd)
-{
-	unsigned char	 pk[32];
-	char		 err[512];
-
-	if (sign_pubkey_load(gd->conf->policy_public_key, pk, err,
-	    sizeof(err)) == -1) {
-		log_warnx("reload: %s; keeping the key loaded", err);
-		return;
-	}
-	memcpy(gd->pk, pk, sizeof(pk));
-	log_info("reload: policyd's public key %s",
-	    gd->conf->policy_public_key);
-}
 
 static void
 gated_signal(evutil_socket_t sig, short what, void *arg)
@@ -61,7 +46,7 @@ gated_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	switch (sig) {
 	case SIGHUP:
-		gated_reload(gd);
+		(void)sign_pubkey_reload(gd->conf->policy_public_key, gd->pk);
 		break;
 	case SIGTERM:
 	case SIGINT:
