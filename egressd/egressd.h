@@ -210,8 +210,10 @@ void		 broker_cancel(struct broker_req *);
 struct http_hdr {
 	char		*name;
 	size_t		 nlen;
-	char		*value;
+	char		*value;		/* NULL until a value arrives */
 	size_t		 vlen;
+	size_t		 ncap;		/* allocated, kept across requests */
+	size_t		 vcap;
 };
 
 /* One request as the sandbox sent it, parsed by libhttp-parser. */
@@ -223,11 +225,15 @@ struct http_req {
 	void		*arg;
 	size_t		 max_headers;
 	uint64_t	 max_body;	/* set once the rule is known */
-	char		*url;
+	char		*url;		/* NULL until the target arrives */
 	size_t		 url_len;	/* as sent, even past the cap */
 	const char	*method;
 	struct http_hdr	*hdrs;
 	size_t		 nhdrs;
+	/* Storage kept from one request on a connection to the next, so
+	 * that parsing one allocates nothing once the first is done. */
+	char		*url_buf;
+	size_t		 hcap;
 	int		 in_value;
 	int		 headers_done;
 	int		 complete;
@@ -412,6 +418,14 @@ void		 proxy_tls_shutdown(struct proxy_conn *);
 void		 proxy_tls_clear(struct proxy_conn *);
 /* The client's handshake is done (proxy.c): read requests inside. */
 void		 proxy_tunnel_ready(struct proxy_conn *);
+/* Write data through bev's TLS at once, as far as the socket takes it
+ * (bev's output must be empty); what is left stays in data, for the
+ * caller to queue on bev.  coalesce: one record per 16 KiB, copying;
+ * else one record per chain of data, copying nothing. */
+void		 proxy_tls_write_now(struct bufferevent *, struct evbuffer *,
+		    int coalesce);
+/* Have bev read again if OpenSSL holds records it read ahead. */
+void		 proxy_tls_pending(struct bufferevent *);
 /* The client-side SSL_CTX for upstreams (system store + conf CAs). */
 struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd_conf *);
 /* Send the rebuilt request (proxy.c). */

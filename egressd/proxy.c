@@ -407,18 +407,25 @@ proxy_on_head(struct http_req *r, void *arg)
  * nothing is queued ahead of it.  Left to itself, libevent writes on the
  * next loop pass and arms and disarms EPOLLOUT around each write: two
  * epoll_ctl calls and a pass per message, about a third of egressd's
- * system calls per proxied request.  TLS bufferevents are left to
- * libevent; write errors too (whatever is left is queued, and the
- * bufferevent meets the error on its own write).
+ * system calls per proxied request.  TLS goes through proxy_tls_write_now
+ * (with coalesce, a record per 16 KiB rather than one per buffer chain:
+ * never for bytes that must not be copied).  Write errors are left to the
+ * bufferevent: whatever is left is queued, and the bufferevent meets the
+ * error on its own write.
  */
 static void
-proxy_write_now(struct bufferevent *bev, int plain, struct evbuffer *data)
+proxy_write_now(struct bufferevent *bev, struct evbuffer *data,
+    int coalesce)
 {
 	struct evbuffer		*out = bufferevent_get_output(bev);
-	evutil_socket_t		 fd = bufferevent_getfd(bev);
+	evutil_socket_t		 fd;
 
-	if (plain && fd != -1 && evbuffer_get_length(out) == 0)
-		(void)evbuffer_write(data, fd);
+	if (evbuffer_get_length(out) == 0 && evbuffer_get_length(data) > 0) {
+		if (bufferevent_openssl_get_ssl(bev) != NULL)
+			proxy_tls_write_now(bev, data, coalesce);
+		else if ((fd = bufferevent_getfd(bev)) != -1)
+			(void)evbuffer_write(data, fd);
+	}
 	evbuffer_add_buffer(out, data);
 }
 
@@ -450,7 +457,7 @@ proxy_send_request(struct proxy_conn *c)
 	 * credential, which must not be copied out of sodium memory. */
 	if (c->up_tls && !cred && evbuffer_get_length(out) <= 16384)
 		evbuffer_pullup(out, -1);
-	proxy_write_now(c->ubev, !c->up_tls, out);
+	proxy_write_now(c->ubev, out, !cred);
 	c->ch->bytes_out += n;
 	c->ch->ed->m.bytes_out += n;
 	c->ch->ed->m.allowed++;
@@ -708,6 +715,8 @@ proxy_tunnel_ready(struct proxy_conn *c)
 	http_req_reset(&c->req);
 	c->state = PC_IDLE;
 	proxy_conn_setup(c);
+	/* The handshake's last read may have brought the first request. */
+	proxy_tls_pending(c->cbev);
 	proxy_parse(c);
 }
 
@@ -734,6 +743,8 @@ proxy_response_done(struct proxy_conn *c)
 		proxy_timeouts(c->ubev, 0, 0);
 	proxy_head_timeout(c);
 	bufferevent_enable(c->cbev, EV_READ);
+	proxy_tls_pending(c->ubev);
+	proxy_tls_pending(c->cbev);
 	proxy_parse(c);
 }
 
@@ -793,7 +804,7 @@ proxy_relay(struct proxy_conn *c, int eof)
 		if (used < 0) {
 			/* What was accepted before still goes out, as it
 			 * would have from the queue. */
-			proxy_write_now(c->cbev, !c->tls, c->ch->ed->scratch);
+			proxy_write_now(c->cbev, c->ch->ed->scratch, 1);
 			if (strcmp(c->resp.rule, RULE_RESP_SIZE) == 0 ||
 			    strcmp(c->resp.rule, RULE_REDIRECT) == 0) {
 				snprintf(detail, sizeof(detail), "%s from %s",
@@ -840,7 +851,7 @@ proxy_relay(struct proxy_conn *c, int eof)
 		/* A head whose body is already here goes out with it, in
 		 * one write: the next pass feeds the body. */
 		if (!head || c->resp.complete || evbuffer_get_length(in) == 0)
-			proxy_write_now(c->cbev, !c->tls, c->ch->ed->scratch);
+			proxy_write_now(c->cbev, c->ch->ed->scratch, 1);
 		if (c->resp.complete) {
 			if (c->resp.status >= 100 && c->resp.status < 200) {
 				/* An interim response: the real one
@@ -877,7 +888,8 @@ proxy_up_read(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn	*c = arg;
 
-	(void)bev;
+	/* Before anything here can free the connection. */
+	proxy_tls_pending(bev);
 	if (c->state == PC_RESPONSE)
 		proxy_relay(c, 0);
 	else if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
@@ -951,7 +963,7 @@ proxy_client_read(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn	*c = arg;
 
-	(void)bev;
+	proxy_tls_pending(bev);
 	if (c->state == PC_CLOSING) {
 		evbuffer_drain(bufferevent_get_input(bev),
 		    evbuffer_get_length(bufferevent_get_input(bev)));

@@ -81,8 +81,9 @@ http_req_on_url(http_parser *p, const char *at, size_t len)
 	struct http_req	*r = http_req_of(p);
 	size_t		 keep;
 
-	if (r->url == NULL)
-		r->url = xmalloc(HTTP_URL_KEEP + 1);
+	if (r->url_buf == NULL)
+		r->url_buf = xmalloc(HTTP_URL_KEEP + 1);
+	r->url = r->url_buf;
 	keep = r->url_len < HTTP_URL_KEEP ? HTTP_URL_KEEP - r->url_len : 0;
 	if (keep > len)
 		keep = len;
@@ -94,11 +95,14 @@ http_req_on_url(http_parser *p, const char *at, size_t len)
 }
 
 static void
-http_append(char **s, size_t *n, const char *at, size_t len)
+http_append(char **s, size_t *n, size_t *cap, const char *at, size_t len)
 {
-	*s = realloc(*s, *n + len + 1);
-	if (*s == NULL)
-		abort();
+	if (*s == NULL || *n + len + 1 > *cap) {
+		*cap = *n + len + 1 < 64 ? 64 : *n + len + 1;
+		*s = realloc(*s, *cap);
+		if (*s == NULL)
+			abort();
+	}
 	memcpy(*s + *n, at, len);
 	*n += len;
 	(*s)[*n] = '\0';
@@ -108,19 +112,30 @@ static int
 http_req_on_field(http_parser *p, const char *at, size_t len)
 {
 	struct http_req	*r = http_req_of(p);
+	struct http_hdr	*h;
 
 	if (r->nhdrs == 0 || r->in_value) {
 		if (r->nhdrs >= r->max_headers)
 			return http_refuse(&r->rule, &r->why, RULE_HEADERS,
 			    "too many header fields");
-		r->hdrs = xreallocarray(r->hdrs, r->nhdrs + 1,
-		    sizeof(*r->hdrs));
-		memset(&r->hdrs[r->nhdrs], 0, sizeof(*r->hdrs));
-		r->nhdrs++;
+		if (r->nhdrs == r->hcap) {
+			r->hcap = r->hcap == 0 ? 16 : r->hcap * 2;
+			r->hdrs = xreallocarray(r->hdrs, r->hcap,
+			    sizeof(*r->hdrs));
+			memset(&r->hdrs[r->nhdrs], 0, (r->hcap - r->nhdrs) *
+			    sizeof(*r->hdrs));
+		}
+		h = &r->hdrs[r->nhdrs++];
+		/* A slot a previous request used keeps its buffers: only
+		 * what it held is forgotten. */
+		h->nlen = 0;
+		h->vlen = 0;
+		if (h->value != NULL)
+			h->value[0] = '\0';
 		r->in_value = 0;
 	}
-	http_append(&r->hdrs[r->nhdrs - 1].name, &r->hdrs[r->nhdrs - 1].nlen,
-	    at, len);
+	h = &r->hdrs[r->nhdrs - 1];
+	http_append(&h->name, &h->nlen, &h->ncap, at, len);
 	return 0;
 }
 
@@ -133,7 +148,7 @@ http_req_on_value(http_parser *p, const char *at, size_t len)
 		return -1;
 	r->in_value = 1;
 	http_append(&r->hdrs[r->nhdrs - 1].value, &r->hdrs[r->nhdrs - 1].vlen,
-	    at, len);
+	    &r->hdrs[r->nhdrs - 1].vcap, at, len);
 	return 0;
 }
 
@@ -163,8 +178,7 @@ http_trim(struct http_hdr *h)
 	size_t	 s = 0, e;
 
 	if (h->value == NULL) {
-		h->value = xstrdup("");
-		h->vlen = 0;
+		http_append(&h->value, &h->vlen, &h->vcap, "", 0);
 		return;
 	}
 	e = h->vlen;
@@ -284,31 +298,19 @@ http_req_init(struct http_req *r, size_t max_headers)
 	r->body = evbuffer_new();
 }
 
-static void
-http_req_free_fields(struct http_req *r)
-{
-	for (size_t i = 0; i < r->nhdrs; i++) {
-		free(r->hdrs[i].name);
-		free(r->hdrs[i].value);
-	}
-	free(r->hdrs);
-	free(r->url);
-	r->hdrs = NULL;
-	r->nhdrs = 0;
-	r->url = NULL;
-}
-
-/* Ready for the next request on the same connection. */
+/* Ready for the next request on the same connection: the parsed fields
+ * are forgotten, their storage is kept for the next request. */
 void
 http_req_reset(struct http_req *r)
 {
 	struct evbuffer	*body = r->body;
-	size_t		 maxh = r->max_headers;
+	struct http_hdr	*hdrs = r->hdrs;
+	size_t		 maxh = r->max_headers, hcap = r->hcap;
+	char		*url_buf = r->url_buf;
 	http_parser	 p = r->p;
 	int		(*on_head)(struct http_req *, void *) = r->on_head;
 	void		*arg = r->arg;
 
-	http_req_free_fields(r);
 	evbuffer_drain(body, evbuffer_get_length(body));
 	memset(r, 0, sizeof(*r));
 	r->p = p;
@@ -317,12 +319,25 @@ http_req_reset(struct http_req *r)
 	r->body = body;
 	r->on_head = on_head;
 	r->arg = arg;
+	r->hdrs = hdrs;
+	r->hcap = hcap;
+	r->url_buf = url_buf;
 }
 
 void
 http_req_clear(struct http_req *r)
 {
-	http_req_free_fields(r);
+	for (size_t i = 0; i < r->hcap; i++) {
+		free(r->hdrs[i].name);
+		free(r->hdrs[i].value);
+	}
+	free(r->hdrs);
+	free(r->url_buf);
+	r->hdrs = NULL;
+	r->nhdrs = 0;
+	r->hcap = 0;
+	r->url = NULL;
+	r->url_buf = NULL;
 	if (r->body != NULL)
 		evbuffer_free(r->body);
 	r->body = NULL;
@@ -391,14 +406,26 @@ http_req_head(const struct http_req *r, const struct decide_target *t,
     const char *drop, struct evbuffer *out)
 {
 	int	 dflt = t->port == (t->tls ? 443 : 80);
+	char	 port[8], *pp = port + sizeof(port);
+	unsigned v = t->port;
 
-	evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", r->method, t->path);
+	/* Piece by piece rather than printf: this runs for every request. */
+	evbuffer_add(out, r->method, strlen(r->method));
+	evbuffer_add(out, " ", 1);
+	evbuffer_add(out, t->path, strlen(t->path));
+	evbuffer_add(out, " HTTP/1.1\r\nHost: ", 17);
 	if (t->ip == 6)
-		evbuffer_add_printf(out, "Host: [%s]", t->host);
-	else
-		evbuffer_add_printf(out, "Host: %s", t->host);
-	if (!dflt)
-		evbuffer_add_printf(out, ":%u", t->port);
+		evbuffer_add(out, "[", 1);
+	evbuffer_add(out, t->host, strlen(t->host));
+	if (t->ip == 6)
+		evbuffer_add(out, "]", 1);
+	if (!dflt) {
+		do
+			*--pp = (char)('0' + v % 10);
+		while ((v /= 10) > 0);
+		*--pp = ':';
+		evbuffer_add(out, pp, (size_t)(port + sizeof(port) - pp));
+	}
 	evbuffer_add(out, "\r\n", 2);
 	for (size_t i = 0; i < r->nhdrs; i++) {
 		if (http_hop_header(r, r->hdrs[i].name, drop))

@@ -19,6 +19,10 @@
  * Both sides switch from a plain socket bufferevent to an OpenSSL one on
  * the same descriptor, once the plain side has nothing left to say: the
  * 200 has been written (client) or the TCP connect is done (upstream).
+ * For speed, records go out at once when nothing is queued
+ * (proxy_tls_write_now) and are read ahead, one read per record
+ * (proxy_tls_pending keeps libevent reading what OpenSSL holds); libevent
+ * still owns every retry, error and timeout.
  */
 #include <sys/types.h>
 
@@ -30,6 +34,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -155,6 +160,9 @@ proxy_tls_flushed(struct bufferevent *bev, void *arg)
 		return;
 	}
 	SSL_set_app_data(ssl, c);
+	/* proxy_tls_write_now may leave a record to the bufferevent. */
+	SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_set_read_ahead(ssl, 1);
 	if ((c->cbev = bufferevent_openssl_socket_new(c->ch->ed->base, fd,
 	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		SSL_free(ssl);
@@ -245,6 +253,8 @@ proxy_tls_upstream(struct proxy_conn *c)
 		    "verify");
 		return -1;
 	}
+	SSL_set_mode(ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_set_read_ahead(ssl, 1);
 	fd = bufferevent_getfd(c->ubev);
 	bufferevent_setfd(c->ubev, -1);
 	bufferevent_free(c->ubev);
@@ -297,6 +307,66 @@ proxy_tls_clear(struct proxy_conn *c)
 {
 	/* The SSL went with the bufferevent that owned it. */
 	c->client_ssl = NULL;
+}
+
+/*
+ * libevent's TLS bufferevent writes on the loop pass after data is queued,
+ * arming EPOLLOUT for it and disarming it after: two epoll_ctl calls and a
+ * pass per message.  When nothing is queued the record can go out at once
+ * instead.  If the socket does not take it, OpenSSL keeps the record and
+ * wants the same bytes again on the retry: they stay at the head of data,
+ * the caller queues them (the first chain unmoved, and the SSL accepts a
+ * moved buffer anyway), and the bufferevent's own SSL_write retries them.
+ * An error is met the same way, by the bufferevent's write.
+ */
+void
+proxy_tls_write_now(struct bufferevent *bev, struct evbuffer *data,
+    int coalesce)
+{
+	SSL			*ssl = bufferevent_openssl_get_ssl(bev);
+	struct evbuffer_iovec	 v;
+	size_t			 len;
+	int			 n;
+
+	if (ssl == NULL || !SSL_is_init_finished(ssl) ||
+	    evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+		return;
+	while ((len = evbuffer_get_length(data)) > 0) {
+		if (len > SSL3_RT_MAX_PLAIN_LENGTH)
+			len = SSL3_RT_MAX_PLAIN_LENGTH;
+		if (coalesce)
+			v.iov_base = evbuffer_pullup(data, (ssize_t)len);
+		else if (evbuffer_peek(data, -1, NULL, &v, 1) < 1)
+			return;
+		else if (v.iov_len < len)
+			len = v.iov_len;
+		if (v.iov_base == NULL)
+			return;
+		ERR_clear_error();
+		if ((n = SSL_write(ssl, v.iov_base, (int)len)) <= 0) {
+			ERR_clear_error();
+			return;
+		}
+		evbuffer_drain(data, (size_t)n);
+	}
+}
+
+/*
+ * With read-ahead (one read per record, not two), OpenSSL may hold whole
+ * records it has read from the socket but not yet decrypted.  libevent's
+ * TLS bufferevent stops reading once SSL_pending() is 0 and waits for the
+ * socket, which may have nothing more to say: have it read again on the
+ * next loop pass.  Called wherever reading starts or resumes.
+ */
+void
+proxy_tls_pending(struct bufferevent *bev)
+{
+	SSL	*ssl;
+
+	if (bev == NULL || (ssl = bufferevent_openssl_get_ssl(bev)) == NULL)
+		return;
+	if (SSL_has_pending(ssl) && (bufferevent_get_enabled(bev) & EV_READ))
+		event_active(&bev->ev_read, EV_READ, 1);
 }
 
 struct ssl_ctx_st *
