@@ -15,8 +15,12 @@
  *
  * Anything else is an error and is reported.
  *
- *	rpc_bench [-m compile|run] [-c clients] [-n requests] [-T tenant]
- *	    [-U user] [-D dataset] [-y type] socket
+ *	rpc_bench [-m compile|run] [-c clients] [-n requests] [-p pause_ms]
+ *	    [-T tenant] [-U user] [-D dataset] [-y type] socket
+ *
+ * -p: each client waits this long after each reply before its next request
+ * (not counted in the latency): a steady trickle rather than back-to-back,
+ * e.g. so that launchd-sbx's pool refills between runs.
  *
  * Each client is a thread with its own blocking connection (the
  * frame_client API from common/frame.h), sending one request at a time.
@@ -50,6 +54,7 @@ static struct {
 	const char		*dataset;
 	const char		*type;
 	int			 mode_run;	/* -m run */
+	unsigned		 pause_ms;	/* -p */
 	char			 run[16];	/* distinguishes runs' task ids */
 	pthread_barrier_t	 start;
 } bench;
@@ -58,8 +63,8 @@ static void
 bench_usage(void)
 {
 	fprintf(stderr, "usage: rpc_bench [-m compile|run] [-c clients] "
-	    "[-n requests] [-T tenant] [-U user] [-D dataset] [-y type] "
-	    "socket\n");
+	    "[-n requests] [-p pause_ms] [-T tenant] [-U user] [-D dataset] "
+	    "[-y type] socket\n");
 	exit(2);
 }
 
@@ -138,6 +143,8 @@ bench_client_main(void *arg)
 			c->lat[i] = 0;
 		}
 		sbx__v1__envelope__free_unpacked(rep, NULL);
+		if (bench.pause_ms > 0 && i + 1 < c->count)
+			usleep(bench.pause_ms * 1000);
 	}
 	close(fd);
 	return NULL;
@@ -183,7 +190,7 @@ main(int argc, char **argv)
 	bench.user = "bench";
 	bench.dataset = NULL;
 	bench.type = NULL;
-	while ((ch = getopt(argc, argv, "m:c:n:T:U:D:y:")) != -1) {
+	while ((ch = getopt(argc, argv, "m:c:n:p:T:U:D:y:")) != -1) {
 		switch (ch) {
 		case 'm':
 			if (strcmp(optarg, "run") == 0)
@@ -196,6 +203,9 @@ main(int argc, char **argv)
 			break;
 		case 'n':
 			n = (size_t)strtoull(optarg, NULL, 10);
+			break;
+		case 'p':
+			bench.pause_ms = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		case 'T':
 			bench.tenant = optarg;

@@ -391,6 +391,10 @@ control_metrics(const struct launchd *ld)
 	    "# HELP sbx_launchd_running Executions running now.\n"
 	    "# TYPE sbx_launchd_running gauge\n"
 	    "sbx_launchd_running %zu\n"
+	    "# HELP sbx_launchd_cleanups_pending Executions whose container "
+	    "and staging are still being removed.\n"
+	    "# TYPE sbx_launchd_cleanups_pending gauge\n"
+	    "sbx_launchd_cleanups_pending %zu\n"
 	    "# HELP sbx_launchd_pooled_total Launches served by the pool.\n"
 	    "# TYPE sbx_launchd_pooled_total counter\n"
 	    "sbx_launchd_pooled_total %llu\n"
@@ -404,7 +408,7 @@ control_metrics(const struct launchd *ld)
 	    (unsigned long long)m->completed,
 	    (unsigned long long)m->wall_kills,
 	    (unsigned long long)m->memory_kills,
-	    (unsigned long long)m->pids_hits, live,
+	    (unsigned long long)m->pids_hits, live, run_cleaning(ld),
 	    (unsigned long long)m->pooled, pool_ready(ld),
 	    (unsigned long long)m->audit_commits);
 	return s;

@@ -46,6 +46,12 @@
 #define LAUNCHD_PEER_SECONDS	30	/* egressd and gated replies */
 #define LAUNCHD_SCRATCH		"scratch"	/* in the staging dir */
 #define LAUNCHD_CA		"ca.pem"	/* in the staging dir */
+/* In a pool entry's run/ (the sandbox's /run/sbx/pool): the FIFO its
+ * sbx-init reads its assignment from, the egress channel's socket (a hard
+ * link) and its CA. */
+#define POOL_ARGV		"argv"
+#define POOL_EGRESS_SOCK	"egress.sock"
+#define POOL_CA			"ca.pem"
 
 struct event_base;
 struct yerrs;
@@ -289,8 +295,11 @@ void		 run_reap_leftovers(struct launchd *);
 void		 run_stop_all(struct launchd *);
 /* Self-check each configured runtime; marks it available or not. */
 void		 run_check_runtimes(struct launchd *);
-/* Executions running now. */
+/* Executions running now (answered ones being cleaned up excluded). */
 size_t		 run_count(const struct launchd *);
+/* Executions whose runtime delete and host cleanup are still under way
+ * (after their result was sent, or about to be). */
+size_t		 run_cleaning(const struct launchd *);
 /* rm -rf without following symlinks; 0 or -1. */
 int		 run_rmtree(const char *path);
 /* Mount the host tmpfs an execution's /scratch binds (dir/scratch, size

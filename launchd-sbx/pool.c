@@ -1,28 +1,33 @@
 /*
- * pool.c: pre-created sandboxes.  For each configured key (image, tier and
- * limits) launchd-sbx keeps `size` containers ready in the runtime's
- * "created" state: the namespaces, cgroups, mounts and seccomp filter
- * exist, and the init waits on the runtime's exec fifo.  A launch whose
- * spec would differ from the entry's only in per-execution data takes an
- * entry, fills its staging (the entry's own in/, code/ and run/argv, bound
- * into the container when it was created), and starts it; the entry serves
- * exactly that one execution and is deleted after it like any other
- * container, and a replacement is created at once.  An entry is never
- * handed to a second execution, so nothing crosses between tasks or
- * tenants: each has a fresh /scratch, /in and /code.
+ * pool.c: pre-started sandboxes.  For each configured key (image, tier and
+ * limits) launchd-sbx keeps `size` containers ready: created with the
+ * runtime's create step and started, so that the namespaces, cgroups,
+ * mounts and seccomp filter exist and sbx-init is PID 1 -- but no task's
+ * program: sbx-init waits, blocked in open(2), on a FIFO in the entry's
+ * run/ directory (sbx-init -a /run/sbx/pool/argv).  A launch whose spec
+ * would differ from the entry's only in per-execution data takes an
+ * entry, fills its staging (the entry's own in/, code/ and run/, bound into
+ * the container when it was created: the egress channel's socket is
+ * hard-linked into run/ and its CA written there), records the launch, and
+ * then writes the program, its arguments and the per-execution
+ * environment (SBX_TASK_ID, SBX_EXECUTION_ID, SBX_POLICY_HASH) into the
+ * FIFO: that write is the start.  The entry serves exactly that one
+ * execution and is deleted after it like any other container, and a
+ * replacement is made at once.  An entry is never handed to a second
+ * execution, so nothing crosses between tasks or tenants: each has a fresh
+ * /scratch, /in, /code and run/.  The FIFO is root's and mode 0444: the
+ * sandbox can read it (sbx-init runs as the sandbox user), never write it,
+ * and once sbx-init has read its assignment nothing is written again.
  *
- * The program, its arguments and the per-execution environment
- * (SBX_TASK_ID, SBX_EXECUTION_ID, SBX_POLICY_HASH) are fixed at create
- * time in a spec, so a pooled spec names none of them: sbx-init reads them
- * at start from /run/sbx/pool/argv (sbx-init -a).  The key is the sha256
- * of the spec a launch would have with every per-execution value replaced
- * by a placeholder (pool_key), so everything in the spec that depends on
- * the policy -- limits, rlimits, mounts, image, tier -- must match
- * exactly; the policy's identity (name, version, hash) is not in a pooled
- * spec: its annotations name the pool entry and key instead, and the
- * audit record of the launch ties the execution and its policy hash to
- * that entry.  Pool entries exist only for runc-flavoured runtimes (runsc's
- * gofer serves a bind mount as it was at create time).
+ * The key is the sha256 of the spec a launch would have with every
+ * per-execution value replaced by a placeholder (pool_key), so everything
+ * in the spec that depends on the policy -- limits, rlimits, mounts,
+ * image, tier, whether there is an egress channel -- must match exactly;
+ * the policy's identity (name, version, hash) is not in a pooled spec: its
+ * annotations name the pool entry and key instead, and the audit record
+ * of the launch ties the execution and its policy hash to that entry.
+ * Pool entries exist only for runc-flavoured runtimes (runsc's gofer
+ * serves a bind mount as it was at create time).
  *
  * Keys are configured (pool.keys), or, with only a global pool.size,
  * learned: a launch that finds no key teaches its own (image, tier and
@@ -53,11 +58,11 @@
 #define POOL_MAX_FAILURES	3	/* then the key waits for a take */
 #define POOL_MAX_LEARNED	16	/* keys learned from launches */
 #define POOL_RUN_DIR		"/run/sbx/pool"
-#define POOL_ARGV		POOL_RUN_DIR "/argv"
 
 enum pool_state {
-	POOL_CREATING,
-	POOL_READY,
+	POOL_CREATING,		/* <runtime> create running */
+	POOL_STARTING,		/* <runtime> start running */
+	POOL_READY,		/* sbx-init waits on its FIFO */
 };
 
 struct pool_entry {
@@ -120,6 +125,10 @@ pool_key(const struct spec_params *in, char key[65])
 	sp.code_dir = "/pool/code";
 	if (sp.scratch_dir != NULL)
 		sp.scratch_dir = "/pool/scratch";
+	if (sp.egress_sock != NULL)
+		sp.egress_sock = "/pool/egress.sock";
+	if (sp.ca_file != NULL)
+		sp.ca_file = "/pool/ca.pem";
 	sp.cgroups_path = "/pool";
 	sp.argv = argv;
 	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL)
@@ -144,22 +153,41 @@ pool_key(const struct spec_params *in, char key[65])
 }
 
 /* The pooled variant of a spec: the program and the per-execution
- * environment come from the entry's run/argv at start. */
+ * environment come through the entry's FIFO at start, the egress socket
+ * and CA from its run/ (not bound one by one: they do not exist yet). */
 static void
-pool_respec(json_t *spec, const char *id, const char *key, const char *run)
+pool_respec(json_t *spec, const char *id, const char *key, const char *run,
+    int egress)
 {
 	json_t	*proc = json_object_get(spec, "process");
 	json_t	*env = json_object_get(proc, "env");
 	json_t	*mounts = json_object_get(spec, "mounts");
 	size_t	 i;
 
-	json_object_set_new(proc, "args", json_pack("[s, s, s]", SPEC_INIT,
-	    "-a", POOL_ARGV));
+	if (egress)
+		json_object_set_new(proc, "args", json_pack(
+		    "[s, s, s, s, s, s, s]", SPEC_INIT,
+		    "-s", POOL_RUN_DIR "/" POOL_EGRESS_SOCK,
+		    "-c", POOL_RUN_DIR "/" POOL_CA, "-a",
+		    POOL_RUN_DIR "/" POOL_ARGV));
+	else
+		json_object_set_new(proc, "args", json_pack("[s, s, s]",
+		    SPEC_INIT, "-a", POOL_RUN_DIR "/" POOL_ARGV));
 	for (i = 0; i < json_array_size(env); ) {
 		const char *e = json_string_value(json_array_get(env, i));
 
 		if (e != NULL && strncmp(e, "SBX_", 4) == 0)
 			json_array_remove(env, i);
+		else
+			i++;
+	}
+	for (i = 0; i < json_array_size(mounts); ) {
+		const char *d = json_string_value(json_object_get(
+		    json_array_get(mounts, i), "destination"));
+
+		if (d != NULL && (strcmp(d, SPEC_EGRESS_SOCK) == 0 ||
+		    strcmp(d, SPEC_CA_FILE) == 0))
+			json_array_remove(mounts, i);
 		else
 			i++;
 	}
@@ -227,8 +255,9 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	char				 in[PATH_MAX], code[PATH_MAX];
 	char				 run[PATH_MAX], cg[PATH_MAX];
 	char				 pidf[PATH_MAX], root[PATH_MAX];
-	char				 scratch[PATH_MAX];
+	char				 scratch[PATH_MAX], fifo[PATH_MAX];
 	char				 err[1024], *av[RUN_ARGV_MAX];
+	int				 egress = ld->conf->egress_socket != NULL;
 	char				*argv[] = { (char *)"pool", NULL };
 	json_t				*spec;
 	int				 p1[2], p2[2];
@@ -245,10 +274,13 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	pool_fmt(scratch, sizeof(scratch), "%s/%s", e->dir, LAUNCHD_SCRATCH);
 	pool_fmt(cg, sizeof(cg), "/%s/%s", ld->conf->cgroup_parent, e->id);
 	pool_fmt(pidf, sizeof(pidf), "%s/pid", e->dir);
+	pool_fmt(fifo, sizeof(fifo), "%s/%s", run, POOL_ARGV);
 	e->next = p->entries;
 	p->entries = e;
+	/* run/: root's; the sandbox may read the FIFO, never write it. */
 	if (mkdir(e->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
-	    mkdir(code, 0700) == -1 || mkdir(run, 0555) == -1 ||
+	    mkdir(code, 0700) == -1 || mkdir(run, 0755) == -1 ||
+	    mkfifo(fifo, 0444) == -1 || chmod(fifo, 0444) == -1 ||
 	    chmod(run, 0555) == -1) {
 		log_warn("pool entry %s: staging", e->id);
 		goto bad;
@@ -283,6 +315,11 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	sp.cgroups_path = cg;
 	sp.argv = argv;
 	sp.flavor = rt->flavor;
+	/* Placeholders: respec replaces their mounts with run/. */
+	if (egress) {
+		sp.egress_sock = "/pool/egress.sock";
+		sp.ca_file = "/pool/ca.pem";
+	}
 	{
 		char	 got[65];
 
@@ -306,7 +343,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		kr->disabled = 1;
 		goto bad;
 	}
-	pool_respec(spec, e->id, kr->key, run);
+	pool_respec(spec, e->id, kr->key, run, egress);
 	if (spec_write(e->dir, spec, err, sizeof(err)) == -1) {
 		json_decref(spec);
 		log_warnx("pool entry %s: %s", e->id, err);
@@ -444,16 +481,6 @@ pool_start(struct launchd *ld)
 
 	if (c->npool_keys == 0 && c->pool_size == 0)
 		return;
-	/*
-	 * The egress channel is per execution and a pooled container's
-	 * mounts are fixed when it is created: with egress configured every
-	 * launch is a cold one.
-	 */
-	if (c->egress_socket != NULL) {
-		log_warnx("pool disabled: egress is configured, and an egress "
-		    "channel cannot be bound into a pre-created container");
-		return;
-	}
 	p = xcalloc(1, sizeof(*p));
 	p->keys = xcalloc(c->npool_keys > 0 ? c->npool_keys : 1,
 	    sizeof(*p->keys));
@@ -534,24 +561,46 @@ pool_entry_free(struct pool_entry *e)
 	free(e);
 }
 
+/* A pool entry that cannot become ready: count it against its key, log
+ * what the runtime said, and make another. */
+static void
+pool_entry_failed(struct launchd *ld, struct pool_entry *e, const char *what,
+    int status)
+{
+	char	 msg[512];
+	ssize_t	 n;
+
+	fcntl(e->fd[1], F_SETFL, O_NONBLOCK);
+	n = read(e->fd[1], msg, sizeof(msg) - 1);
+	msg[n > 0 ? n : 0] = '\0';
+	msg[strcspn(msg, "\n")] = '\0';
+	log_warnx("pool entry %s: %s failed (status %d): %s", e->id, what,
+	    status, msg);
+	ld->pool->keys[e->k].failures++;
+	pool_unlink(ld->pool, e);
+	pool_entry_destroy(ld, e);
+	pool_fill(ld);
+}
+
 int
 pool_reaped(struct launchd *ld, pid_t pid, int status)
 {
-	struct pool		*p = ld->pool;
-	struct pool_entry	*e;
-	char			 path[PATH_MAX], msg[512], *s;
-	ssize_t			 n;
-	long			 v = -1;
+	struct pool			*p = ld->pool;
+	struct pool_entry		*e;
+	const struct launchd_runtime	*rt;
+	char				 path[PATH_MAX], root[PATH_MAX], *s;
+	char				*av[RUN_ARGV_MAX];
+	long				 v = -1;
 
 	if (p == NULL)
 		return 0;
 	for (e = p->entries; e != NULL; e = e->next)
-		if ((e->state == POOL_CREATING && e->cmd_pid == pid) ||
-		    (e->state == POOL_READY && e->init_pid == pid))
+		if ((e->state != POOL_READY && e->cmd_pid == pid) ||
+		    (e->state != POOL_CREATING && e->init_pid == pid))
 			break;
 	if (e == NULL)
 		return 0;
-	if (e->state == POOL_READY) {
+	if (e->init_pid == pid) {
 		/* Its init died before any launch: replace it. */
 		log_warnx("pool entry %s: init exited (status 0x%x)", e->id,
 		    status);
@@ -562,29 +611,42 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 		return 1;
 	}
 	e->cmd_pid = 0;
+	if (e->state == POOL_STARTING) {
+		if (status != 0) {
+			pool_entry_failed(ld, e, "start", status);
+			return 1;
+		}
+		e->state = POOL_READY;
+		p->keys[e->k].failures = 0;
+		log_debug("pool entry %s ready (key %.12s, init %ld)", e->id,
+		    p->keys[e->k].key, (long)e->init_pid);
+		return 1;
+	}
 	pool_fmt(path, sizeof(path), "%s/pid", e->dir);
 	if (status == 0 && (s = read_file(path, 64, NULL)) != NULL) {
 		v = strtol(s, NULL, 10);
 		free(s);
 	}
 	if (v <= 1) {
-		fcntl(e->fd[1], F_SETFL, O_NONBLOCK);
-		n = read(e->fd[1], msg, sizeof(msg) - 1);
-		msg[n > 0 ? n : 0] = '\0';
-		msg[strcspn(msg, "\n")] = '\0';
-		log_warnx("pool entry %s: create failed (status %d): %s",
-		    e->id, status, msg);
-		p->keys[e->k].failures++;
-		pool_unlink(p, e);
-		pool_entry_destroy(ld, e);
-		pool_fill(ld);
+		pool_entry_failed(ld, e, "create", status);
 		return 1;
 	}
 	e->init_pid = (pid_t)v;
-	e->state = POOL_READY;
-	p->keys[e->k].failures = 0;
-	log_debug("pool entry %s ready (key %.12s, init %ld)", e->id,
-	    p->keys[e->k].key, v);
+	/* Start it now: sbx-init becomes PID 1 and waits on its FIFO, so
+	 * that a launch pays for neither step. */
+	rt = &ld->conf->runtimes[p->keys[e->k].conf->tier];
+	{
+		const char	*w[] = { "start", e->id, NULL };
+
+		run_rtroot(ld, p->keys[e->k].conf->tier, root);
+		run_rtargv(rt, root, av, w);
+	}
+	if ((e->cmd_pid = run_spawn(av, -1, -1)) == -1) {
+		e->cmd_pid = 0;
+		pool_entry_failed(ld, e, "start", -1);
+		return 1;
+	}
+	e->state = POOL_STARTING;
 	return 1;
 }
 

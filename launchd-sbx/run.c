@@ -86,6 +86,7 @@ enum run_state {
 	RUN_EGRESS_CLOSE,	/* waiting for egressd's egress_usage */
 	RUN_RELEASE,		/* waiting for gated's ReleaseResult */
 	RUN_RECORD_EXIT,	/* waiting for the exit record to commit */
+	RUN_CLEANUP,		/* replied; the runtime's delete still runs */
 };
 
 struct run_out {
@@ -120,6 +121,10 @@ struct run {
 	pid_t				 cmd_pid;	/* a runtime command */
 	pid_t				 kill_pid;	/* <runtime> kill */
 	int				 delete_pending;	/* after the kill */
+	pid_t				 del_pid;	/* delete, after reaping */
+	int				 del_wait;	/* ... once kill is done */
+	int				 host_pending;	/* cleanup after delete */
+	int				 replied;
 	int				 exited;
 	int				 status;
 	int				 wall_hit;
@@ -130,7 +135,11 @@ struct run {
 	Sbx__V1__SignedPolicy		*signed_;	/* for egressd, gated */
 	char				**outputs;	/* declared names */
 	size_t				 noutputs;
-	struct frame_client		*peer;		/* egressd or gated */
+	struct frame_client		*peer;		/* egressd */
+	struct frame_client		*gpeer;		/* gated */
+	int				 par;		/* the tail in parallel */
+	int				 tail;		/* TAIL_* still under way */
+	int				 need;		/* NEED_* before the start */
 	int				 egress_open;	/* a channel to close */
 	char				*egress_sock;	/* the channel's socket */
 	char				 ca[PATH_MAX];	/* its CA, staged */
@@ -152,6 +161,8 @@ struct run {
 	struct event			*wall_ev;
 	struct event			*grace_ev;
 	struct event			*cmd_ev;	/* command timeout */
+	struct event			*go_ev;		/* pool start retry */
+	int				 go_tries;
 	/* The result, gathered before delete. */
 	int				 code_exit;
 	int				 sig;
@@ -177,6 +188,25 @@ static void	run_teardown(struct run *);
 static void	run_cleanup_host(struct run *);
 static void	run_record_exit(struct run *);
 static void	run_egress_close(struct run *);
+static void	run_pool_egress(struct run *, const Sbx__V1__EgressOpened *);
+static void	run_tail_done(struct run *, int);
+static void	run_gate_done(struct run *);
+static void	run_reply(struct run *);
+static void	run_release(struct run *);
+
+/* The end of an execution, in parallel (run_deleted). */
+#define TAIL_EGRESS	0x1	/* egressd's usage */
+#define TAIL_GATE	0x2	/* gated's release */
+#define TAIL_RECORD	0x4	/* the exit record */
+#define TAIL_SETUP	0x8	/* run_deleted still starting them */
+static void	run_need_done(struct run *, int);
+static void	run_begin(struct run *);
+static int	run_spec(struct run *);
+
+/* Before the start, in parallel (run_begin). */
+#define NEED_EGRESS	0x1	/* egressd's egress_opened */
+#define NEED_RECORD	0x2	/* the launch record, durable */
+#define NEED_SETUP	0x4	/* run_begin still asking */
 static void	run_egress_close_sync(struct run *);
 static void	run_after_egress(struct run *);
 static void	run_no_release(struct run *, const char *why);
@@ -512,12 +542,16 @@ run_free(struct run *r)
 		event_free(r->grace_ev);
 	if (r->cmd_ev != NULL)
 		event_free(r->cmd_ev);
+	if (r->go_ev != NULL)
+		event_free(r->go_ev);
 	if (r->grant != NULL)
 		sbx__v1__policy_grant__free_unpacked(r->grant, NULL);
 	if (r->conn != NULL)
 		frame_conn_release(r->conn);
 	if (r->peer != NULL)
 		frame_client_free(r->peer);
+	if (r->gpeer != NULL)
+		frame_client_free(r->gpeer);
 	if (r->signed_ != NULL)
 		sbx__v1__signed_policy__free_unpacked(r->signed_, NULL);
 	for (size_t i = 0; i < r->noutputs; i++)
@@ -644,27 +678,40 @@ run_stage(struct run *r, int fresh, const char **rule, char *err,
 }
 
 /*
- * A pool entry's program and per-execution environment: sbx-init -a reads
- * them at start from run/argv, NUL-terminated strings: NAME=VALUE
- * entries, an empty string, then the argv.
+ * Start a pool entry: its sbx-init waits in open(2) on run/argv, a FIFO.
+ * Written in one go: NUL-terminated strings, NAME=VALUE entries, an empty
+ * string, then the argv (sbx-init -a).  Returns 0, 1 when sbx-init is not
+ * reading yet (try again), -1 on an error (errno).
  */
 static int
 run_write_argv(struct run *r)
 {
 	const Sbx__V1__PolicyGrant	*g = r->grant;
 	char				 path[PATH_MAX], *buf;
-	int				 n, rc;
+	int				 n, fd;
+	ssize_t				 w;
 
-	run_fmt(path, sizeof(path), "%s/run/%s", r->dir, RUN_ARGV_FILE);
+	run_fmt(path, sizeof(path), "%s/run/%s", r->dir, POOL_ARGV);
 	n = asprintf(&buf, "SBX_TASK_ID=%s%cSBX_EXECUTION_ID=%s%c"
 	    "SBX_POLICY_HASH=%s%c%c%s%c/code/%s%c", g->task_id, 0,
 	    g->execution_id, 0, g->policy_hash, 0, 0, r->interp, 0,
 	    r->code_name, 0);
 	if (n < 0)
 		return -1;
-	rc = run_write_file(path, (uint8_t *)buf, (size_t)n);
+	if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) == -1) {
+		free(buf);
+		return errno == ENXIO ? 1 : -1;
+	}
+	/* Under PIPE_BUF (ids are short names): one atomic write. */
+	w = write(fd, buf, (size_t)n);
 	free(buf);
-	return rc;
+	close(fd);
+	if (w != n) {
+		if (w >= 0)
+			errno = EIO;
+		return -1;
+	}
+	return 0;
 }
 
 /* ---- output ---- */
@@ -782,11 +829,12 @@ run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (r->cmd_pid > 0) {
+	if (r->cmd_pid > 0 || r->del_pid > 0) {
+		pid_t	 pid = r->cmd_pid > 0 ? r->cmd_pid : r->del_pid;
+
 		log_warnx("execution %s: runtime command %ld took over %d s; "
-		    "killing it", r->id, (long)r->cmd_pid,
-		    LAUNCHD_CMD_SECONDS);
-		kill(r->cmd_pid, SIGKILL);
+		    "killing it", r->id, (long)pid, LAUNCHD_CMD_SECONDS);
+		kill(pid, SIGKILL);
 	}
 }
 
@@ -820,6 +868,64 @@ run_read_pid(const char *dir)
 	return v > 1 ? (pid_t)v : -1;
 }
 
+/* The program runs: time the wall from here. */
+static void
+run_started(struct run *r)
+{
+	struct timeval	 tv = {
+	    (time_t)r->grant->policy->limits->wall_seconds, 0 };
+
+	r->state = RUN_RUNNING;
+	event_base_update_cache_time(r->ld->base);
+	evtimer_add(r->wall_ev, &tv);
+	r->ld->metrics.launches++;
+	log_info("execution %s (task %s) started%s: pid %ld, %s",
+	    r->grant->execution_id, r->grant->task_id,
+	    r->pool_key[0] != '\0' ? " from the pool" : "",
+	    (long)r->pid, r->rt->path);
+	if (r->exited)
+		run_exited(r);
+}
+
+#define RUN_GO_TRIES	2000	/* 1 ms apart: sbx-init is a moment away */
+
+static void	run_go(struct run *);
+
+static void
+run_go_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	run_go(arg);
+}
+
+/* A pool entry: hand its waiting sbx-init the program. */
+static void
+run_go(struct run *r)
+{
+	struct timeval	 tv = { 0, 1000 };
+	int		 rc;
+
+	if (r->exited) {
+		run_fail(r, RULE_RUNTIME, "pool entry %s: its init exited "
+		    "before the start", r->id);
+		return;
+	}
+	if ((rc = run_write_argv(r)) == 0) {
+		run_started(r);
+		return;
+	}
+	if (rc == 1 && ++r->go_tries < RUN_GO_TRIES) {
+		if (r->go_ev == NULL)
+			r->go_ev = evtimer_new(r->ld->base, run_go_cb, r);
+		if (r->go_ev != NULL && evtimer_add(r->go_ev, &tv) == 0)
+			return;
+	}
+	run_fail(r, RULE_RUNTIME, "pool entry %s: cannot start: %s", r->id,
+	    rc == 1 ? "its sbx-init is not reading its FIFO" :
+	    strerror(errno));
+}
+
 static void
 run_do_start(struct run *r)
 {
@@ -827,6 +933,10 @@ run_do_start(struct run *r)
 
 	r->state = RUN_START;
 	r->start_ns = mono_ns();
+	if (r->pool_key[0] != '\0') {
+		run_go(r);
+		return;
+	}
 	if (run_cmd_spawn(r, w, -1, -1) == -1)
 		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
 		    strerror(errno));
@@ -901,22 +1011,7 @@ run_cmd_done(struct run *r, int st)
 			    r->rt->path, st);
 			return;
 		}
-		r->state = RUN_RUNNING;
-		{
-			struct timeval tv = {
-			    (time_t)r->grant->policy->limits->wall_seconds, 0 };
-
-			/* Time the wall from the start. */
-			event_base_update_cache_time(r->ld->base);
-			evtimer_add(r->wall_ev, &tv);
-		}
-		r->ld->metrics.launches++;
-		log_info("execution %s (task %s) started%s: pid %ld, %s",
-		    r->grant->execution_id, r->grant->task_id,
-		    r->pool_key[0] != '\0' ? " from the pool" : "",
-		    (long)r->pid, r->rt->path);
-		if (r->exited)
-			run_exited(r);
+		run_started(r);
 		return;
 	case RUN_DELETE:
 		if (st != 0)
@@ -978,6 +1073,57 @@ run_collect(struct run *r)
 	}
 }
 
+/*
+ * The runtime's delete, spawned once the init is reaped, while the
+ * boundaries take their turn and the result goes out: under runc the
+ * container's init is PID 1 of its own pid namespace, and the kernel lets
+ * it be reaped only once every other process in that namespace has exited,
+ * so nothing of the sandbox is alive.  What is left is the runtime's state
+ * and cgroups and our staging, removed when the delete returns
+ * (run_bg_deleted), after the reply if it comes first.
+ */
+static void
+run_bg_delete(struct run *r)
+{
+	const char	*w[] = { "delete", "--force", r->id, NULL };
+	char		*av[RUN_ARGV_MAX];
+	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
+
+	if (r->kill_pid > 0) {
+		/* Delete waits for it: both take the runtime's state lock. */
+		r->del_wait = 1;
+		return;
+	}
+	r->del_wait = 0;
+	run_rtargv(r->rt, r->rtroot, av, w);
+	if ((r->del_pid = run_spawn(av, -1, -1)) == -1) {
+		log_warn("execution %s: cannot run %s delete", r->id,
+		    r->rt->path);
+		r->del_pid = 0;
+		r->created = 0;
+		return;
+	}
+	evtimer_add(r->cmd_ev, &tv);
+}
+
+static void
+run_bg_deleted(struct run *r, int st)
+{
+	evtimer_del(r->cmd_ev);
+	if (st != 0)
+		log_debug("execution %s: %s delete did not succeed", r->id,
+		    r->rt->path);
+	r->created = 0;
+	if (r->host_pending) {
+		r->host_pending = 0;
+		run_cleanup_host(r);
+	}
+	if (r->replied) {
+		run_unlink(r);
+		run_free(r);
+	}
+}
+
 static void
 run_finish(struct run *r)
 {
@@ -987,6 +1133,15 @@ run_finish(struct run *r)
 	if (r->grace_ev != NULL)
 		evtimer_del(r->grace_ev);
 	run_collect(r);
+	if (r->rt->flavor == SPEC_RUNC && r->exited && r->created &&
+	    r->fail_msg == NULL && r->fail_rule == NULL) {
+		if (r->wall_ev != NULL)
+			evtimer_del(r->wall_ev);
+		r->state = RUN_DELETE;
+		run_bg_delete(r);
+		run_deleted(r);
+		return;
+	}
 	run_teardown(r);
 }
 
@@ -1031,6 +1186,10 @@ run_fail(struct run *r, const char *rule, const char *fmt, ...)
 		r->fail_rule = rule;
 	}
 	r->finished = 1;
+	/* The channel's opening or the launch record still under way: the
+	 * teardown waits for it (run_need_done). */
+	if (r->need != 0)
+		return;
 	run_teardown(r);
 }
 
@@ -1038,14 +1197,32 @@ static void
 run_recorded(struct launchd *ld, void *arg, int ok)
 {
 	struct run		*r = arg;
+
+	(void)ld;
+	if (!ok)
+		log_warnx("audit: cannot record the exit of %s",
+		    r->grant->execution_id);
+	if (r->par)
+		run_tail_done(r, TAIL_RECORD);
+	else
+		run_reply(r);
+}
+
+/* The result: what gated released, egressd's usage and denials, the
+ * exit; then forget the execution once its cleanup is done. */
+static void
+run_reply(struct run *r)
+{
+	struct launchd		*ld = r->ld;
 	Sbx__V1__ExecutionResult res = SBX__V1__EXECUTION_RESULT__INIT;
 	Sbx__V1__Usage		 use = SBX__V1__USAGE__INIT;
 	Sbx__V1__PolicyRef	 ref = SBX__V1__POLICY_REF__INIT;
 	Sbx__V1__Envelope	 env;
 
-	if (!ok)
-		log_warnx("audit: cannot record the exit of %s",
-		    r->grant->execution_id);
+	for (size_t i = 0; i < r->ndenials; i++)
+		log_info("execution %s: denied by %s (%s): %s",
+		    r->grant->execution_id, r->denials[i]->rule,
+		    r->denials[i]->boundary, r->denials[i]->detail);
 	ld->metrics.completed++;
 	use.cpu_ms = r->cpu_ms;
 	use.peak_memory_kb = r->peak_kb;
@@ -1088,6 +1265,13 @@ run_recorded(struct launchd *ld, void *arg, int ok)
 	env.result = &res;
 	if (!frame_conn_closed(r->conn))
 		frame_conn_send(r->conn, &env);
+	if (r->pool_key[0] != '\0' && !ld->stopping)
+		pool_fill(ld);
+	if (r->del_pid > 0 || r->del_wait) {
+		r->replied = 1;
+		r->state = RUN_CLEANUP;
+		return;
+	}
 	run_unlink(r);
 	run_free(r);
 }
@@ -1096,6 +1280,10 @@ run_recorded(struct launchd *ld, void *arg, int ok)
 static void
 run_cleanup_host(struct run *r)
 {
+	if (r->del_pid > 0 || r->del_wait) {
+		r->host_pending = 1;	/* run_bg_deleted does it */
+		return;
+	}
 	run_cg_remove(r->ld->conf->cgroup_parent, r->id);
 	if (run_unstage(r->dir) == -1)
 		log_warn("execution %s: cannot remove %s", r->id, r->dir);
@@ -1115,10 +1303,6 @@ run_record_exit(struct run *r)
 	    r->pool_key[0] != '\0' ? " pool entry " : "",
 	    r->pool_key[0] != '\0' ? r->id : "");
 	log_info("execution %s: %s", r->grant->execution_id, detail);
-	for (size_t i = 0; i < r->ndenials; i++)
-		log_info("execution %s: denied by %s (%s): %s",
-		    r->grant->execution_id, r->denials[i]->rule,
-		    r->denials[i]->boundary, r->denials[i]->detail);
 	r->state = RUN_RECORD_EXIT;
 	run_audit(r->ld, r->grant, "exit", detail, run_recorded, r);
 	free(detail);
@@ -1126,13 +1310,42 @@ run_record_exit(struct run *r)
 
 /* The container is gone: close the egress channel, release, clean up,
  * record. */
+/*
+ * The end of an execution that ran: every process is dead, so the
+ * boundaries are asked at once -- egressd closes the channel and reports
+ * its usage and denials, gated releases from the scratch -- while the exit
+ * record commits; the result goes out when all three are done
+ * (run_tail_done).  A failed one goes the sequential way: close the
+ * channel, clean up, refuse.
+ */
 static void
 run_deleted(struct run *r)
 {
+	if (r->fail_msg != NULL || r->fail_rule != NULL) {
+		if (r->egress_open)
+			run_egress_close(r);
+		else
+			run_after_egress(r);
+		return;
+	}
+	r->par = 1;
+	/* TAIL_SETUP: nothing completing below may free r before we are
+	 * done starting the rest. */
+	r->tail = TAIL_SETUP | TAIL_GATE | TAIL_RECORD |
+	    (r->egress_open ? TAIL_EGRESS : 0);
 	if (r->egress_open)
 		run_egress_close(r);
-	else
-		run_after_egress(r);
+	run_release(r);
+	run_record_exit(r);
+	run_tail_done(r, TAIL_SETUP);
+}
+
+static void
+run_tail_done(struct run *r, int what)
+{
+	r->tail &= ~what;
+	if (r->tail == 0)
+		run_reply(r);
 }
 
 void
@@ -1147,13 +1360,21 @@ run_reap_children(struct launchd *ld)
 			continue;
 		for (r = ld->runs; r != NULL; r = r->next)
 			if ((r->pid == pid && !r->exited) ||
-			    r->cmd_pid == pid || r->kill_pid == pid)
+			    r->cmd_pid == pid || r->kill_pid == pid ||
+			    r->del_pid == pid)
 				break;
 		if (r == NULL)
 			continue;	/* an orphan the runtime left us */
+		if (r->del_pid == pid) {
+			r->del_pid = 0;
+			run_bg_deleted(r, st);
+			continue;
+		}
 		if (r->kill_pid == pid) {
 			r->kill_pid = 0;
-			if (r->delete_pending)
+			if (r->del_wait)
+				run_bg_delete(r);
+			else if (r->delete_pending)
 				run_teardown(r);
 			continue;
 		}
@@ -1192,14 +1413,39 @@ run_launched(struct launchd *ld, void *arg, int ok)
 	struct run	*r = arg;
 
 	(void)ld;
+	r->need &= ~NEED_RECORD;
 	if (!ok) {
 		run_fail(r, RULE_RUNTIME, "the audit log cannot record the "
 		    "launch");
 		return;
 	}
-	if (r->pool_key[0] != '\0')
+	run_need_done(r, 0);
+}
+
+/*
+ * The launch record and the egress channel are asked for at once; the
+ * sandbox starts when both are there (the record durable, the channel
+ * open), and a failure of either waits for the other before the teardown.
+ */
+static void
+run_need_done(struct run *r, int what)
+{
+	r->need &= ~what;
+	if (r->need != 0)
+		return;
+	if (r->fail_msg != NULL || r->fail_rule != NULL) {
+		run_teardown(r);
+		return;
+	}
+	if (r->ld->stopping) {
+		run_fail(r, RULE_RUNTIME, "launchd-sbx is shutting down");
+		return;
+	}
+	if (r->pool_key[0] != '\0') {
 		run_do_start(r);
-	else
+		return;
+	}
+	if (run_spec(r) == 0)
 		run_do_create(r);
 }
 
@@ -1249,6 +1495,12 @@ run_from_pool(struct run *r)
 	if (r->ld->pool == NULL)
 		return 0;
 	run_params(r, &sp, in, code, cgpath, prog, argv);
+	/* The channel opens after the entry is taken: its key says there
+	 * will be one (pool_key puts placeholders in for both). */
+	if (r->ld->conf->egress_socket != NULL) {
+		sp.egress_sock = "/egress";
+		sp.ca_file = "/ca";
+	}
 	if (pool_key(&sp, key) == -1)
 		return 0;
 	if ((pe = pool_take(r->ld, key)) == NULL) {
@@ -1263,8 +1515,9 @@ run_from_pool(struct run *r)
 	pool_entry_free(pe);
 	r->created = 1;
 	r->ld->metrics.pooled++;
-	/* A replacement, now. */
-	pool_fill(r->ld);
+	/* The replacement is made once this execution has its result
+	 * (run_recorded): made now, its runtime's create and start would
+	 * share the CPUs with the program that took the entry. */
 	return 1;
 }
 
@@ -1279,7 +1532,7 @@ run_record_launch(struct run *r)
 	 * the execution (and its policy hash) to that entry. */
 	xasprintf(&detail, "%s@%u isolation %s image %s%s%s%s%s%s", pol->name,
 	    pol->version, policy_isolation_name(pol->isolation), pol->image,
-	    r->egress_open ? " egress channel" : "",
+	    r->ld->conf->egress_socket != NULL ? " egress channel" : "",
 	    r->pool_key[0] != '\0' ? " pool entry " : "",
 	    r->pool_key[0] != '\0' ? r->id : "",
 	    r->pool_key[0] != '\0' ? " key " : "", r->pool_key);
@@ -1289,7 +1542,7 @@ run_record_launch(struct run *r)
 }
 
 /* Staged (and the egress channel open, when there is one): the spec. */
-static void
+static int
 run_spec(struct run *r)
 {
 	struct spec_params	 sp;
@@ -1300,15 +1553,15 @@ run_spec(struct run *r)
 	run_params(r, &sp, in, code, cgpath, prog, argv);
 	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
 		run_fail(r, RULE_BAD_REQUEST, "%s", err);
-		return;
+		return -1;
 	}
 	if (spec_write(r->dir, spec, err, sizeof(err)) == -1) {
 		json_decref(spec);
 		run_fail(r, RULE_RUNTIME, "%s", err);
-		return;
+		return -1;
 	}
 	json_decref(spec);
-	run_record_launch(r);
+	return 0;
 }
 
 /* ---- egressd: the channel ---- */
@@ -1334,25 +1587,27 @@ run_denial(struct run *r, const char *rule, const char *boundary,
 	r->denials[r->ndenials++] = d;
 }
 
-/* Connect to a peer daemon and queue one request (with fd, unless -1). */
+/* Connect to a peer daemon and queue one request (with fd, unless -1);
+ * the connection goes to *slot (r->peer for egressd, r->gpeer for
+ * gated: the two are asked at once at the end of an execution). */
 static int
-run_peer_call(struct run *r, const char *path, uid_t uid,
-    frame_reply_handler cb, const Sbx__V1__Envelope *env, int fd, char *err,
-    size_t errlen)
+run_peer_call(struct run *r, struct frame_client **slot, const char *path,
+    uid_t uid, frame_reply_handler cb, const Sbx__V1__Envelope *env, int fd,
+    char *err, size_t errlen)
 {
-	r->peer = frame_connect(r->ld->base, path, uid,
+	*slot = frame_connect(r->ld->base, path, uid,
 	    (size_t)r->ld->conf->max_frame_kb * 1024, cb, r, err, errlen);
-	if (r->peer == NULL)
+	if (*slot == NULL)
 		return -1;
-	if ((fd == -1 ? frame_client_send(r->peer, env) :
-	    frame_client_send_fd(r->peer, env, fd)) == -1) {
+	if ((fd == -1 ? frame_client_send(*slot, env) :
+	    frame_client_send_fd(*slot, env, fd)) == -1) {
 		run_fmt(err, errlen, "cannot send to %s: %s", path,
 		    strerror(errno));
-		frame_client_free(r->peer);
-		r->peer = NULL;
+		frame_client_free(*slot);
+		*slot = NULL;
 		return -1;
 	}
-	frame_client_timeout(r->peer, LAUNCHD_PEER_SECONDS);
+	frame_client_timeout(*slot, LAUNCHD_PEER_SECONDS);
 	return 0;
 }
 
@@ -1387,6 +1642,7 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	(void)fc;
 	frame_client_free(r->peer);
 	r->peer = NULL;
+	r->need &= ~NEED_EGRESS;
 	if (rep == NULL ||
 	    rep->body_case != SBX__V1__ENVELOPE__BODY_EGRESS_OPENED) {
 		run_fmt(what, sizeof(what), "egress_open: %s",
@@ -1402,6 +1658,10 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 		return;
 	}
 	r->egress_sock = xstrdup(o->socket_path);
+	if (r->pool_key[0] != '\0') {
+		run_pool_egress(r, o);
+		return;
+	}
 	if (o->ca_cert_pem.len > 0) {
 		run_fmt(r->ca, sizeof(r->ca), "%s/%s", r->dir, LAUNCHD_CA);
 		if (run_write_file(r->ca, o->ca_cert_pem.data,
@@ -1411,7 +1671,45 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 			return;
 		}
 	}
-	run_spec(r);
+	run_need_done(r, 0);
+}
+
+/*
+ * A pool entry's channel: its mounts were fixed at create time, so the
+ * socket comes as a hard link in the entry's run/ (bound at
+ * /run/sbx/pool, where its sbx-init -s points) and the CA as a file there.
+ * A hard link needs egressd's run_dir on the same file system as ours.
+ */
+static void
+run_pool_egress(struct run *r, const Sbx__V1__EgressOpened *o)
+{
+	char	 sock[PATH_MAX];
+
+	run_fmt(sock, sizeof(sock), "%s/run/%s", r->dir, POOL_EGRESS_SOCK);
+	if (link(r->egress_sock, sock) == -1) {
+		run_fail(r, RULE_RUNTIME, "pool entry %s: cannot link the "
+		    "egress socket %s into %s: %s%s", r->id, r->egress_sock,
+		    sock, strerror(errno), errno == EXDEV ? " (egressd's "
+		    "run_dir must be on the file system of launchd-sbx's "
+		    "run_dir for pooled launches; the pool is now off)" : "");
+		if (errno == EXDEV) {
+			log_warnx("pool disabled: egressd's sockets (%s) are "
+			    "on another file system than %s",
+			    r->egress_sock, r->ld->conf->run_dir);
+			pool_stop(r->ld);
+		}
+		return;
+	}
+	if (o->ca_cert_pem.len > 0) {
+		run_fmt(r->ca, sizeof(r->ca), "%s/run/%s", r->dir, POOL_CA);
+		if (run_write_file(r->ca, o->ca_cert_pem.data,
+		    o->ca_cert_pem.len) == -1) {
+			run_fail(r, RULE_RUNTIME, "staging %s: %s", r->ca,
+			    strerror(errno));
+			return;
+		}
+	}
+	run_need_done(r, 0);
 }
 
 static void
@@ -1426,10 +1724,12 @@ run_egress_open(struct run *r)
 	frame_env_init(&env, 1);
 	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
 	env.egress_open = &op;
-	if (run_peer_call(r, r->ld->conf->egress_socket,
+	if (run_peer_call(r, &r->peer, r->ld->conf->egress_socket,
 	    r->ld->conf->egress_uid, run_egress_opened, &env, -1, err,
-	    sizeof(err)) == -1)
+	    sizeof(err)) == -1) {
+		r->need &= ~NEED_EGRESS;	/* no reply will come */
 		run_egress_fail(r, err);
+	}
 }
 
 static void
@@ -1476,7 +1776,7 @@ run_egress_close(struct run *r)
 	frame_env_init(&env, 2);
 	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE;
 	env.egress_close = &cl;
-	if (run_peer_call(r, r->ld->conf->egress_socket,
+	if (run_peer_call(r, &r->peer, r->ld->conf->egress_socket,
 	    r->ld->conf->egress_uid, run_egress_closed, &env, -1, err,
 	    sizeof(err)) == -1) {
 		log_warnx("execution %s: egress_close: %s", r->id, err);
@@ -1542,6 +1842,17 @@ run_no_release(struct run *r, const char *why)
 	}
 }
 
+/* gated has answered (or cannot): the scratch may go. */
+static void
+run_gate_done(struct run *r)
+{
+	run_cleanup_host(r);
+	if (r->par)
+		run_tail_done(r, TAIL_GATE);
+	else
+		run_record_exit(r);
+}
+
 static void
 run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
@@ -1562,10 +1873,9 @@ run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
 			run_no_release(r, "its result does not decode");
 	} else
 		run_no_release(r, run_peer_why(rep, why));
-	frame_client_free(r->peer);
-	r->peer = NULL;
-	run_cleanup_host(r);
-	run_record_exit(r);
+	frame_client_free(r->gpeer);
+	r->gpeer = NULL;
+	run_gate_done(r);
 }
 
 /* Every process is dead and the container deleted: hand the scratch
@@ -1580,8 +1890,7 @@ run_release(struct run *r)
 
 	if (r->ld->conf->gate_socket == NULL) {
 		run_no_release(r, "no gate");
-		run_cleanup_host(r);
-		run_record_exit(r);
+		run_gate_done(r);
 		return;
 	}
 	r->state = RUN_RELEASE;
@@ -1590,8 +1899,7 @@ run_release(struct run *r)
 		run_fmt(err, sizeof(err), "cannot open %s: %s", r->scratch,
 		    strerror(errno));
 		run_no_release(r, err);
-		run_cleanup_host(r);
-		run_record_exit(r);
+		run_gate_done(r);
 		return;
 	}
 	rq.signed_ = r->signed_;
@@ -1606,12 +1914,12 @@ run_release(struct run *r)
 	env.release = &rq;
 	/* The descriptor travels with the frame's first bytes: ours to
 	 * close as soon as it is sent. */
-	if (run_peer_call(r, r->ld->conf->gate_socket, r->ld->conf->gate_uid,
+	if (run_peer_call(r, &r->gpeer, r->ld->conf->gate_socket,
+	    r->ld->conf->gate_uid,
 	    run_released, &env, fd, err, sizeof(err)) == -1) {
 		close(fd);
 		run_no_release(r, err);
-		run_cleanup_host(r);
-		run_record_exit(r);
+		run_gate_done(r);
 		return;
 	}
 	close(fd);
@@ -1620,6 +1928,10 @@ run_release(struct run *r)
 static void
 run_after_egress(struct run *r)
 {
+	if (r->par) {
+		run_tail_done(r, TAIL_EGRESS);
+		return;
+	}
 	if (r->fail_msg != NULL || r->fail_rule != NULL) {
 		run_cleanup_host(r);
 		run_abort(r, r->fail_rule != NULL ? r->fail_rule :
@@ -1628,6 +1940,18 @@ run_after_egress(struct run *r)
 		return;
 	}
 	run_release(r);
+}
+
+/* Staged: open the egress channel and record the launch, at once. */
+static void
+run_begin(struct run *r)
+{
+	r->need = NEED_SETUP | NEED_RECORD |
+	    (r->ld->conf->egress_socket != NULL ? NEED_EGRESS : 0);
+	if (r->need & NEED_EGRESS)
+		run_egress_open(r);
+	run_record_launch(r);
+	run_need_done(r, NEED_SETUP);
 }
 
 /* The image is ready: stage, spec (or pool entry), record the launch. */
@@ -1647,17 +1971,12 @@ run_prepare(struct run *r)
 			run_fail(r, rule, "%s", err);
 			return;
 		}
-		if (run_write_argv(r) == -1) {
-			run_fail(r, RULE_RUNTIME, "staging the argv: %s",
-			    strerror(errno));
-			return;
-		}
 		if (run_watch_output(r) == -1) {
 			run_fail(r, RULE_RUNTIME, "cannot watch the output "
 			    "pipes");
 			return;
 		}
-		run_record_launch(r);
+		run_begin(r);
 		return;
 	}
 	if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
@@ -1674,10 +1993,7 @@ run_prepare(struct run *r)
 	}
 	/* From here every failure goes through run_fail: the teardown
 	 * closes the egress channel and unmounts the scratch. */
-	if (r->ld->conf->egress_socket != NULL)
-		run_egress_open(r);
-	else
-		run_spec(r);
+	run_begin(r);
 }
 
 void
@@ -1987,7 +2303,18 @@ run_count(const struct launchd *ld)
 	size_t	 n = 0;
 
 	for (const struct run *r = ld->runs; r != NULL; r = r->next)
-		n++;
+		n += r->state != RUN_CLEANUP;
+	return n;
+}
+
+size_t
+run_cleaning(const struct launchd *ld)
+{
+	size_t	 n = 0;
+
+	for (const struct run *r = ld->runs; r != NULL; r = r->next)
+		n += r->state == RUN_CLEANUP || r->del_pid > 0 ||
+		    r->del_wait;
 	return n;
 }
 
@@ -2014,18 +2341,74 @@ run_stop_all(struct launchd *ld)
 {
 	struct run	*r, *next;
 
+	/* Records queued now commit first, while their runs are alive:
+	 * their callbacks see ld->stopping. */
+	control_audit_flush(ld);
 	for (r = ld->runs; r != NULL; r = next) {
 		next = r->next;
-		if (r->state == RUN_RECORD_EXIT)
+		/* A delete after the init was reaped: let it finish. */
+		if (r->kill_pid > 0 && (r->del_wait || r->state == RUN_CLEANUP)) {
+			(void)waitpid(r->kill_pid, NULL, 0);
+			r->kill_pid = 0;
+		}
+		if (r->del_pid > 0) {
+			(void)waitpid(r->del_pid, NULL, 0);
+			r->del_pid = 0;
+			r->created = 0;
+		}
+		r->del_wait = 0;
+		if (r->par && r->state != RUN_CLEANUP) {
+			/* The tail in flight: what cannot come now is done
+			 * here; a pending exit record replies at the flush. */
+			if (r->peer != NULL) {
+				frame_client_free(r->peer);
+				r->peer = NULL;
+			}
+			if (r->gpeer != NULL) {
+				frame_client_free(r->gpeer);
+				r->gpeer = NULL;
+			}
+			if (r->tail & TAIL_EGRESS) {
+				r->tail &= ~TAIL_EGRESS;
+				run_egress_close_sync(r);
+			}
+			if (r->tail & TAIL_GATE) {
+				r->tail &= ~TAIL_GATE;
+				if (r->released == NULL && !r->withheld)
+					run_no_release(r, "launchd-sbx is "
+					    "shutting down");
+				run_cleanup_host(r);
+			}
+			if (r->tail == 0)
+				run_reply(r);	/* frees r: nothing is left */
+			continue;
+		}
+		if (r->state == RUN_CLEANUP) {
+			r->host_pending = 0;
+			run_cleanup_sync(r);
+			run_unlink(r);
+			run_free(r);
+			continue;
+		}
+		if (r->state == RUN_RECORD_EXIT) {
+			if (r->host_pending) {
+				r->host_pending = 0;
+				run_cleanup_host(r);
+			}
 			continue;	/* the flush sends its reply */
+		}
 		if (r->peer != NULL) {
 			frame_client_free(r->peer);
 			r->peer = NULL;
 		}
+		if (r->gpeer != NULL) {
+			frame_client_free(r->gpeer);
+			r->gpeer = NULL;
+		}
 		/* Its reply may not have come: close what may be open. */
-		if (r->state == RUN_EGRESS_OPEN ||
-		    r->state == RUN_EGRESS_CLOSE)
+		if ((r->need & NEED_EGRESS) || r->state == RUN_EGRESS_CLOSE)
 			r->egress_open = 1;
+		r->need = 0;
 		if (r->state == RUN_EGRESS_CLOSE || r->state == RUN_RELEASE)
 			r->state = RUN_DELETE;	/* the container is gone */
 		if (r->cmd_pid > 0) {

@@ -489,8 +489,10 @@ spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 		errno = saved;
 		return -1;
 	}
+	/* No fsync: a staging file, which a crash leaves to the start-up
+	 * reaping, never to a runtime. */
 	if (json_dumpfd(spec, fd, JSON_INDENT(1) | JSON_SORT_KEYS) == -1 ||
-	    write(fd, "\n", 1) != 1 || fsync(fd) == -1) {
+	    write(fd, "\n", 1) != 1) {
 		saved = errno ? errno : EIO;
 		spec_err(err, errlen, "spec: write %s: %s", tmp,
 		    strerror(saved));
