@@ -2411,6 +2411,27 @@ run_stop_all(struct launchd *ld)
 		r->need = 0;
 		if (r->state == RUN_EGRESS_CLOSE || r->state == RUN_RELEASE)
 			r->state = RUN_DELETE;	/* the container is gone */
+		/* The runtime's start in flight: let it finish (bounded),
+		 * so that a started program ends as killed mid-run. */
+		if (r->state == RUN_START && r->cmd_pid > 0) {
+			int	 st = -1;
+
+			for (int i = 0; i < 500; i++) {
+				if (waitpid(r->cmd_pid, &st, WNOHANG) != 0)
+					break;
+				usleep(10000);
+				st = -1;
+			}
+			if (st == -1)
+				kill(r->cmd_pid, SIGKILL);
+			else {
+				r->cmd_pid = 0;
+				if (st == 0) {
+					r->state = RUN_RUNNING;
+					r->ld->metrics.launches++;
+				}
+			}
+		}
 		if (r->cmd_pid > 0) {
 			kill(r->cmd_pid, SIGKILL);
 			(void)waitpid(r->cmd_pid, NULL, 0);

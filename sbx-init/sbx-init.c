@@ -19,7 +19,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
-#include <poll.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -70,14 +70,28 @@ struct init_relay {
 	struct init_buf	 r_up;
 	struct init_buf	 r_down;
 	unsigned char	*r_mem;		/* both buffers, one mapping */
+	uint32_t	 r_tev;		/* events r_tcp is in the epoll set */
+	uint32_t	 r_uev;		/* for, 0 when it is not in it */
 };
 
 static struct init_relay init_relays[INIT_MAX_RELAYS];
 static int		 init_maxrelays = INIT_MAX_RELAYS;
+static int		 init_nrelays;	/* slots in use */
+static int		 init_npending;	/* ... still waiting for the egress */
 static bool		 init_accept_paused;
 
-/* One pollfd per relay socket, the signalfd and the listener. */
-#define INIT_NPFD	(2 * INIT_MAX_RELAYS + 2)
+/*
+ * One epoll set holds the signalfd, the listener while it may accept, and
+ * every relay socket with something to wait for.  Interest changes only
+ * when a relay's wants change (a short write, a full buffer, an EOF), so
+ * a message costs one wakeup shared with whatever else is ready, a recv
+ * and a send: no descriptor list is rebuilt or rescanned per wakeup.
+ * Event tags: a relay socket is (slot << 1 | side), side 0 the TCP one.
+ */
+static int		 init_epfd = -1;
+#define INIT_TAG_SIGNAL	UINT64_MAX
+#define INIT_TAG_LISTEN	(UINT64_MAX - 1)
+#define INIT_NEVENTS	128
 
 static int		 init_verbose;
 static const char	*init_sockpath = INIT_DEFAULT_SOCKET;
@@ -107,10 +121,12 @@ static int	init_status(int);
 static void	init_accept(int);
 static bool	init_relay_connect(struct init_relay *);
 static void	init_relay_close(struct init_relay *, bool);
+static bool	init_relay_arm(struct init_relay *);
+static bool	init_epoll_set(int, uint64_t, uint32_t, uint32_t *);
 static uint64_t	init_now_ms(void);
-static bool	init_relay_io(struct init_relay *, short, short);
+static bool	init_relay_io(struct init_relay *, uint32_t, uint32_t);
 static bool	init_pump(int, int, struct init_buf *, unsigned char *,
-		    short);
+		    uint32_t);
 static void	init_kill_rest(bool);
 static int	init_kill_children(void);
 
@@ -288,92 +304,81 @@ main(int argc, char *argv[])
 static int
 init_loop(int sfd, int lfd, pid_t child)
 {
-	struct pollfd		 pfd[INIT_NPFD];
-	struct init_relay	*rel[INIT_NPFD];
+	struct epoll_event	 ev[INIT_NEVENTS];
+	struct init_relay	*r;
 	struct signalfd_siginfo	 si;
 	pid_t			 pid;
-	int			 status, npfd, i, nrel, npend, timeout;
+	uint64_t		 tag;
+	uint32_t		 sigev = 0, lev = 0;
+	int			 status, i, n, timeout;
+	bool			 sigready, lready;
+
+	if ((init_epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		init_fatal("epoll_create1: %s", strerror(errno));
+	if (!init_epoll_set(sfd, INIT_TAG_SIGNAL, EPOLLIN, &sigev))
+		init_fatal("epoll_ctl signalfd: %s", strerror(errno));
 
 	for (;;) {
-		npfd = 0;
-		pfd[npfd].fd = sfd;
-		pfd[npfd].events = POLLIN;
-		rel[npfd++] = NULL;
-		nrel = npend = 0;
-		for (i = 0; i < init_maxrelays; i++) {
-			struct init_relay	*r = &init_relays[i];
-			short			 ev;
-
-			if (r->r_tcp == -1)
-				continue;
-			nrel++;
-			if (r->r_unx == -1) {
-				npend++;
-				continue;
-			}
-			/*
-			 * A socket we want nothing from is left out of the
-			 * set (fd -1): a hung-up peer would otherwise make
-			 * poll return at once, forever.
-			 */
-			ev = 0;
-			if (!r->r_up.b_eof && r->r_up.b_len < INIT_BUFSZ)
-				ev |= POLLIN;
-			if (r->r_down.b_off < r->r_down.b_len)
-				ev |= POLLOUT;
-			pfd[npfd].fd = ev ? r->r_tcp : -1;
-			pfd[npfd].events = ev;
-			rel[npfd++] = r;
-			ev = 0;
-			if (!r->r_down.b_eof && r->r_down.b_len < INIT_BUFSZ)
-				ev |= POLLIN;
-			if (r->r_up.b_off < r->r_up.b_len)
-				ev |= POLLOUT;
-			pfd[npfd].fd = ev ? r->r_unx : -1;
-			pfd[npfd].events = ev;
-			rel[npfd++] = r;
-		}
 		/*
 		 * At the cap, new connections wait in the listen backlog.
 		 * Out of descriptors, the listener sits out one short round
-		 * rather than wake poll at once, forever.
+		 * rather than wake epoll at once, forever.  Level-triggered,
+		 * it must leave the set for either.
 		 */
-		timeout = npend > 0 ? INIT_RETRY_MS : -1;
-		if (init_accept_paused)
-			timeout = npend > 0 ? INIT_RETRY_MS : 100;
-		else if (lfd != -1 && nrel < init_maxrelays) {
-			pfd[npfd].fd = lfd;
-			pfd[npfd].events = POLLIN;
-			rel[npfd++] = NULL;
+		if (lfd != -1 && !init_epoll_set(lfd, INIT_TAG_LISTEN,
+		    !init_accept_paused && init_nrelays < init_maxrelays ?
+		    EPOLLIN : 0, &lev)) {
+			init_log("epoll_ctl listener: %s", strerror(errno));
+			init_accept_paused = true;
 		}
+		timeout = init_npending > 0 ? INIT_RETRY_MS : -1;
+		if (init_accept_paused)
+			timeout = init_npending > 0 ? INIT_RETRY_MS : 100;
 
-		if (poll(pfd, (nfds_t)npfd, timeout) == -1) {
+		if ((n = epoll_wait(init_epfd, ev, INIT_NEVENTS,
+		    timeout)) == -1) {
 			if (errno == EINTR)
 				continue;
-			init_fatal("poll: %s", strerror(errno));
+			init_fatal("epoll_wait: %s", strerror(errno));
 		}
 		init_accept_paused = false;
 
-		/* Relays come in pairs of pollfds: tcp, then unix. */
-		for (i = 1; i + 1 < npfd && rel[i] != NULL; i += 2) {
-			if (pfd[i].revents == 0 && pfd[i + 1].revents == 0)
+		/*
+		 * Relays first; accepting and signals wait until the batch
+		 * is done, so no slot is freed and taken again while later
+		 * events in this batch may still name it.
+		 */
+		sigready = lready = false;
+		for (i = 0; i < n; i++) {
+			tag = ev[i].data.u64;
+			if (tag == INIT_TAG_SIGNAL) {
+				sigready = true;
 				continue;
-			if (!init_relay_io(rel[i], pfd[i].revents,
-			    pfd[i + 1].revents))
-				init_relay_close(rel[i], false);
+			}
+			if (tag == INIT_TAG_LISTEN) {
+				lready = true;
+				continue;
+			}
+			r = &init_relays[tag >> 1];
+			/* Closed earlier in this batch. */
+			if (r->r_tcp == -1 || r->r_unx == -1)
+				continue;
+			if (!init_relay_io(r, (tag & 1) ? 0 : ev[i].events,
+			    (tag & 1) ? ev[i].events : 0))
+				init_relay_close(r, false);
+			else if (!init_relay_arm(r))
+				init_relay_close(r, true);
 		}
-		for (i = 0; npend > 0 && i < init_maxrelays; i++) {
-			struct init_relay	*r = &init_relays[i];
-
+		for (i = 0; init_npending > 0 && i < init_maxrelays; i++) {
+			r = &init_relays[i];
 			if (r->r_tcp != -1 && r->r_unx == -1 &&
 			    !init_relay_connect(r))
 				init_relay_close(r, true);
 		}
-		if (lfd != -1 && pfd[npfd - 1].fd == lfd &&
-		    pfd[npfd - 1].revents != 0)
+		if (lready)
 			init_accept(lfd);
 
-		if (pfd[0].revents == 0)
+		if (!sigready)
 			continue;
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 			if (si.ssi_signo != SIGCHLD) {
@@ -607,6 +612,8 @@ init_accept(int lfd)
 		memset(r, 0, sizeof(*r));
 		r->r_tcp = fd;
 		r->r_unx = -1;
+		init_nrelays++;
+		init_npending++;
 		r->r_deadline = init_now_ms() + INIT_CONNECT_MS;
 		/*
 		 * Buffers are mapped per relay and unmapped on close, so
@@ -655,7 +662,8 @@ init_relay_connect(struct init_relay *r)
 		return false;
 	}
 	r->r_unx = fd;
-	return true;
+	init_npending--;
+	return init_relay_arm(r);
 }
 
 /*
@@ -670,13 +678,84 @@ init_relay_close(struct init_relay *r, bool reset)
 	if (reset)
 		(void)setsockopt(r->r_tcp, SOL_SOCKET, SO_LINGER, &lg,
 		    sizeof(lg));
+	/*
+	 * Closing leaves the epoll set too: no other descriptor refers to
+	 * these sockets (the child was forked before any relay existed and
+	 * every socket is close-on-exec), so no EPOLL_CTL_DEL is needed.
+	 */
 	close(r->r_tcp);
 	if (r->r_unx != -1)
 		close(r->r_unx);
+	else
+		init_npending--;
+	init_nrelays--;
+	r->r_tev = r->r_uev = 0;
 	if (r->r_mem != NULL)
 		munmap(r->r_mem, 2 * INIT_BUFSZ);
 	r->r_mem = NULL;
 	r->r_tcp = r->r_unx = -1;
+}
+
+/*
+ * Bring a connected relay's two sockets in the epoll set in line with
+ * what it waits for: room in a buffer and no EOF yet means reading, data
+ * not yet delivered means writing.  A socket it waits for nothing from
+ * leaves the set, because epoll reports a hung-up peer even for no
+ * events, at once and forever.  Returns false when the set cannot be
+ * changed; the relay must then go.
+ */
+static bool
+init_relay_arm(struct init_relay *r)
+{
+	uint64_t	 slot = (uint64_t)(r - init_relays) << 1;
+	uint32_t	 ev;
+
+	ev = 0;
+	if (!r->r_up.b_eof && r->r_up.b_len < INIT_BUFSZ)
+		ev |= EPOLLIN;
+	if (r->r_down.b_off < r->r_down.b_len)
+		ev |= EPOLLOUT;
+	if (!init_epoll_set(r->r_tcp, slot, ev, &r->r_tev)) {
+		init_log("epoll_ctl relay: %s", strerror(errno));
+		return false;
+	}
+	ev = 0;
+	if (!r->r_down.b_eof && r->r_down.b_len < INIT_BUFSZ)
+		ev |= EPOLLIN;
+	if (r->r_up.b_off < r->r_up.b_len)
+		ev |= EPOLLOUT;
+	if (!init_epoll_set(r->r_unx, slot | 1, ev, &r->r_uev)) {
+		init_log("epoll_ctl relay: %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Wait for events on fd, none meaning out of the set; *cur holds what it
+ * is registered for now, so the steady state costs no system call.
+ */
+static bool
+init_epoll_set(int fd, uint64_t tag, uint32_t want, uint32_t *cur)
+{
+	struct epoll_event	 e;
+	int			 op;
+
+	if (want == *cur)
+		return true;
+	if (*cur == 0)
+		op = EPOLL_CTL_ADD;
+	else if (want == 0)
+		op = EPOLL_CTL_DEL;
+	else
+		op = EPOLL_CTL_MOD;
+	memset(&e, 0, sizeof(e));
+	e.events = want;
+	e.data.u64 = tag;
+	if (epoll_ctl(init_epfd, op, fd, &e) == -1)
+		return false;
+	*cur = want;
+	return true;
 }
 
 static uint64_t
@@ -694,7 +773,7 @@ init_now_ms(void)
  * failed.
  */
 static bool
-init_relay_io(struct init_relay *r, short tev, short uev)
+init_relay_io(struct init_relay *r, uint32_t tev, uint32_t uev)
 {
 	if (!init_pump(r->r_tcp, r->r_unx, &r->r_up, r->r_mem, tev))
 		return false;
@@ -705,20 +784,20 @@ init_relay_io(struct init_relay *r, short tev, short uev)
 }
 
 /*
- * One direction: read from src when poll said so and there is room, then
+ * One direction: read from src when epoll said so and there is room, then
  * write to dst whenever there is data (a full socket just says EAGAIN, and
- * trying at once saves a poll round per chunk), and once src sent EOF and
+ * trying at once saves a wakeup per chunk), and once src sent EOF and
  * the buffer is empty pass the EOF on with shutdown(SHUT_WR), keeping the
  * other direction open.
  */
 static bool
 init_pump(int src, int dst, struct init_buf *b, unsigned char *buf,
-    short sev)
+    uint32_t sev)
 {
 	ssize_t	 n;
 
 	if (!b->b_eof && b->b_len < INIT_BUFSZ &&
-	    (sev & (POLLIN | POLLHUP | POLLERR))) {
+	    (sev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
 		n = recv(src, buf + b->b_len, INIT_BUFSZ - b->b_len, 0);
 		if (n == 0)
 			b->b_eof = true;
