@@ -50,6 +50,7 @@
  * sbx-init reads its assignment from, the egress channel's socket (a hard
  * link) and its CA. */
 #define POOL_ARGV		"argv"
+#define LAUNCHD_BG_NICE		10	/* pool refills, deletes after the result */
 #define POOL_EGRESS_SOCK	"egress.sock"
 #define POOL_CA			"ca.pem"
 
@@ -278,6 +279,8 @@ void		 run_image_ready(struct launchd *, const char *hex);
 /* fork and exec argv with stdin /dev/null, stdout fd1 and stderr fd2
  * (-1: /dev/null).  The pid or -1. */
 pid_t		 run_spawn(char *const argv[], int fd1, int fd2);
+/* The same at LAUNCHD_BG_NICE: work no launch is waiting for. */
+pid_t		 run_spawn_bg(char *const argv[], int fd1, int fd2);
 /* argv: runtime [global args] --root ROOT then the given words. */
 #define RUN_ARGV_MAX	32
 void		 run_rtargv(const struct launchd_runtime *, const char *root,

@@ -34,6 +34,7 @@
  * limits copied from its policy), up to POOL_MAX_LEARNED keys, and the
  * launches after it with the same limits are served from the pool.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -367,7 +368,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		run_rtroot(ld, kc->tier, root);
 		run_rtargv(rt, root, av, w);
 	}
-	e->cmd_pid = run_spawn(av, p1[1], p2[1]);
+	e->cmd_pid = run_spawn_bg(av, p1[1], p2[1]);
 	close(p1[1]);
 	close(p2[1]);
 	if (e->cmd_pid == -1) {
@@ -616,6 +617,14 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 			pool_entry_failed(ld, e, "start", status);
 			return 1;
 		}
+		/* Created and started at LAUNCHD_BG_NICE: its init (sbx-init,
+		 * alone in it) gets the normal priority back now, and the
+		 * program it starts inherits that. */
+		if (setpriority(PRIO_PROCESS, e->init_pid, 0) == -1) {
+			log_warn("pool entry %s: setpriority", e->id);
+			pool_entry_failed(ld, e, "setpriority", -1);
+			return 1;
+		}
 		e->state = POOL_READY;
 		p->keys[e->k].failures = 0;
 		log_debug("pool entry %s ready (key %.12s, init %ld)", e->id,
@@ -641,7 +650,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 		run_rtroot(ld, p->keys[e->k].conf->tier, root);
 		run_rtargv(rt, root, av, w);
 	}
-	if ((e->cmd_pid = run_spawn(av, -1, -1)) == -1) {
+	if ((e->cmd_pid = run_spawn_bg(av, -1, -1)) == -1) {
 		e->cmd_pid = 0;
 		pool_entry_failed(ld, e, "start", -1);
 		return 1;

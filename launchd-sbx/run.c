@@ -29,6 +29,7 @@
  */
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -327,8 +328,8 @@ run_reap_mounts(const char *run_dir)
 	}
 }
 
-pid_t
-run_spawn(char *const argv[], int fd1, int fd2)
+static pid_t
+run_spawn_prio(char *const argv[], int fd1, int fd2, int nice)
 {
 	sigset_t	 all;
 	pid_t		 pid;
@@ -338,6 +339,8 @@ run_spawn(char *const argv[], int fd1, int fd2)
 		return -1;
 	if (pid != 0)
 		return pid;
+	if (nice != 0)
+		(void)setpriority(PRIO_PROCESS, 0, nice);
 	/* The child: plain signal state, no inherited ignores. */
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
@@ -353,6 +356,25 @@ run_spawn(char *const argv[], int fd1, int fd2)
 		close(null);
 	execv(argv[0], argv);
 	_exit(127);
+}
+
+pid_t
+run_spawn(char *const argv[], int fd1, int fd2)
+{
+	return run_spawn_prio(argv, fd1, fd2, 0);
+}
+
+/*
+ * Work no launch waits for -- a pool entry's create and start, the delete
+ * after a result was sent -- runs at a lower priority, so that on a busy
+ * machine the CPUs go to the programs being run first.  A pool entry's
+ * init inherits it; pool.c gives it the normal priority back once the
+ * entry is ready, before any program can be started in it.
+ */
+pid_t
+run_spawn_bg(char *const argv[], int fd1, int fd2)
+{
+	return run_spawn_prio(argv, fd1, fd2, LAUNCHD_BG_NICE);
 }
 
 /* Wait for pid at most `seconds`; kill it after.  Status or -1. */
@@ -1096,7 +1118,7 @@ run_bg_delete(struct run *r)
 	}
 	r->del_wait = 0;
 	run_rtargv(r->rt, r->rtroot, av, w);
-	if ((r->del_pid = run_spawn(av, -1, -1)) == -1) {
+	if ((r->del_pid = run_spawn_bg(av, -1, -1)) == -1) {
 		log_warn("execution %s: cannot run %s delete", r->id,
 		    r->rt->path);
 		r->del_pid = 0;
