@@ -231,6 +231,8 @@ struct pool_entry;
  * ready, an entry was taken or one failed). */
 void		 pool_start(struct launchd *);
 void		 pool_fill(struct launchd *);
+/* pool_fill once the loop has written what is ready (a result first). */
+void		 pool_fill_soon(struct launchd *);
 /*
  * The key of a launch: sha256 of the runtime spec it would have with
  * every per-execution value (ids, hash, staging paths, program) replaced

@@ -49,6 +49,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 
@@ -87,6 +88,7 @@ struct pool_keyrt {
 };
 
 struct pool {
+	struct event		*fill_ev;	/* pool_fill_soon */
 	struct pool_keyrt	*keys;
 	size_t			 nkeys;
 	struct pool_entry	*entries;
@@ -474,6 +476,8 @@ pool_learn(struct launchd *ld, const Sbx__V1__Policy *pol, const char *key)
 	pool_fill(ld);
 }
 
+static void	pool_fill_cb(evutil_socket_t, short, void *);
+
 void
 pool_start(struct launchd *ld)
 {
@@ -498,7 +502,40 @@ pool_start(struct launchd *ld)
 	}
 	p->nkeys = c->npool_keys;
 	ld->pool = p;
+	if ((p->fill_ev = evtimer_new(ld->base, pool_fill_cb, ld)) == NULL ||
+	    event_priority_set(p->fill_ev, LAUNCHD_PRIO_COMMIT) == -1)
+		log_warnx("pool: no deferred refill; refilling at once");
 	pool_fill(ld);
+}
+
+static void
+pool_fill_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pool_fill(arg);
+}
+
+/*
+ * Refill after the loop has done what is ready at a higher priority --
+ * above all, written the result that freed the entry: the refill's work
+ * (a tmpfs, the spec, a fork) must not sit between a result and its
+ * orchestrator.
+ */
+void
+pool_fill_soon(struct launchd *ld)
+{
+	struct timeval	 soon = { 0, 1000 };
+
+	if (ld->pool == NULL)
+		return;
+	if (ld->pool->fill_ev == NULL) {
+		pool_fill(ld);
+		return;
+	}
+	/* A timer, not event_active: an active event of the same priority
+	 * as the caller's could run in the same pass, before the write. */
+	evtimer_add(ld->pool->fill_ev, &soon);
 }
 
 struct pool_entry *
@@ -692,6 +729,8 @@ pool_stop(struct launchd *ld)
 			free(p->keys[k].own);
 		}
 	free(p->keys);
+	if (p->fill_ev != NULL)
+		event_free(p->fill_ev);
 	free(p);
 	ld->pool = NULL;
 }

@@ -1288,7 +1288,7 @@ run_reply(struct run *r)
 	if (!frame_conn_closed(r->conn))
 		frame_conn_send(r->conn, &env);
 	if (r->pool_key[0] != '\0' && !ld->stopping)
-		pool_fill(ld);
+		pool_fill_soon(ld);
 	if (r->del_pid > 0 || r->del_wait) {
 		r->replied = 1;
 		r->state = RUN_CLEANUP;

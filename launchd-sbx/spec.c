@@ -465,10 +465,27 @@ spec_build(const struct spec_params *sp, char *err, size_t errlen)
 	    "annotations", ann));
 }
 
+static int
+spec_write_all(int fd, const char *p, size_t len)
+{
+	ssize_t	 n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int
 spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 {
-	char	 tmp[PATH_MAX], dst[PATH_MAX];
+	char	 tmp[PATH_MAX], dst[PATH_MAX], *text = NULL;
 	int	 fd, saved;
 
 	if (snprintf(tmp, sizeof(tmp), "%s/.config.json.tmp", bundle_dir) >=
@@ -489,11 +506,18 @@ spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 		errno = saved;
 		return -1;
 	}
-	/* No fsync: a staging file, which a crash leaves to the start-up
-	 * reaping, never to a runtime. */
-	if (json_dumpfd(spec, fd, JSON_INDENT(1) | JSON_SORT_KEYS) == -1 ||
-	    write(fd, "\n", 1) != 1) {
+	/*
+	 * Encoded in memory and written at once: jansson's json_dumpfd makes
+	 * a write(2) for every token (thousands for a spec).  No fsync: a
+	 * staging file, which a crash leaves to the start-up reaping, never
+	 * to a runtime.
+	 */
+	errno = 0;
+	if ((text = json_dumps(spec, JSON_INDENT(1) | JSON_SORT_KEYS)) == NULL ||
+	    spec_write_all(fd, text, strlen(text)) == -1 ||
+	    spec_write_all(fd, "\n", 1) == -1) {
 		saved = errno ? errno : EIO;
+		free(text);
 		spec_err(err, errlen, "spec: write %s: %s", tmp,
 		    strerror(saved));
 		(void)close(fd);
@@ -501,6 +525,7 @@ spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 		errno = saved;
 		return -1;
 	}
+	free(text);
 	if (close(fd) == -1 || rename(tmp, dst) == -1) {
 		saved = errno;
 		spec_err(err, errlen, "spec: install %s: %s", dst,
