@@ -380,7 +380,7 @@ control_metrics(const struct launchd *ld)
 	    "# HELP sbx_launchd_refused_total Launch requests refused.\n"
 	    "# TYPE sbx_launchd_refused_total counter\n"
 	    "sbx_launchd_refused_total %llu\n"
-	    "# HELP sbx_launchd_completed_total Executions ended and cleaned.\n"
+	    "# HELP sbx_launchd_completed_total Executions ended, their result sent.\n"
 	    "# TYPE sbx_launchd_completed_total counter\n"
 	    "sbx_launchd_completed_total %llu\n"
 	    "# HELP sbx_launchd_limits_total Limits hit, by limit.\n"
