@@ -96,6 +96,7 @@ struct launchd_conf {
 						 * NULL: nothing released */
 	uid_t			 gate_uid;
 	uint32_t		 pool_size;	/* default size of a key */
+	int			 pool_warm_python;	/* sbx-init -w python3 */
 	struct launchd_pool_key	*pool_keys;
 	size_t			 npool_keys;
 	uint32_t		 max_frame_kb;

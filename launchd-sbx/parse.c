@@ -40,7 +40,8 @@ static const char *const tier_names[LAUNCHD_NTIERS + 1] = {
 };
 static const char *const runtime_keys[] = { "path", "args", NULL };
 static const char *const runtime_required[] = { "path", NULL };
-static const char *const pool_keys[] = { "size", "keys", NULL };
+static const char *const pool_keys[] = { "size", "keys", "warm_python",
+	NULL };
 static const char *const poolkey_keys[] = { "image", "tier", "cpus",
 	"memory_mb", "pids", "scratch_mb", "size", NULL };
 static const char *const poolkey_required[] = { "image", "cpus",
@@ -274,8 +275,12 @@ parse_launchd(const char *file, struct yerrs *errs)
 	    &v) == 0 && ymap_get(n, "size") != NULL)
 		c->pool_size = (uint32_t)v;
 	/* After size: a key without its own size takes the global one. */
-	if (n != NULL && n->type == YN_MAP)
+	if (n != NULL && n->type == YN_MAP) {
 		parse_pool_keys(doc, ymap_get(n, "keys"), c);
+		if (ymap_get(n, "warm_python") != NULL)
+			(void)yget_bool(doc, ymap_get(n, "warm_python"),
+			    "pool.warm_python", &c->pool_warm_python);
+	}
 	if ((n = ymap_get(root, "egress")) != NULL)
 		parse_peer(doc, n, "egress", "sbx-egress", c->dir,
 		    &c->egress_socket, &c->egress_uid);

@@ -160,22 +160,29 @@ pool_key(const struct spec_params *in, char key[65])
  * and CA from its run/ (not bound one by one: they do not exist yet). */
 static void
 pool_respec(json_t *spec, const char *id, const char *key, const char *run,
-    int egress)
+    int egress, int warm)
 {
 	json_t	*proc = json_object_get(spec, "process");
 	json_t	*env = json_object_get(proc, "env");
 	json_t	*mounts = json_object_get(spec, "mounts");
 	size_t	 i;
 
-	if (egress)
-		json_object_set_new(proc, "args", json_pack(
-		    "[s, s, s, s, s, s, s]", SPEC_INIT,
-		    "-s", POOL_RUN_DIR "/" POOL_EGRESS_SOCK,
-		    "-c", POOL_RUN_DIR "/" POOL_CA, "-a",
-		    POOL_RUN_DIR "/" POOL_ARGV));
-	else
-		json_object_set_new(proc, "args", json_pack("[s, s, s]",
-		    SPEC_INIT, "-a", POOL_RUN_DIR "/" POOL_ARGV));
+	json_t	*args = json_pack("[s]", SPEC_INIT);
+
+	if (egress) {
+		json_array_append_new(args, json_string("-s"));
+		json_array_append_new(args,
+		    json_string(POOL_RUN_DIR "/" POOL_EGRESS_SOCK));
+		json_array_append_new(args, json_string("-c"));
+		json_array_append_new(args, json_string(POOL_RUN_DIR "/" POOL_CA));
+	}
+	if (warm) {
+		json_array_append_new(args, json_string("-w"));
+		json_array_append_new(args, json_string("python3"));
+	}
+	json_array_append_new(args, json_string("-a"));
+	json_array_append_new(args, json_string(POOL_RUN_DIR "/" POOL_ARGV));
+	json_object_set_new(proc, "args", args);
 	for (i = 0; i < json_array_size(env); ) {
 		const char *e = json_string_value(json_array_get(env, i));
 
@@ -346,7 +353,8 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		kr->disabled = 1;
 		goto bad;
 	}
-	pool_respec(spec, e->id, kr->key, run, egress);
+	pool_respec(spec, e->id, kr->key, run, egress,
+	    ld->conf->pool_warm_python);
 	if (spec_write(e->dir, spec, err, sizeof(err)) == -1) {
 		json_decref(spec);
 		log_warnx("pool entry %s: %s", e->id, err);

@@ -104,6 +104,67 @@ static const int	 init_fwd_signals[] = {
 };
 #define INIT_NFWD	(sizeof(init_fwd_signals) / sizeof(init_fwd_signals[0]))
 
+/*
+ * -w python3: a warm interpreter for a pre-started sandbox.  Before the
+ * assignment arrives sbx-init starts `python3 -c INIT_WARM_PY FD`, which
+ * loads its runtime and blocks reading FD; an assignment whose program is
+ * that interpreter with a script goes down FD (the per-execution
+ * environment, then the script and its arguments) and the script runs as
+ * __main__ through runpy, with sys.argv and sys.path[0] as `python3
+ * SCRIPT ARGS` would set them.  Any other program: the warm interpreter is
+ * killed and the program started as usual.  The script runs in the
+ * interpreter's __main__ (cleared first), its source compiled with its
+ * own file name; an uncaught exception goes to sys.excepthook without the
+ * bootstrap's frame and exits 1, a missing script exits 2, as with
+ * `python3 SCRIPT`.
+ */
+#define INIT_WARM_PY \
+	"def _sbx_run(fd):\n" \
+	"    import os, sys, builtins\n" \
+	"    data = bytearray()\n" \
+	"    while True:\n" \
+	"        b = os.read(fd, 65536)\n" \
+	"        if not b:\n" \
+	"            break\n" \
+	"        data += b\n" \
+	"    os.close(fd)\n" \
+	"    words = bytes(data).split(b'\\0')\n" \
+	"    i = 0\n" \
+	"    while words[i]:\n" \
+	"        k, _, v = words[i].partition(b'=')\n" \
+	"        os.environb[k] = v\n" \
+	"        i += 1\n" \
+	"    sys.argv = [os.fsdecode(w) for w in words[i + 1:-1]]\n" \
+	"    path = sys.argv[0]\n" \
+	"    sys.path[0] = os.path.dirname(os.path.abspath(path))\n" \
+	"    try:\n" \
+	"        with open(path, 'rb') as f:\n" \
+	"            source = f.read()\n" \
+	"    except OSError as e:\n" \
+	"        sys.stderr.write(\"%s: can't open file %r: [Errno %d] %s\\n\" %\n" \
+	"                         (sys.executable, path, e.errno, e.strerror))\n" \
+	"        sys.exit(2)\n" \
+	"    d = sys.modules['__main__'].__dict__\n" \
+	"    d.clear()\n" \
+	"    d.update(__name__='__main__', __doc__=None, __package__=None,\n" \
+	"             __loader__=None, __spec__=None, __file__=path,\n" \
+	"             __cached__=None, __builtins__=builtins)\n" \
+	"    try:\n" \
+	"        exec(compile(source, path, 'exec'), d)\n" \
+	"    except SystemExit:\n" \
+	"        raise\n" \
+	"    except BaseException:\n" \
+	"        t, v, tb = sys.exc_info()\n" \
+	"        sys.excepthook(t, v.with_traceback(tb.tb_next), tb.tb_next)\n" \
+	"        sys.exit(1)\n" \
+	"_sbx_run(int(__import__('sys').argv[1]))\n"
+
+/* The per-execution environment read with -a, kept for a warm child. */
+static const char	*init_aenv[INIT_ARGV_WORDS][2];
+static size_t		 init_naenv;
+
+static pid_t	init_warm_start(const char *, int *);
+static pid_t	init_warm_go(pid_t, int, const char *, char **);
 static void	init_usage(void) __attribute__((noreturn));
 static void	init_log(const char *, ...)
 		    __attribute__((format(printf, 1, 2)));
@@ -136,7 +197,7 @@ init_usage(void)
 	fprintf(stderr, "usage: sbx-init [-v] [-c cafile] [-p port] "
 	    "[-s socket] -- program [arg ...]\n"
 	    "       sbx-init [-v] [-c cafile] [-p port] [-s socket] "
-	    "-a argvfile\n");
+	    "[-w python3] -a argvfile\n");
 	exit(INIT_EXIT_USAGE);
 }
 
@@ -188,18 +249,28 @@ main(int argc, char *argv[])
 {
 	sigset_t		 mask;
 	const char		*errstr = NULL, *portarg = NULL;
-	const char		*argvfile = NULL;
+	const char		*argvfile = NULL, *warm = NULL;
 	char			*end;
+	pid_t			 warm_pid = -1;
+	int			 warm_fd = -1;
 	long			 l;
 	bool			 pid1;
 	pid_t			 child;
 	int			 ch, sfd, lfd, status, i;
 	size_t			 k;
 
-	while ((ch = getopt(argc, argv, "+a:c:p:s:v")) != -1) {
+	while ((ch = getopt(argc, argv, "+a:c:p:s:vw:")) != -1) {
 		switch (ch) {
 		case 'a':
 			argvfile = optarg;
+			break;
+		case 'w':
+			if (strcmp(optarg, "python3") != 0) {
+				init_log("-w %s: only python3 can be warm",
+				    optarg);
+				init_usage();
+			}
+			warm = optarg;
 			break;
 		case 'c':
 			init_capath = optarg;
@@ -235,9 +306,15 @@ main(int argc, char *argv[])
 	if (argvfile != NULL) {
 		if (argc != 0)
 			init_usage();
+		/* A peer that vanishes mid-write must cost a write, not
+		 * PID 1 (the warm interpreter's pipe too). */
+		signal(SIGPIPE, SIG_IGN);
+		if (warm != NULL)
+			warm_pid = init_warm_start(warm, &warm_fd);
 		argv = init_argv_file(argvfile);
 		argc = 1;
-	}
+	} else if (warm != NULL)
+		init_usage();
 	if (argc < 1)
 		init_usage();
 	if (strlen(init_sockpath) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
@@ -288,7 +365,10 @@ main(int argc, char *argv[])
 		init_debug("%s: %s: proxy connections will be refused",
 		    init_sockpath, strerror(errno));
 
-	child = init_spawn(argv);
+	if (warm_pid > 0)
+		child = init_warm_go(warm_pid, warm_fd, warm, argv);
+	else
+		child = init_spawn(argv);
 	init_debug("started %s as pid %ld", argv[0], (long)child);
 
 	status = init_loop(sfd, lfd, child);
@@ -556,6 +636,10 @@ init_argv_file(const char *path)
 				init_fatal("-a %s: \"%s\" is not NAME=VALUE",
 				    path, w);
 			*eq = '\0';
+			init_aenv[init_naenv][0] = w;
+			init_aenv[init_naenv][1] = eq + 1;
+			if (init_naenv + 1 < INIT_ARGV_WORDS)
+				init_naenv++;
 			if (setenv(w, eq + 1, 1) == -1)
 				init_fatal("-a %s: setenv %s: %s", path, w,
 				    strerror(errno));
@@ -570,6 +654,115 @@ init_argv_file(const char *path)
 		init_fatal("-a %s: names no program", path);
 	av[n] = NULL;
 	return av;
+}
+
+/*
+ * Start the warm interpreter: the environment a spawned program gets
+ * (proxy variables; the CA's come with the assignment, the CA file does
+ * not exist yet), reading its assignment from a pipe.  -1 when it cannot
+ * be started: the program is then started cold.
+ */
+static pid_t
+init_warm_start(const char *interp, int *wfd)
+{
+	char	 fdarg[16], *av[5];
+	int	 p[2];
+	pid_t	 pid;
+
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		init_log("warm %s: pipe: %s", interp, strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		init_log("warm %s: fork: %s", interp, strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* Its end, kept across exec; sbx-init's end closed. */
+		close(p[1]);
+		if (fcntl(p[0], F_SETFD, 0) == -1)
+			_exit(INIT_EXIT_EXEC);
+		snprintf(fdarg, sizeof(fdarg), "%d", p[0]);
+		av[0] = (char *)interp;
+		av[1] = (char *)"-c";
+		av[2] = (char *)INIT_WARM_PY;
+		av[3] = fdarg;
+		av[4] = NULL;
+		signal(SIGPIPE, SIG_DFL);
+		init_child_env();
+		execvp(av[0], av);
+		_exit(INIT_EXIT_EXEC);
+	}
+	close(p[0]);
+	*wfd = p[1];
+	init_debug("warm %s: pid %ld", interp, (long)pid);
+	return pid;
+}
+
+static bool
+init_write_all(int fd, const char *p, size_t len)
+{
+	ssize_t	 n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return false;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return true;
+}
+
+/*
+ * The assignment: to the warm interpreter when the program is that
+ * interpreter with a script and it is still there, else (after killing
+ * it) as usual.  Returns the program's pid.
+ */
+static pid_t
+init_warm_go(pid_t warm, int wfd, const char *interp, char **argv)
+{
+	static const char	*ca[] = {
+		"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+		"PIP_CERT", "NODE_EXTRA_CA_CERTS"
+	};
+	struct stat		 st;
+	bool			 ok;
+	size_t			 k;
+	int			 status;
+
+	ok = strcmp(argv[0], interp) == 0 && argv[1] != NULL &&
+	    waitpid(warm, &status, WNOHANG) == 0;
+	for (k = 0; ok && k < init_naenv; k++)
+		ok = init_write_all(wfd, init_aenv[k][0],
+		    strlen(init_aenv[k][0])) &&
+		    init_write_all(wfd, "=", 1) &&
+		    init_write_all(wfd, init_aenv[k][1],
+		    strlen(init_aenv[k][1]) + 1);
+	/* The CA, which now exists: as init_child_env would set it. */
+	for (k = 0; ok && stat(init_capath, &st) == 0 &&
+	    k < sizeof(ca) / sizeof(ca[0]); k++)
+		ok = init_write_all(wfd, ca[k], strlen(ca[k])) &&
+		    init_write_all(wfd, "=", 1) &&
+		    init_write_all(wfd, init_capath, strlen(init_capath) + 1);
+	ok = ok && init_write_all(wfd, "", 1);
+	for (k = 1; ok && argv[k] != NULL; k++)
+		ok = init_write_all(wfd, argv[k], strlen(argv[k]) + 1);
+	close(wfd);
+	if (ok) {
+		init_debug("warm %s (pid %ld) runs %s", interp, (long)warm,
+		    argv[1]);
+		return warm;
+	}
+	/* Not for it, or it died, or half an assignment went down: it
+	 * must not run.  Start the program cold. */
+	(void)kill(warm, SIGKILL);
+	(void)waitpid(warm, &status, 0);
+	return init_spawn(argv);
 }
 
 /* The shell's convention: the exit code, or 128 + the killing signal. */
