@@ -6,26 +6,31 @@
  * tier's runtime, resolve the image (waiting, queued, while it is being
  * prepared: image.c), stage run_dir/x-<execution>/{in,code} (copies,
  * root-owned, files 0444, directories 0555) and write the spec -- or take
- * a pre-created container from the pool (pool.c) and fill its staging --
- * record the launch (the audit group commit, control.c), then
- * `<runtime> create` and `<runtime> start`, each a child process whose
- * exit comes back through SIGCHLD.  launchd-sbx is a child subreaper, so
- * the container's init becomes its child and its real exit status comes
- * to SIGCHLD too.  The wall clock is a libevent timer that kills the
- * whole container from outside.  When the init has exited the cgroup
- * statistics are read (the runtime removes the cgroup at delete), then
- * `<runtime> delete --force` runs (a child again).  Only then, with every
- * process of the sandbox dead, do the boundaries get their turn: the egress
- * channel (opened at egressd before the spec was written, when egress is
- * configured; egressd down refuses the launch) is closed and its usage
- * and denials kept, and the scratch tmpfs -- mounted on the host in the
- * staging dir and bound into the sandbox so that it outlives it -- goes to
- * gated as a descriptor; only what gated releases reaches the result (no
- * gate, or gated down: stdout and stderr withheld, nothing released).
- * Then the scratch is detached, leftover cgroup directories and the
- * staging tree are removed, the exit is recorded, and only once that
- * record is on disk is the result sent: a reply means nothing of the
- * execution is left, and every failure path runs the same teardown.
+ * a pre-started container from the pool (pool.c) and fill its staging --
+ * then, at once, open the egress channel at egressd (when egress is
+ * configured; egressd down refuses the launch) and record the launch (the
+ * audit group commit, control.c); with both done, `<runtime> create` and
+ * `<runtime> start` (each a child process whose exit comes back through
+ * SIGCHLD), or for a pool entry one write into the FIFO its sbx-init
+ * waits on.  launchd-sbx is a child subreaper, so the container's init
+ * becomes its child and its real exit status comes to SIGCHLD too.  The
+ * wall clock is a libevent timer that kills the whole container from
+ * outside.  When the init has exited the cgroup statistics are read (the
+ * runtime removes the cgroup at delete) and `<runtime> delete --force`
+ * starts.  Under runc the init is PID 1 of the container's pid namespace,
+ * which the kernel lets it leave only once every other process in it has
+ * exited: with every process of the sandbox dead, the boundaries get their
+ * turn at once -- the egress channel is closed and its usage and denials
+ * kept, the scratch tmpfs (mounted on the host in the staging dir and
+ * bound into the sandbox so that it outlives it) goes to gated as a
+ * descriptor, and the exit is recorded -- and the result is sent when all
+ * three are done; only what gated releases reaches it (no gate, or gated
+ * down: stdout and stderr withheld, nothing released).  The delete's end
+ * then detaches the scratch and removes leftover cgroup directories and
+ * the staging tree, after the result if it came first
+ * (sbx_launchd_cleanups_pending); under runsc, and for a failed execution,
+ * the delete comes first and the rest follows in order.  Every failure
+ * path runs the same teardown.
  */
 #include <sys/mount.h>
 #include <sys/prctl.h>
