@@ -46,7 +46,14 @@ id "$OUTSIDER" >/dev/null 2>&1 ||
 
 TM=sbx-e2e-$$
 killed=0
+# The approvers run approvalctl from a directory they can enter: the
+# checkout may sit under one only root can (a mktemp -d clone, say).
+AX=$(mktemp -d /tmp/sbx-e2e-actl.XXXXXX)
+chmod 755 "$AX"
+cp "$SBX_BIN/approvalctl" "$AX/approvalctl"
+chmod 755 "$AX/approvalctl"
 cleanup() {
+	rm -rf "$AX"
 	tmux -L "$TM" kill-server 2>/dev/null || true
 	# Failed with approvald killed: start it again for what follows.
 	[ $killed = 0 ] || "$REPO/deploy/sbx-up" >>"$T/up.log" 2>&1 || true
@@ -54,8 +61,8 @@ cleanup() {
 trap cleanup EXIT
 
 actl() { "$SBX_BIN/approvalctl" -s "$CON" "$@"; }
-as_approver() { runuser -u "$APPROVER" -- "$SBX_BIN/approvalctl" -s "$CON" "$@"; }
-as_outsider() { runuser -u "$OUTSIDER" -- "$SBX_BIN/approvalctl" -s "$CON" "$@"; }
+as_approver() { runuser -u "$APPROVER" -- "$AX/approvalctl" -s "$CON" "$@"; }
+as_outsider() { runuser -u "$OUTSIDER" -- "$AX/approvalctl" -s "$CON" "$@"; }
 hash_of() { sed -n 's/^hash: *//p' "$1"; }
 is_hash() { echo "$1" | grep -Eq '^[0-9a-f]{64}$'; }
 
@@ -153,7 +160,7 @@ expect_rc 0 "compile while pending"
 out_lacks "$PARTNER" "a pending request widened the policy"
 
 tmux -L "$TM" new-session -d -s console -x 250 -y 80 \
-    "runuser -u $APPROVER -- $SBX_BIN/approvalctl -s $CON; echo CONSOLE-EXITED \$?; sleep 60"
+    "runuser -u $APPROVER -- $AX/approvalctl -s $CON; echo CONSOLE-EXITED \$?; sleep 60"
 pane() { tmux -L "$TM" capture-pane -p -J -t console -S -1000; }
 # wait_for PATTERN [TENTHS]: the pane shows PATTERN (grep BRE) in time.
 wait_for() {
@@ -300,7 +307,7 @@ out_lacks "$rid3" "the outsider saw the queue"
 run as_outsider approve "$rid3" looks fine to me
 expect_rc 3 "approvalctl approve as $OUTSIDER"
 err_has 'not allowed' "the outsider's approval was not refused"
-run sh -c 'printf "list\n" | runuser -u "$1" -- "$2" -s "$3"' - "$OUTSIDER" "$SBX_BIN/approvalctl" "$CON"
+run sh -c 'printf "list\n" | runuser -u "$1" -- "$2" -s "$3"' - "$OUTSIDER" "$AX/approvalctl" "$CON"
 [ "$rc" -ne 0 ] || { show; fail "the interactive console admitted $OUTSIDER"; }
 grep -q 'not allowed: you must be in group sbx-approvers' "$T/out" "$T/err" ||
     { show; fail "the interactive console does not tell $OUTSIDER why"; }
