@@ -612,6 +612,9 @@ run_abort(struct run *r, const char *rule, const char *msg)
 	const Sbx__V1__PolicyGrant	*g = r->grant;
 
 	log_warnx("execution %s refused: %s", g->execution_id, msg);
+	/* A pool entry it took is gone: its replacement, as after a result. */
+	if (r->pool_key[0] != '\0' && !r->ld->stopping)
+		pool_fill_soon(r->ld);
 	control_refuse_code(r->ld, r->conn, r->request_id, r->fail_code != 0 ?
 	    r->fail_code : SBX__V1__ERROR_CODE__ERROR_LAUNCH, g->task_id,
 	    g->execution_id, rule, msg);
@@ -1532,6 +1535,8 @@ run_from_pool(struct run *r)
 		return 0;
 	if ((pe = pool_take(r->ld, key)) == NULL) {
 		pool_learn(r->ld, r->grant->policy, key);
+		/* Below its size (entries lost to failed launches): refill. */
+		pool_fill_soon(r->ld);
 		return 0;
 	}
 	memcpy(r->pool_key, key, sizeof(r->pool_key));
