@@ -47,23 +47,6 @@ static const char bstore_schema[] =
 
 /* ---- the master key ---- */
 
-static int
-bstore_write_all(int fd, const unsigned char *p, size_t len)
-{
-	ssize_t	 w;
-
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int
 bstore_key_create(const char *path, char *err, size_t errlen)
 {
@@ -90,7 +73,7 @@ bstore_key_create(const char *path, char *err, size_t errlen)
 	}
 	/* The umask must not decide who can read the key. */
 	if (fchmod(fd, 0400) == -1 ||
-	    bstore_write_all(fd, key, BROKERD_KEY_BYTES) == -1 ||
+	    write_all(fd, key, BROKERD_KEY_BYTES) == -1 ||
 	    fsync(fd) == -1) {
 		snprintf(err, errlen, "cannot write master key %s: %s", path,
 		    strerror(errno));

@@ -38,24 +38,6 @@ sign_init(char *err, size_t errlen)
 	return 0;
 }
 
-static int
-sign_write_all(int fd, const void *buf, size_t len)
-{
-	const unsigned char	*p = buf;
-	ssize_t			 w;
-
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * Create path (never replacing an existing file), write buf, set mode
  * exactly (the umask must not decide who can read a key) and fsync, so a
@@ -78,7 +60,7 @@ sign_write_new(const char *path, const void *buf, size_t len, mode_t mode,
 			    path, strerror(errno));
 		return -1;
 	}
-	if (fchmod(fd, mode) == -1 || sign_write_all(fd, buf, len) == -1 ||
+	if (fchmod(fd, mode) == -1 || write_all(fd, buf, len) == -1 ||
 	    fsync(fd) == -1) {
 		saved = errno;
 		snprintf(err, errlen, "cannot write %s %s: %s", what, path,

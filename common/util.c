@@ -129,6 +129,24 @@ xasprintf(char **ret, const char *fmt, ...)
 	return n;
 }
 
+int
+write_all(int fd, const void *buf, size_t len)
+{
+	const unsigned char	*p = buf;
+	ssize_t			 w;
+
+	while (len > 0) {
+		if ((w = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 char *
 read_file(const char *path, size_t max, size_t *lenp)
 {

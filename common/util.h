@@ -21,6 +21,8 @@ void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* Write all of buf to fd, across short writes and EINTR; 0 or -1. */
+int	 write_all(int fd, const void *buf, size_t len);
 /* Read a whole file of at most max bytes; malloc'd, NUL-terminated. */
 char	*read_file(const char *path, size_t max, size_t *lenp);
 /* A random identifier "<prefix>-<24 hex>" from libsodium. */

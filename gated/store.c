@@ -54,23 +54,6 @@ gstore_path(const char *store, const char *const parts[], size_t n)
 	return dfd;
 }
 
-static int
-gstore_write_all(int fd, const uint8_t *buf, size_t len)
-{
-	ssize_t	n;
-
-	while (len > 0) {
-		if ((n = write(fd, buf, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int
 gstore_blob(const char *store, const uint8_t *buf, size_t len,
     const char *hex, char **where, char *err, size_t errlen)
@@ -94,7 +77,7 @@ gstore_blob(const char *store, const uint8_t *buf, size_t len,
 		close(dfd);
 		return -1;
 	}
-	if (gstore_write_all(fd, buf, len) == -1 || fsync(fd) == -1) {
+	if (write_all(fd, buf, len) == -1 || fsync(fd) == -1) {
 		snprintf(err, errlen, "writing blob %s: %s", hex,
 		    strerror(errno));
 		close(fd);
@@ -148,7 +131,7 @@ gstore_user(const char *store, const char *task, const char *execution,
 		    execution, flat, strerror(errno));
 		goto fail;
 	}
-	if (gstore_write_all(fd, buf, len) == -1 || fsync(fd) == -1) {
+	if (write_all(fd, buf, len) == -1 || fsync(fd) == -1) {
 		snprintf(err, errlen, "writing %s: %s", flat, strerror(errno));
 		close(fd);
 		unlinkat(dfd, flat, 0);

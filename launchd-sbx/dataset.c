@@ -42,23 +42,6 @@ dataset_dir(struct launchd *ld, char out[PATH_MAX])
 	dataset_fmt(out, PATH_MAX, "%s/datasets", ld->conf->state_dir);
 }
 
-static int
-dataset_write_all(int fd, const uint8_t *p, size_t len)
-{
-	ssize_t	 w;
-
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int
 dataset_put(struct launchd *ld, const char *name, const uint8_t *content,
     size_t len, char *err, size_t errlen)
@@ -89,7 +72,7 @@ dataset_put(struct launchd *ld, const char *name, const uint8_t *content,
 		dataset_fmt(err, errlen, "create %s: %s", tmp, strerror(errno));
 		return -1;
 	}
-	if (dataset_write_all(fd, content, len) == -1 || fsync(fd) == -1) {
+	if (write_all(fd, content, len) == -1 || fsync(fd) == -1) {
 		dataset_fmt(err, errlen, "write %s: %s", tmp, strerror(errno));
 		close(fd);
 		(void)unlink(tmp);
@@ -183,7 +166,7 @@ dataset_stage(struct launchd *ld, const char *name, const char *dir,
 		return -1;
 	}
 	while ((r = read(in, buf, sizeof(buf))) > 0)
-		if (dataset_write_all(out, (uint8_t *)buf, (size_t)r) == -1) {
+		if (write_all(out, (uint8_t *)buf, (size_t)r) == -1) {
 			r = -1;
 			break;
 		}

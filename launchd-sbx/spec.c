@@ -465,23 +465,6 @@ spec_build(const struct spec_params *sp, char *err, size_t errlen)
 	    "annotations", ann));
 }
 
-static int
-spec_write_all(int fd, const char *p, size_t len)
-{
-	ssize_t	 n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int
 spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 {
@@ -514,8 +497,8 @@ spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 	 */
 	errno = 0;
 	if ((text = json_dumps(spec, JSON_INDENT(1) | JSON_SORT_KEYS)) == NULL ||
-	    spec_write_all(fd, text, strlen(text)) == -1 ||
-	    spec_write_all(fd, "\n", 1) == -1) {
+	    write_all(fd, text, strlen(text)) == -1 ||
+	    write_all(fd, "\n", 1) == -1) {
 		saved = errno ? errno : EIO;
 		free(text);
 		spec_err(err, errlen, "spec: write %s: %s", tmp,
