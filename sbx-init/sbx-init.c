@@ -108,8 +108,8 @@ static const int	 init_fwd_signals[] = {
  * -w python3: a warm interpreter for a pre-started sandbox.  Before the
  * assignment arrives sbx-init starts `python3 -c INIT_WARM_PY FD`, which
  * loads its runtime and blocks reading FD; an assignment whose program is
- * that interpreter with a script goes down FD (the per-execution
- * environment, then the script and its arguments) and the script runs as
+ * that interpreter with a script goes down FD (the environment the program
+ * would be started with, then the script and its arguments) and the script runs as
  * __main__ through runpy, with sys.argv and sys.path[0] as `python3
  * SCRIPT ARGS` would set them.  Any other program: the warm interpreter is
  * killed and the program started as usual.  The script runs in the
@@ -158,10 +158,6 @@ static const int	 init_fwd_signals[] = {
 	"        sys.excepthook(t, v.with_traceback(tb.tb_next), tb.tb_next)\n" \
 	"        sys.exit(1)\n" \
 	"_sbx_run(int(__import__('sys').argv[1]))\n"
-
-/* The per-execution environment read with -a, kept for a warm child. */
-static const char	*init_aenv[INIT_ARGV_WORDS][2];
-static size_t		 init_naenv;
 
 static pid_t	init_warm_start(const char *, int *);
 static pid_t	init_warm_go(pid_t, int, const char *, char **);
@@ -636,10 +632,6 @@ init_argv_file(const char *path)
 				init_fatal("-a %s: \"%s\" is not NAME=VALUE",
 				    path, w);
 			*eq = '\0';
-			init_aenv[init_naenv][0] = w;
-			init_aenv[init_naenv][1] = eq + 1;
-			if (init_naenv + 1 < INIT_ARGV_WORDS)
-				init_naenv++;
 			if (setenv(w, eq + 1, 1) == -1)
 				init_fatal("-a %s: setenv %s: %s", path, w,
 				    strerror(errno));
@@ -726,29 +718,20 @@ init_write_all(int fd, const char *p, size_t len)
 static pid_t
 init_warm_go(pid_t warm, int wfd, const char *interp, char **argv)
 {
-	static const char	*ca[] = {
-		"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-		"PIP_CERT", "NODE_EXTRA_CA_CERTS"
-	};
-	struct stat		 st;
-	bool			 ok;
-	size_t			 k;
-	int			 status;
+	extern char	**environ;
+	bool		  ok;
+	size_t		  k;
+	int		  status;
 
 	ok = strcmp(argv[0], interp) == 0 && argv[1] != NULL &&
 	    waitpid(warm, &status, WNOHANG) == 0;
-	for (k = 0; ok && k < init_naenv; k++)
-		ok = init_write_all(wfd, init_aenv[k][0],
-		    strlen(init_aenv[k][0])) &&
-		    init_write_all(wfd, "=", 1) &&
-		    init_write_all(wfd, init_aenv[k][1],
-		    strlen(init_aenv[k][1]) + 1);
-	/* The CA, which now exists: as init_child_env would set it. */
-	for (k = 0; ok && stat(init_capath, &st) == 0 &&
-	    k < sizeof(ca) / sizeof(ca[0]); k++)
-		ok = init_write_all(wfd, ca[k], strlen(ca[k])) &&
-		    init_write_all(wfd, "=", 1) &&
-		    init_write_all(wfd, init_capath, strlen(init_capath) + 1);
+	/* The whole environment a spawned program would get: ours (with
+	 * the assignment's entries) and the proxy and CA variables, the CA
+	 * existing by now.  The interpreter sets each. */
+	if (ok)
+		init_child_env();
+	for (char **e = environ; ok && *e != NULL; e++)
+		ok = init_write_all(wfd, *e, strlen(*e) + 1);
 	ok = ok && init_write_all(wfd, "", 1);
 	for (k = 1; ok && argv[k] != NULL; k++)
 		ok = init_write_all(wfd, argv[k], strlen(argv[k]) + 1);
