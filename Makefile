@@ -76,6 +76,7 @@ LAUNCHD_SRCS += launchd-sbx/image.c
 LAUNCHD_SRCS += launchd-sbx/dataset.c
 LAUNCHD_SRCS += launchd-sbx/run.c
 LAUNCHD_SRCS += launchd-sbx/pool.c
+LAUNCHD_SRCS += launchd-sbx/ident.c
 LAUNCHD_SRCS += launchd-sbx/spec.c
 LAUNCHD_SRCS += launchd-sbx/seccomp.c
 
@@ -320,7 +321,7 @@ test-spec: $(B)/bin/probe $(B)/bin/mkspec
 .PHONY: test-launch
 # sbx-init runs inside the sandbox, so always the static one from build/bin.
 test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe \
-    $(B)/bin/gated $(B)/bin/egressd $(B)/bin/sbx-init
+    $(B)/bin/gated $(B)/bin/egressd $(B)/bin/egressclient $(B)/bin/sbx-init
 	@tests/record launch$(SUITE_SFX) env SBX_INIT=$(CURDIR)/build/bin/sbx-init \
 	    tests/launch/run $(B)/bin
 

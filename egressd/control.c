@@ -6,10 +6,13 @@
  * dispatches.
  *
  * The invariant: a channel exists only for a policy whose signature,
- * expiry and hash egressd has verified with policyd's public key, and its
- * opening is on disk in the audit log before launchd-sbx hears of it.
+ * expiry and hash egressd has verified with policyd's public key, on the
+ * listening socket launchd-sbx passed with the request (egressd binds no
+ * name of its own), and its opening is on disk in the audit log before
+ * launchd-sbx hears of it.
  */
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +59,29 @@ control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
 	return 0;
 }
 
+/* An absolute cgroup path of printable characters, no "." or ".."
+ * component: what /proc/PID/cgroup would show for the sandbox. */
+static int
+control_cgroup_ok(const char *p)
+{
+	const char	*c;
+	size_t		 n;
+
+	if (p == NULL || p[0] != '/' || strlen(p) < 2 || strlen(p) > 1024)
+		return 0;
+	for (c = p; *c != '\0'; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+			return 0;
+	for (c = p; *c != '\0'; c += n) {
+		c += strspn(c, "/");
+		n = strcspn(c, "/");
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' &&
+		    c[1] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
 static void
 control_open(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
@@ -69,15 +95,22 @@ control_open(struct control *ctl, struct frame_conn *c,
 	char			 err[512], actor[32], *detail;
 	const char		*pem;
 	size_t			 pemlen;
+	int			 lfd = frame_conn_take_fd(c);
 
-	if (o->signed_ == NULL) {
+	if (o->signed_ == NULL || lfd == -1 || o->sandbox_gid == 0 ||
+	    !control_cgroup_ok(o->cgroup)) {
+		if (lfd != -1)
+			close(lfd);
 		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
-		    "egress_open has no signed policy");
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", "egress_open "
+		    "needs a signed policy, the channel's listening socket "
+		    "as a descriptor, the sandbox's group (not 0) and its "
+		    "cgroup path");
 		return;
 	}
 	if ((g = sign_verify(ed->pk, o->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
+		close(lfd);
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_DENIED, "", "signed policy "
 		    "refused: %s", err);
@@ -85,6 +118,7 @@ control_open(struct control *ctl, struct frame_conn *c,
 	}
 	if (!name_ok(g->execution_id) || !name_ok(g->task_id) ||
 	    g->policy == NULL) {
+		close(lfd);
 		sbx__v1__policy_grant__free_unpacked(g, NULL);
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
@@ -92,24 +126,26 @@ control_open(struct control *ctl, struct frame_conn *c,
 		return;
 	}
 	if (proxy_channel_find(ed, g->execution_id) != NULL) {
+		close(lfd);
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID, "",
 		    "execution %s already has a channel", g->execution_id);
 		sbx__v1__policy_grant__free_unpacked(g, NULL);
 		return;
 	}
-	if ((ch = proxy_channel_open(ed, g, o->signed_, err,
-	    sizeof(err))) == NULL) {
+	if ((ch = proxy_channel_open(ed, g, o->signed_, lfd,
+	    (gid_t)o->sandbox_gid, o->cgroup, err, sizeof(err))) == NULL) {
 		sbx__v1__policy_grant__free_unpacked(g, NULL);
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", "%s", err);
 		return;
 	}
 	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
-	xasprintf(&detail, "policy %s v%u, %zu host%s", ch->pol->name,
-	    ch->pol->version, ch->pol->network != NULL ?
-	    ch->pol->network->n_allow : 0, ch->pol->network != NULL &&
-	    ch->pol->network->n_allow == 1 ? "" : "s");
+	xasprintf(&detail, "policy %s v%u, %zu host%s; sandbox group %u "
+	    "cgroup %s", ch->pol->name, ch->pol->version,
+	    ch->pol->network != NULL ? ch->pol->network->n_allow : 0,
+	    ch->pol->network != NULL && ch->pol->network->n_allow == 1 ? "" :
+	    "s", (unsigned)ch->gid, ch->cgroup);
 	if (control_audit(ed, ch->grant, "open", detail, actor) == -1) {
 		free(detail);
 		proxy_channel_close(ch);
@@ -122,7 +158,6 @@ control_open(struct control *ctl, struct frame_conn *c,
 	    ch->grant->task_id, detail);
 	free(detail);
 	pem = ca_cert_pem(ch->ca, &pemlen);
-	rep.socket_path = ch->path;
 	rep.ca_cert_pem.data = (uint8_t *)pem;
 	rep.ca_cert_pem.len = pemlen;
 	frame_env_init(&env, req->request_id);
@@ -272,6 +307,8 @@ control_listen(struct control *ctl, const struct cfg_sock *sc,
 	struct frame_server_config	 cfg;
 
 	cfg_socket_server(sc, name, &cfg);
+	/* egress_open brings the channel's socket as a descriptor. */
+	cfg.pass_fds = arg->admin ? 0 : 1;
 	return frame_server_listen(ctl->ed->base, &cfg, control_dispatch, arg);
 }
 

@@ -37,29 +37,6 @@ usage(void)
 	exit(1);
 }
 
-/*
- * The run directory is 0711 rather than the state directory's 0700: each
- * task socket in it is reached by name (bind-mounted into its sandbox),
- * never listed.
- */
-static void
-egressd_run_dir(const struct egressd_conf *c)
-{
-	struct stat	 st;
-
-	if (mkdir(c->run_dir, 0711) == -1 && errno != EEXIST)
-		fatal("run_dir %s", c->run_dir);
-	if (stat(c->run_dir, &st) == -1)
-		fatal("run_dir %s", c->run_dir);
-	if (!S_ISDIR(st.st_mode))
-		fatalx("run_dir %s: not a directory", c->run_dir);
-	if (chmod(c->run_dir, 0711) == -1)
-		fatal("chmod %s", c->run_dir);
-	if (daemon_root() && c->user != NULL &&
-	    chown(c->run_dir, c->uid, c->gid) == -1)
-		fatal("chown %s to %s", c->run_dir, c->user);
-}
-
 static void
 egressd_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -116,7 +93,10 @@ main(int argc, char *argv[])
 	umask(077);
 	daemon_state_dir(ed.conf->state_dir, ed.conf->user, ed.conf->uid,
 	    ed.conf->gid);
-	egressd_run_dir(ed.conf);
+	if (ed.conf->run_dir != NULL)
+		log_warnx("%s: run_dir is no longer used: each channel's "
+		    "socket comes from launchd-sbx as a descriptor",
+		    ed.conf->file);
 
 	if ((ed.base = event_base_new()) == NULL ||
 	    (ed.scratch = evbuffer_new()) == NULL)

@@ -1,7 +1,9 @@
 /*
  * egressd.h: egressd's structures and the prototypes of its modules.
  * egressd is the sandbox's only route out: one channel per execution,
- * each a Unix socket bound into that one sandbox, behind which every HTTP
+ * each a listening Unix socket launchd-sbx bound into that one sandbox and
+ * handed over as a descriptor (egressd names none), on which only the
+ * sandbox's own processes are accepted, and behind which every HTTP
  * request is decided against the execution's signed policy before a byte
  * leaves.  The invariant everything here serves: nothing is sent upstream
  * unless decide() allowed that exact request, to an address that was
@@ -47,7 +49,8 @@
 #define RULE_TIMEOUT		"timeout"
 #define RULE_UPSTREAM		"upstream-failed"
 #define RULE_UPSTREAM_TLS	"upstream-tls-failed"
-#define EGRESS_NRULES		18
+#define RULE_PEER		"channel-peer-refused"
+#define EGRESS_NRULES		19
 
 #define DECIDE_URL_MAX		2048
 #define DECIDE_HOST_MAX		256
@@ -355,8 +358,9 @@ struct channel {
 	Sbx__V1__PolicyGrant	*grant;
 	const Sbx__V1__Policy	*pol;		/* grant->policy */
 	Sbx__V1__SignedPolicy	 signed_;	/* copy, for brokerd */
-	char			*path;		/* the task's socket */
-	struct evconnlistener	*lev;
+	gid_t			 gid;		/* the sandbox's own group */
+	char			*cgroup;	/* the sandbox's cgroup path */
+	struct evconnlistener	*lev;		/* launchd-sbx's socket */
 	struct ca		*ca;
 	int			 listed;	/* in ed->channels */
 	struct proxy_conns	 conns;
@@ -384,9 +388,24 @@ struct egressd {
 /* Index of a rule id in the counters, -1 if unknown. */
 int		 proxy_rule_index(const char *rule);
 const char	*proxy_rule_name(int);
-/* Open the task's socket for a verified grant (ownership passes). */
+/*
+ * Open the channel of a verified grant on lfd, the listening socket
+ * launchd-sbx bound for the sandbox.  The grant becomes the channel's
+ * (on failure it stays the caller's); lfd is consumed either way.  Connections are accepted only from processes
+ * in cgroup (a path as /proc/PID/cgroup shows it) whose group is gid, or
+ * root's (gVisor's gofer connects for the sandbox).
+ */
 struct channel	*proxy_channel_open(struct egressd *, Sbx__V1__PolicyGrant *,
-		    const Sbx__V1__SignedPolicy *, char *err, size_t errlen);
+		    const Sbx__V1__SignedPolicy *, int lfd, gid_t gid,
+		    const char *cgroup, char *err, size_t errlen);
+/* 0 if the peer of an accepted connection is the channel's sandbox, else
+ * -1 with why (exported for the unit tests). */
+int		 proxy_peer_check(const char *cgroup, gid_t gid, int fd,
+		    char *why, size_t whylen);
+/* 1 if /proc/PID/cgroup text puts the process in cgroup (or below it):
+ * the pids hierarchy's line, or the unified one where there is no pids
+ * line. */
+int		 proxy_cgroup_match(const char *text, const char *cgroup);
 struct channel	*proxy_channel_find(struct egressd *, const char *exec_id);
 /* Stop accepting, end every connection, remove the socket, free. */
 void		 proxy_channel_close(struct channel *);

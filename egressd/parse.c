@@ -27,7 +27,7 @@ static const char *const top_keys[] = {
 	"hosts_file", "upstream_cas", "broker", "limits", "sockets", NULL
 };
 static const char *const top_required[] = {
-	"state_dir", "run_dir", "public_key", "sockets", NULL
+	"state_dir", "public_key", "sockets", NULL
 };
 static const char *const broker_keys[] = { "path", "user", NULL };
 static const char *const broker_required[] = { "path", "user", NULL };

@@ -1,8 +1,14 @@
 /*
  * proxy.c: a channel's socket and its connections.  Each channel is one
- * execution: a Unix socket (mode 0666, reachable only through the bind
- * mount into that one sandbox) whose connections speak HTTP/1.1 as to a
- * forward proxy.  Each request goes through the same steps, in order:
+ * execution: a listening Unix socket that launchd-sbx bound in the
+ * execution's root-only staging (root and the sandbox's own group, mode
+ * 0660) and handed over as a descriptor, so egressd names nothing on the
+ * file system.  A connection is accepted only from a process in the
+ * sandbox's cgroup with the sandbox's group (or root: gVisor's gofer
+ * connects for the sandbox) -- checked on the kernel's peer credentials
+ * before a byte is read -- so no other host user and no other sandbox can
+ * ride the channel (invariant 11).  Its connections speak HTTP/1.1 as to
+ * a forward proxy.  Each request goes through the same steps, in order:
  * parse and check framing (proxy_http.c), decide the head (decide.c),
  * read and count the body, decide again with the real sizes, fetch the
  * credential (broker.c), resolve the name and check the address
@@ -23,11 +29,13 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +61,7 @@ static const char *const proxy_rules[EGRESS_NRULES] = {
 	RULE_HEADERS, RULE_RESP_SIZE, RULE_BUDGET, RULE_REDIRECT,
 	RULE_ADDRESS, RULE_DNS, RULE_CREDENTIAL, RULE_BAD_REQUEST, RULE_SNI,
 	RULE_CONNS, RULE_TIMEOUT, RULE_UPSTREAM, RULE_UPSTREAM_TLS,
+	RULE_PEER,
 };
 
 static void	proxy_parse(struct proxy_conn *);
@@ -1036,11 +1045,18 @@ proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
 {
 	struct channel		*ch = arg;
 	struct proxy_conn	*c;
-	char			 detail[128];
+	char			 detail[256];
 
 	(void)lev;
 	(void)sa;
 	(void)salen;
+	if (proxy_peer_check(ch->cgroup, ch->gid, fd, detail,
+	    sizeof(detail)) == -1) {
+		/* Not a byte read, not a byte answered. */
+		close(fd);
+		proxy_audit_deny(ch, RULE_PEER, detail);
+		return;
+	}
 	c = xcalloc(1, sizeof(*c));
 	c->ch = ch;
 	if ((c->cbev = bufferevent_socket_new(ch->ed->base, fd,
@@ -1082,37 +1098,161 @@ proxy_channel_find(struct egressd *ed, const char *xid)
 	return NULL;
 }
 
-static int
-proxy_listen(struct channel *ch, char *err, size_t errlen)
+/* The sandbox's /proc/PID/cgroup line for the pids hierarchy, or the
+ * unified one ("0::PATH") where there is no pids line: is its path
+ * cgroup or below it? */
+int
+proxy_cgroup_match(const char *text, const char *cgroup)
 {
-	struct sockaddr_un	 sun;
-	int			 fd;
+	const char	*line, *nl, *unified = NULL, *pids = NULL;
+	size_t		 ulen = 0, plen = 0, cl = strlen(cgroup);
 
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(ch->path) >= sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "socket path %s is too long", ch->path);
+	for (line = text; *line != '\0'; line = nl + 1) {
+		const char	*c1, *c2;
+
+		nl = strchr(line, '\n');
+		if (nl == NULL)
+			nl = line + strlen(line);
+		c1 = memchr(line, ':', (size_t)(nl - line));
+		c2 = c1 != NULL ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) :
+		    NULL;
+		if (c2 != NULL) {
+			const char	*ctl = c1 + 1;
+			size_t		 n = (size_t)(c2 - ctl);
+
+			if (n == 0 && c1 - line == 1 && line[0] == '0') {
+				unified = c2 + 1;
+				ulen = (size_t)(nl - unified);
+			}
+			/* "pids", or a list that holds it. */
+			for (const char *t = ctl; t < c2; ) {
+				const char *e = memchr(t, ',', (size_t)(c2 - t));
+
+				if (e == NULL)
+					e = c2;
+				if (e - t == 4 && strncmp(t, "pids", 4) == 0) {
+					pids = c2 + 1;
+					plen = (size_t)(nl - pids);
+				}
+				t = e + 1;
+			}
+		}
+		if (*nl == '\0')
+			break;
+	}
+	if (pids == NULL) {
+		pids = unified;
+		plen = ulen;
+	}
+	if (pids == NULL || cl < 2 || cgroup[0] != '/')
+		return 0;
+	return plen >= cl && strncmp(pids, cgroup, cl) == 0 &&
+	    (plen == cl || pids[cl] == '/');
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77	/* Linux 6.5 */
+#endif
+
+/*
+ * The peer must be the sandbox: its group (unless it is root, as gVisor's
+ * gofer is) and its cgroup, read from /proc through a pidfd taken at
+ * connect time, which is still alive after the read -- so a pid that was
+ * recycled between the connect and the read cannot pass for the peer.
+ * (Without SO_PEERPIDFD, older kernels, the pid alone: the window is the
+ * peer exiting and its pid being reused in between.)  A host user cannot
+ * join a cgroup of root's, and /proc shows egressd paths from its own
+ * cgroup namespace, so the check cannot be answered by anyone else.
+ */
+int
+proxy_peer_check(const char *cgroup, gid_t gid, int fd, char *why,
+    size_t whylen)
+{
+	struct ucred	 uc;
+	socklen_t	 sl = sizeof(uc);
+	char		 path[64], text[4096];
+	int		 pidfd = -1, cfd, rc = -1;
+	ssize_t		 n;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &sl) == -1 ||
+	    sl != sizeof(uc)) {
+		snprintf(why, whylen, "no peer credentials: %s",
+		    strerror(errno));
 		return -1;
 	}
-	memcpy(sun.sun_path, ch->path, strlen(ch->path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0)) == -1) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
+	if (uc.uid != 0 && uc.gid != gid) {
+		snprintf(why, whylen, "peer pid %ld uid %lu gid %lu is not the "
+		    "sandbox (group %lu)", (long)uc.pid,
+		    (unsigned long)uc.uid, (unsigned long)uc.gid,
+		    (unsigned long)gid);
 		return -1;
 	}
-	(void)unlink(ch->path);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    chmod(ch->path, 0666) == -1 || listen(fd, 128) == -1) {
-		snprintf(err, errlen, "%s: %s", ch->path, strerror(errno));
-		close(fd);
-		(void)unlink(ch->path);
+	sl = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &sl) == -1) {
+		if (errno != ENOPROTOOPT && errno != EINVAL) {
+			snprintf(why, whylen, "peer pid %ld: no pidfd: %s",
+			    (long)uc.pid, strerror(errno));
+			return -1;
+		}
+		pidfd = -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)uc.pid);
+	if (uc.pid <= 0 || (cfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		snprintf(why, whylen, "peer pid %ld: %s", (long)uc.pid,
+		    uc.pid <= 0 ? "no pid" : strerror(errno));
+		goto out;
+	}
+	n = read(cfd, text, sizeof(text) - 1);
+	close(cfd);
+	if (n <= 0) {
+		snprintf(why, whylen, "peer pid %ld: cannot read its cgroup",
+		    (long)uc.pid);
+		goto out;
+	}
+	text[n] = '\0';
+	if (pidfd != -1 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL,
+	    0) == -1) {
+		snprintf(why, whylen, "peer pid %ld exited before it could "
+		    "be checked", (long)uc.pid);
+		goto out;
+	}
+	if (!proxy_cgroup_match(text, cgroup)) {
+		text[strcspn(text, "\n")] = '\0';
+		snprintf(why, whylen, "peer pid %ld uid %lu is not in the "
+		    "sandbox's cgroup %s (%.80s)", (long)uc.pid,
+		    (unsigned long)uc.uid, cgroup, text);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (pidfd != -1)
+		close(pidfd);
+	return rc;
+}
+
+/* launchd-sbx's socket must be a listening Unix stream socket. */
+static int
+proxy_listen(struct channel *ch, int lfd, char *err, size_t errlen)
+{
+	int		 v;
+	socklen_t	 sl = sizeof(v);
+
+	if (getsockopt(lfd, SOL_SOCKET, SO_DOMAIN, &v, &sl) == -1 ||
+	    v != AF_UNIX || (sl = sizeof(v), getsockopt(lfd, SOL_SOCKET,
+	    SO_TYPE, &v, &sl)) == -1 || v != SOCK_STREAM ||
+	    (sl = sizeof(v), getsockopt(lfd, SOL_SOCKET, SO_ACCEPTCONN, &v,
+	    &sl)) == -1 || v != 1) {
+		snprintf(err, errlen, "the channel's descriptor is not a "
+		    "listening Unix stream socket");
+		close(lfd);
 		return -1;
 	}
-	if ((ch->lev = evconnlistener_new(ch->ed->base, proxy_accept, ch,
-	    LEV_OPT_CLOSE_ON_FREE, -1, fd)) == NULL) {
-		snprintf(err, errlen, "%s: cannot listen", ch->path);
-		close(fd);
-		(void)unlink(ch->path);
+	if (evutil_make_socket_nonblocking(lfd) == -1 ||
+	    evutil_make_socket_closeonexec(lfd) == -1 ||
+	    (ch->lev = evconnlistener_new(ch->ed->base, proxy_accept, ch,
+	    LEV_OPT_CLOSE_ON_FREE, -1, lfd)) == NULL) {
+		snprintf(err, errlen, "cannot listen on the channel's socket");
+		close(lfd);
 		return -1;
 	}
 	return 0;
@@ -1120,7 +1260,8 @@ proxy_listen(struct channel *ch, char *err, size_t errlen)
 
 struct channel *
 proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
-    const Sbx__V1__SignedPolicy *sp, char *err, size_t errlen)
+    const Sbx__V1__SignedPolicy *sp, int lfd, gid_t gid, const char *cgroup,
+    char *err, size_t errlen)
 {
 	struct channel	*ch;
 
@@ -1137,10 +1278,15 @@ proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
 	memcpy(ch->signed_.signature.data, sp->signature.data,
 	    sp->signature.len);
 	ch->signed_.signature.len = sp->signature.len;
-	xasprintf(&ch->path, "%s/%s.sock", ed->conf->run_dir,
-	    g->execution_id);
-	if ((ch->ca = ca_new(g->execution_id, err, errlen)) == NULL ||
-	    proxy_listen(ch, err, errlen) == -1) {
+	ch->gid = gid;
+	ch->cgroup = xstrdup(cgroup);
+	if ((ch->ca = ca_new(g->execution_id, err, errlen)) == NULL) {
+		close(lfd);
+		ch->grant = NULL;
+		proxy_channel_close(ch);
+		return NULL;
+	}
+	if (proxy_listen(ch, lfd, err, errlen) == -1) {
 		ch->grant = NULL;
 		proxy_channel_close(ch);
 		return NULL;
@@ -1156,10 +1302,10 @@ proxy_channel_close(struct channel *ch)
 {
 	struct proxy_conn	*c;
 
-	if (ch->lev != NULL) {
+	/* The socket's name is launchd-sbx's to remove, with the staging;
+	 * closing ours ends every connect from now on. */
+	if (ch->lev != NULL)
 		evconnlistener_free(ch->lev);
-		(void)unlink(ch->path);
-	}
 	while ((c = TAILQ_FIRST(&ch->conns)) != NULL)
 		proxy_conn_free(c);
 	if (ch->listed) {
@@ -1167,7 +1313,7 @@ proxy_channel_close(struct channel *ch)
 		ch->ed->m.channels_open--;
 	}
 	ca_free(ch->ca);
-	free(ch->path);
+	free(ch->cgroup);
 	free(ch->signed_.grant.data);
 	free(ch->signed_.signature.data);
 	if (ch->grant != NULL)

@@ -152,6 +152,7 @@ main(int argc, char *argv[])
 	for (int t = 1; t < LAUNCHD_NTIERS; t++)
 		ntiers += ld.conf->runtimes[t].available;
 	run_reap_leftovers(&ld);
+	ident_init(&ld);
 
 	xasprintf(&db, "%s/%s", ld.conf->state_dir, LAUNCHD_DB);
 	if ((ld.audit = audit_open(db, "launchd-sbx", err,
@@ -210,6 +211,7 @@ main(int argc, char *argv[])
 		event_free(sigs[i]);
 	audit_close(ld.audit);
 	free(ld.runtime_root);
+	ident_free(&ld);
 	parse_launchd_free(ld.conf);
 	event_base_free(ld.base);
 	log_info("stopped");

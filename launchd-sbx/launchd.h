@@ -31,6 +31,10 @@
 #define LAUNCHD_CMD_SECONDS	30	/* create/start/delete timeout */
 #define LAUNCHD_TEXT_KB_DEFAULT	64
 #define LAUNCHD_DATASET_MAX	(256 * 1024 * 1024)
+/* sandbox_groups' default: in the range systemd leaves unused
+ * (1879048192..2147483647), clear of users, dynamic users and nspawn. */
+#define LAUNCHD_GID_FIRST	1879048192
+#define LAUNCHD_GID_COUNT	4096
 
 /* Rule ids of launch refusals (Error.rule). */
 #define RULE_SIGNATURE		"signature-invalid"
@@ -46,9 +50,10 @@
 #define LAUNCHD_PEER_SECONDS	30	/* egressd and gated replies */
 #define LAUNCHD_SCRATCH		"scratch"	/* in the staging dir */
 #define LAUNCHD_CA		"ca.pem"	/* in the staging dir */
+#define LAUNCHD_EGRESS_SOCK	"egress.sock"	/* in the staging dir */
 /* In a pool entry's run/ (the sandbox's /run/sbx/pool): the FIFO its
- * sbx-init reads its assignment from, the egress channel's socket (a hard
- * link) and its CA. */
+ * sbx-init reads its assignment from, the egress channel's socket (bound
+ * there at the launch) and its CA. */
 #define POOL_ARGV		"argv"
 #define LAUNCHD_BG_NICE		10	/* pool refills, deletes after the result */
 #define POOL_EGRESS_SOCK	"egress.sock"
@@ -100,6 +105,8 @@ struct launchd_conf {
 	struct launchd_pool_key	*pool_keys;
 	size_t			 npool_keys;
 	uint32_t		 max_frame_kb;
+	gid_t			 sandbox_gid_first;	/* sandbox_groups */
+	uint32_t		 sandbox_gid_count;
 	struct launchd_runtime	 runtimes[LAUNCHD_NTIERS];
 	struct cfg_sock launch;
 	struct cfg_sock admin;
@@ -148,6 +155,10 @@ struct launchd {
 	struct event		*aq_ev;		/* deferred, low priority */
 	int			 aq_armed;
 	int			 stopping;	/* refuse launches, rescans */
+	/* ident.c: which sandbox groups are held, and where to look next. */
+	uint8_t			*gid_used;
+	uint32_t		 gid_next;
+	uint32_t		 gid_held;
 };
 
 /* Event priorities: the group commit runs after what is ready now. */
@@ -224,6 +235,22 @@ void		 dataset_names_free(char **, size_t);
 int		 dataset_stage(struct launchd *, const char *name,
 		    const char *dir, char *err, size_t errlen);
 
+/* ---- ident.c ---- */
+
+/*
+ * Each sandbox (a cold launch, or a pool entry from its creation) holds a
+ * group of sandbox_groups of its own from before its runtime is created
+ * until its staging is gone: its processes run with it, its egress socket
+ * is root's and that group's (0660), and egressd accepts only that group
+ * (or root) from the sandbox's cgroup.  Released groups are reused last.
+ */
+void		 ident_init(struct launchd *);
+void		 ident_free(struct launchd *);
+/* 0 with *gid, or -1 when every group of the range is held. */
+int		 ident_take(struct launchd *, gid_t *gid);
+void		 ident_give(struct launchd *, gid_t gid);
+size_t		 ident_held(const struct launchd *);
+
 /* ---- pool.c ---- */
 
 struct pool_entry;
@@ -253,6 +280,8 @@ struct pool_entry *pool_take(struct launchd *, const char *key);
 const char	*pool_entry_id(const struct pool_entry *);
 const char	*pool_entry_dir(const struct pool_entry *);
 pid_t		 pool_entry_pid(const struct pool_entry *);
+/* The entry's sandbox group, which becomes the caller's to give back. */
+gid_t		 pool_entry_take_gid(struct pool_entry *);
 /* The output pipes' read ends; they become the caller's. */
 void		 pool_entry_fds(struct pool_entry *, int *out, int *err);
 void		 pool_entry_free(struct pool_entry *);
@@ -309,9 +338,9 @@ size_t		 run_cleaning(const struct launchd *);
 /* rm -rf without following symlinks; 0 or -1. */
 int		 run_rmtree(const char *path);
 /* Mount the host tmpfs an execution's /scratch binds (dir/scratch, size
- * mb, owned by the sandbox user, nosuid,nodev,noexec).  0 or -1 with
+ * mb, owned by the sandbox user and its group gid, nosuid,nodev,noexec).  0 or -1 with
  * errno. */
-int		 run_scratch_mount(const char *dir, uint32_t mb);
+int		 run_scratch_mount(const char *dir, uint32_t mb, gid_t gid);
 /* Unmount (detached) and remove dir/scratch when it is there; then rm -rf
  * dir.  0 or -1. */
 int		 run_unstage(const char *dir);

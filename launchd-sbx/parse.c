@@ -29,8 +29,10 @@
 static const char *const top_keys[] = {
 	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
 	"cgroup_parent", "pool", "egress", "gate", "sockets", "max_frame_kb",
-	NULL
+	"sandbox_groups", NULL
 };
+static const char *const groups_keys[] = { "first", "count", NULL };
+static const char *const groups_required[] = { "first", "count", NULL };
 static const char *const top_required[] = {
 	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
 	"sockets", NULL
@@ -81,6 +83,81 @@ parse_peer(struct ydoc *doc, const struct ynode *n, const char *what,
 		    u, un == NULL ? " (the default; name the user)" : "");
 }
 static const char *const sockets_keys[] = { "launch", "admin", NULL };
+
+/*
+ * sandbox_groups: {first: GID, count: N}: the groups launchd-sbx gives its
+ * sandboxes, one each, so that no host user and no other sandbox shares a
+ * sandbox's credentials (its egress socket is that group's; ptrace and
+ * /proc/PID need the same group).  No group or user of the system may
+ * have an id in the range: it is refused, naming the first one found.
+ */
+static void	parse_groups_free(struct ydoc *, const struct ynode *,
+		    const struct launchd_conf *);
+
+static void
+parse_groups(struct ydoc *doc, const struct ynode *n, struct launchd_conf *c)
+{
+	uint64_t		 first, count;
+
+	if (n == NULL || ymap_check(doc, n, "sandbox_groups", groups_keys,
+	    groups_required) != 0)
+		return;
+	if (yget_uint(doc, ymap_get(n, "first"), "sandbox_groups.first",
+	    65536, INT32_MAX, &first) != 0 || yget_uint(doc,
+	    ymap_get(n, "count"), "sandbox_groups.count", 16, 1048576,
+	    &count) != 0)
+		return;
+	if (first + count - 1 > INT32_MAX) {
+		yerr(doc, ymap_get(n, "count"), "sandbox_groups.count",
+		    "the range %llu..%llu goes past %d",
+		    (unsigned long long)first,
+		    (unsigned long long)(first + count - 1), INT32_MAX);
+		return;
+	}
+	c->sandbox_gid_first = (gid_t)first;
+	c->sandbox_gid_count = (uint32_t)count;
+	parse_groups_free(doc, n, c);
+}
+
+/* No group or user of the system in the range (n: the config's node, or
+ * NULL for the default range). */
+static void
+parse_groups_free(struct ydoc *doc, const struct ynode *n,
+    const struct launchd_conf *c)
+{
+	uint64_t		 first = c->sandbox_gid_first;
+	uint64_t		 count = c->sandbox_gid_count;
+	const char		*dflt = n == NULL ? " (the default range; "
+				    "set sandbox_groups)" : "";
+	struct group		*gr;
+	struct passwd		*pw;
+
+	setgrent();
+	while ((gr = getgrent()) != NULL)
+		if (gr->gr_gid >= first && gr->gr_gid - first < count) {
+			yerr(doc, n, "sandbox_groups", "group \"%s\" (%lu) is "
+			    "in the range %llu..%llu%s: sandboxes would share "
+			    "it", gr->gr_name, (unsigned long)gr->gr_gid,
+			    (unsigned long long)first,
+			    (unsigned long long)(first + count - 1), dflt);
+			break;
+		}
+	endgrent();
+	setpwent();
+	while ((pw = getpwent()) != NULL)
+		if ((pw->pw_gid >= first && pw->pw_gid - first < count) ||
+		    (pw->pw_uid >= first && pw->pw_uid - first < count)) {
+			yerr(doc, n, "sandbox_groups", "user \"%s\" (uid %lu, "
+			    "gid %lu) is in the range %llu..%llu%s: sandboxes "
+			    "would share its credentials", pw->pw_name,
+			    (unsigned long)pw->pw_uid,
+			    (unsigned long)pw->pw_gid,
+			    (unsigned long long)first,
+			    (unsigned long long)(first + count - 1), dflt);
+			break;
+		}
+	endpwent();
+}
 
 const char *
 parse_tier_name(int tier)
@@ -281,6 +358,12 @@ parse_launchd(const char *file, struct yerrs *errs)
 			(void)yget_bool(doc, ymap_get(n, "warm_python"),
 			    "pool.warm_python", &c->pool_warm_python);
 	}
+	c->sandbox_gid_first = LAUNCHD_GID_FIRST;
+	c->sandbox_gid_count = LAUNCHD_GID_COUNT;
+	if ((n = ymap_get(root, "sandbox_groups")) != NULL)
+		parse_groups(doc, n, c);
+	else
+		parse_groups_free(doc, NULL, c);
 	if ((n = ymap_get(root, "egress")) != NULL)
 		parse_peer(doc, n, "egress", "sbx-egress", c->dir,
 		    &c->egress_socket, &c->egress_uid);

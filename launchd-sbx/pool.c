@@ -7,8 +7,8 @@
  * run/ directory (sbx-init -a /run/sbx/pool/argv).  A launch whose spec
  * would differ from the entry's only in per-execution data takes an
  * entry, fills its staging (the entry's own in/, code/ and run/, bound into
- * the container when it was created: the egress channel's socket is
- * hard-linked into run/ and its CA written there), records the launch, and
+ * the container when it was created: the egress channel's socket is bound
+ * in run/ and its CA written there), records the launch, and
  * then writes the program, its arguments and the per-execution
  * environment (SBX_TASK_ID, SBX_EXECUTION_ID, SBX_POLICY_HASH) into the
  * FIFO: that write is the start.  The entry serves exactly that one
@@ -76,6 +76,7 @@ struct pool_entry {
 	pid_t			 cmd_pid;	/* create, while creating */
 	pid_t			 init_pid;
 	int			 fd[2];		/* stdout, stderr read ends */
+	gid_t			 gid;		/* its own group (ident.c) */
 };
 
 struct pool_keyrt {
@@ -133,6 +134,7 @@ pool_key(const struct spec_params *in, char key[65])
 	if (sp.ca_file != NULL)
 		sp.ca_file = "/pool/ca.pem";
 	sp.cgroups_path = "/pool";
+	sp.gid = 0;
 	sp.argv = argv;
 	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL)
 		return -1;
@@ -233,6 +235,8 @@ pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
 	for (int i = 0; i < 2; i++)
 		if (e->fd[i] != -1)
 			close(e->fd[i]);
+	if (e->gid != 0)
+		ident_give(ld, e->gid);
 	free(e);
 }
 
@@ -287,6 +291,12 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	pool_fmt(fifo, sizeof(fifo), "%s/%s", run, POOL_ARGV);
 	e->next = p->entries;
 	p->entries = e;
+	if (ident_take(ld, &e->gid) == -1) {
+		e->gid = 0;
+		log_warnx("pool entry %s: all %u sandbox groups are in use",
+		    e->id, ld->conf->sandbox_gid_count);
+		goto bad;
+	}
 	/* run/: root's; the sandbox may read the FIFO, never write it. */
 	if (mkdir(e->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
 	    mkdir(code, 0700) == -1 || mkdir(run, 0755) == -1 ||
@@ -296,7 +306,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		goto bad;
 	}
 	/* The entry's /scratch: a host tmpfs, as for a cold launch. */
-	if (run_scratch_mount(e->dir, kc->scratch_mb) == -1) {
+	if (run_scratch_mount(e->dir, kc->scratch_mb, e->gid) == -1) {
 		log_warn("pool entry %s: mounting %s", e->id, scratch);
 		goto bad;
 	}
@@ -323,6 +333,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	sp.scratch_dir = scratch;
 	sp.init_path = ld->conf->init;
 	sp.cgroups_path = cg;
+	sp.gid = e->gid;
 	sp.argv = argv;
 	sp.flavor = rt->flavor;
 	/* Placeholders: respec replaces their mounts with run/. */
@@ -596,6 +607,15 @@ pool_entry_fds(struct pool_entry *e, int *out, int *err)
 	*out = e->fd[0];
 	*err = e->fd[1];
 	e->fd[0] = e->fd[1] = -1;
+}
+
+gid_t
+pool_entry_take_gid(struct pool_entry *e)
+{
+	gid_t	 g = e->gid;
+
+	e->gid = 0;
+	return g;
 }
 
 void

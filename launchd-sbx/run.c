@@ -34,9 +34,12 @@
  */
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -148,6 +151,7 @@ struct run {
 	int				 need;		/* NEED_* before the start */
 	int				 egress_open;	/* a channel to close */
 	char				*egress_sock;	/* the channel's socket */
+	gid_t				 gid;		/* its own group; 0: none */
 	char				 ca[PATH_MAX];	/* its CA, staged */
 	char				 scratch[PATH_MAX];
 	/* What egressd and gated said, merged into the result. */
@@ -194,7 +198,6 @@ static void	run_teardown(struct run *);
 static void	run_cleanup_host(struct run *);
 static void	run_record_exit(struct run *);
 static void	run_egress_close(struct run *);
-static void	run_pool_egress(struct run *, const Sbx__V1__EgressOpened *);
 static void	run_tail_done(struct run *, int);
 static void	run_gate_done(struct run *);
 static void	run_reply(struct run *);
@@ -257,7 +260,7 @@ run_rmtree(const char *path)
 }
 
 int
-run_scratch_mount(const char *dir, uint32_t mb)
+run_scratch_mount(const char *dir, uint32_t mb, gid_t gid)
 {
 	char	 path[PATH_MAX], opts[128];
 
@@ -272,8 +275,8 @@ run_scratch_mount(const char *dir, uint32_t mb)
 	 * Mode 0755 as the sandbox's own tmpfs had: the staging dir above is
 	 * root's (0700), and gated, another user, must walk this one.
 	 */
-	run_fmt(opts, sizeof(opts), "size=%um,mode=0755,uid=%d,gid=%d", mb,
-	    SPEC_UID, SPEC_GID);
+	run_fmt(opts, sizeof(opts), "size=%um,mode=0755,uid=%d,gid=%lu", mb,
+	    SPEC_UID, (unsigned long)gid);
 	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	    opts) == -1) {
 		int	 e = errno;
@@ -538,6 +541,25 @@ run_cg_remove(const char *parent, const char *id)
 	}
 }
 
+/*
+ * A container's name: random, never the execution id.  It is what the
+ * runtime's command lines, the staging directory and the cgroup tree show
+ * to every user of the host, and nothing there may name the execution
+ * (the launch record ties the two together for operators).
+ */
+static int
+run_container_id(char *buf, size_t len)
+{
+	unsigned char	 b[12];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return -1;
+	if (len < 2 * sizeof(b) + 1)
+		return -1;
+	hex_encode(b, sizeof(b), buf);
+	return 0;
+}
+
 /* ---- the list of executions ---- */
 
 static void
@@ -598,6 +620,9 @@ run_free(struct run *r)
 	free(r->nogate);
 	if (r->released != NULL)
 		sbx__v1__release_result__free_unpacked(r->released, NULL);
+	/* Nothing of the sandbox is left by now: its group is free. */
+	if (r->gid != 0)
+		ident_give(r->ld, r->gid);
 	free(r->egress_sock);
 	free(r->code_name);
 	free(r->code);
@@ -1508,6 +1533,7 @@ run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
 	sp->ca_file = r->egress_open && r->ca[0] != '\0' ? r->ca : NULL;
 	sp->init_path = ld->conf->init;
 	sp->cgroups_path = cgpath;
+	sp->gid = r->gid;
 	sp->argv = argv;
 	sp->flavor = r->rt->flavor;
 }
@@ -1543,6 +1569,8 @@ run_from_pool(struct run *r)
 	run_fmt(r->id, sizeof(r->id), "%s", pool_entry_id(pe));
 	run_fmt(r->dir, sizeof(r->dir), "%s", pool_entry_dir(pe));
 	r->pid = pool_entry_pid(pe);
+	/* The entry's group, held since its create, is the run's now. */
+	r->gid = pool_entry_take_gid(pe);
 	pool_entry_fds(pe, &r->out[0].fd, &r->out[1].fd);
 	pool_entry_free(pe);
 	r->created = 1;
@@ -1562,8 +1590,10 @@ run_record_launch(struct run *r)
 
 	/* A pooled container's spec names the pool entry: this record ties
 	 * the execution (and its policy hash) to that entry. */
-	xasprintf(&detail, "%s@%u isolation %s image %s%s%s%s%s%s", pol->name,
-	    pol->version, policy_isolation_name(pol->isolation), pol->image,
+	xasprintf(&detail, "%s@%u isolation %s image %s container %s group "
+	    "%lu%s%s%s%s%s", pol->name, pol->version,
+	    policy_isolation_name(pol->isolation), pol->image, r->id,
+	    (unsigned long)r->gid,
 	    r->ld->conf->egress_socket != NULL ? " egress channel" : "",
 	    r->pool_key[0] != '\0' ? " pool entry " : "",
 	    r->pool_key[0] != '\0' ? r->id : "",
@@ -1685,17 +1715,15 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	/* From here on the channel is closed whatever happens. */
 	r->egress_open = 1;
 	o = rep->egress_opened;
-	if (o->socket_path == NULL || o->socket_path[0] != '/') {
-		run_egress_fail(r, "egress_opened names no absolute socket");
-		return;
-	}
-	r->egress_sock = xstrdup(o->socket_path);
-	if (r->pool_key[0] != '\0') {
-		run_pool_egress(r, o);
-		return;
-	}
 	if (o->ca_cert_pem.len > 0) {
-		run_fmt(r->ca, sizeof(r->ca), "%s/%s", r->dir, LAUNCHD_CA);
+		/* A pool entry's mounts were fixed at its create: its CA
+		 * goes into run/, which its sandbox sees. */
+		if (r->pool_key[0] != '\0')
+			run_fmt(r->ca, sizeof(r->ca), "%s/run/%s", r->dir,
+			    POOL_CA);
+		else
+			run_fmt(r->ca, sizeof(r->ca), "%s/%s", r->dir,
+			    LAUNCHD_CA);
 		if (run_write_file(r->ca, o->ca_cert_pem.data,
 		    o->ca_cert_pem.len) == -1) {
 			run_fail(r, RULE_RUNTIME, "staging %s: %s", r->ca,
@@ -1707,41 +1735,52 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 }
 
 /*
- * A pool entry's channel: its mounts were fixed at create time, so the
- * socket comes as a hard link in the entry's run/ (bound at
- * /run/sbx/pool, where its sbx-init -s points) and the CA as a file there.
- * A hard link needs egressd's run_dir on the same file system as ours.
+ * The channel's socket: bound by us, in the execution's staging (a cold
+ * launch's dir, which only root may enter, bound into the sandbox at
+ * /run/sbx/egress.sock; or a pool entry's run/, which its sandbox sees at
+ * /run/sbx/pool), root's and the sandbox's group's, mode 0660, so that the
+ * sandbox is the only one besides root that may connect, whatever path
+ * leads to it (/proc/PID/root included: that needs the sandbox's uid and
+ * group).  The umask keeps the socket at mode 0 from bind to chmod.
+ * Returns the listening descriptor for egressd, or -1 with err.
  */
-static void
-run_pool_egress(struct run *r, const Sbx__V1__EgressOpened *o)
+static int
+run_egress_listen(const char *path, gid_t gid, char *err, size_t errlen)
 {
-	char	 sock[PATH_MAX];
+	struct sockaddr_un	 sun;
+	mode_t			 old;
+	int			 fd;
 
-	run_fmt(sock, sizeof(sock), "%s/run/%s", r->dir, POOL_EGRESS_SOCK);
-	if (link(r->egress_sock, sock) == -1) {
-		run_fail(r, RULE_RUNTIME, "pool entry %s: cannot link the "
-		    "egress socket %s into %s: %s%s", r->id, r->egress_sock,
-		    sock, strerror(errno), errno == EXDEV ? " (egressd's "
-		    "run_dir must be on the file system of launchd-sbx's "
-		    "run_dir for pooled launches; the pool is now off)" : "");
-		if (errno == EXDEV) {
-			log_warnx("pool disabled: egressd's sockets (%s) are "
-			    "on another file system than %s",
-			    r->egress_sock, r->ld->conf->run_dir);
-			pool_stop(r->ld);
-		}
-		return;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		run_fmt(err, errlen, "the egress socket path %s is too long "
+		    "(%zu bytes at most: shorten run_dir)", path,
+		    sizeof(sun.sun_path) - 1);
+		return -1;
 	}
-	if (o->ca_cert_pem.len > 0) {
-		run_fmt(r->ca, sizeof(r->ca), "%s/run/%s", r->dir, POOL_CA);
-		if (run_write_file(r->ca, o->ca_cert_pem.data,
-		    o->ca_cert_pem.len) == -1) {
-			run_fail(r, RULE_RUNTIME, "staging %s: %s", r->ca,
-			    strerror(errno));
-			return;
-		}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		run_fmt(err, errlen, "socket: %s", strerror(errno));
+		return -1;
 	}
-	run_need_done(r, 0);
+	old = umask(0777);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		umask(old);
+		run_fmt(err, errlen, "bind %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	if (fchownat(AT_FDCWD, path, 0, gid, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    fchmodat(AT_FDCWD, path, 0660, 0) == -1 ||
+	    listen(fd, 128) == -1) {
+		run_fmt(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		(void)unlink(path);
+		return -1;
+	}
+	return fd;
 }
 
 static void
@@ -1749,17 +1788,37 @@ run_egress_open(struct run *r)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__EgressOpen	 op = SBX__V1__EGRESS_OPEN__INIT;
-	char			 err[512];
+	char			 err[512], path[PATH_MAX], cg[PATH_MAX];
+	int			 fd, rc;
 
 	r->state = RUN_EGRESS_OPEN;
+	if (r->pool_key[0] != '\0')
+		run_fmt(path, sizeof(path), "%s/run/%s", r->dir,
+		    POOL_EGRESS_SOCK);
+	else
+		run_fmt(path, sizeof(path), "%s/%s", r->dir,
+		    LAUNCHD_EGRESS_SOCK);
+	if ((fd = run_egress_listen(path, r->gid, err, sizeof(err))) == -1) {
+		r->need &= ~NEED_EGRESS;
+		run_fail(r, RULE_RUNTIME, "the egress channel: %s", err);
+		return;
+	}
+	free(r->egress_sock);
+	r->egress_sock = xstrdup(path);
+	run_fmt(cg, sizeof(cg), "/%s/%s", r->ld->conf->cgroup_parent, r->id);
 	op.signed_ = r->signed_;
+	op.sandbox_gid = (uint32_t)r->gid;
+	op.cgroup = cg;
 	frame_env_init(&env, 1);
 	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
 	env.egress_open = &op;
-	if (run_peer_call(r, &r->peer, r->ld->conf->egress_socket,
-	    r->ld->conf->egress_uid, run_egress_opened, &env, -1, err,
-	    sizeof(err)) == -1) {
-		r->need &= ~NEED_EGRESS;	/* no reply will come */
+	rc = run_peer_call(r, &r->peer, r->ld->conf->egress_socket,
+	    r->ld->conf->egress_uid, run_egress_opened, &env, fd, err,
+	    sizeof(err));
+	/* egressd holds its own copy now (or never will). */
+	close(fd);
+	if (rc == -1) {
+		r->need &= ~NEED_EGRESS;
 		run_egress_fail(r, err);
 	}
 }
@@ -2011,12 +2070,19 @@ run_prepare(struct run *r)
 		run_begin(r);
 		return;
 	}
+	if (ident_take(r->ld, &r->gid) == -1) {
+		run_fmt(err, sizeof(err), "all %u sandbox groups are in use "
+		    "(sandbox_groups.count)", r->ld->conf->sandbox_gid_count);
+		r->gid = 0;
+		run_abort(r, RULE_RUNTIME, err);
+		return;
+	}
 	if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
 		(void)run_unstage(r->dir);
 		run_abort(r, rule, err);
 		return;
 	}
-	if (run_scratch_mount(r->dir, pol->limits->scratch_mb) == -1) {
+	if (run_scratch_mount(r->dir, pol->limits->scratch_mb, r->gid) == -1) {
 		run_fmt(err, sizeof(err), "mounting %s: %s", r->scratch,
 		    strerror(errno));
 		(void)run_unstage(r->dir);
@@ -2147,7 +2213,10 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	r->cap = (size_t)(pol->outputs != NULL && pol->outputs->max_text_kb ?
 	    pol->outputs->max_text_kb : LAUNCHD_TEXT_KB_DEFAULT) * 1024;
 	run_rtroot(ld, tier, r->rtroot);
-	run_fmt(r->id, sizeof(r->id), "%s", g->execution_id);
+	if (run_container_id(r->id, sizeof(r->id)) == -1) {
+		run_abort(r, RULE_RUNTIME, "no random bytes for a container id");
+		return;
+	}
 	run_fmt(r->dir, sizeof(r->dir), "%s/x-%s", ld->conf->run_dir, r->id);
 	for (o = ld->runs; o != NULL; o = o->next)
 		if (o != r && strcmp(o->grant->execution_id,

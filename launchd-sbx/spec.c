@@ -6,8 +6,9 @@
  * spec, and nothing is in it that the policy did not imply.  The sandbox
  * sees a read-only root, /scratch as its only writable place, read-only
  * copies at /in and /code, sbx-init and (when the policy has egress) the
- * egress socket and CA under /run/sbx, runs as 65534:65534 with no
- * capabilities and no_new_privs, in fresh pid, network (loopback only),
+ * egress socket and CA under /run/sbx, runs as uid 65534 with a group of
+ * its own (so that no host user and no other sandbox shares its
+ * credentials: launchd-sbx's ident.c), no capabilities and no_new_privs, in fresh pid, network (loopback only),
  * ipc, uts, mount and cgroup namespaces, under pids, memory and cpu limits
  * and the seccomp profile of seccomp.c.  There is no user namespace: the
  * sandbox has no root to map.  Bad parameters are refused, never defaulted.
@@ -230,6 +231,14 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 	return 0;
 }
 
+/* The sandbox's group: its own (launchd-sbx's ident.c), or 65534 for a
+ * spec built without one (tools and tests). */
+static gid_t
+spec_gid(const struct spec_params *sp)
+{
+	return sp->gid != 0 ? sp->gid : SPEC_GID;
+}
+
 static json_t *
 spec_rlimit(const char *type, json_int_t v)
 {
@@ -283,7 +292,7 @@ spec_process(const struct spec_params *sp)
 	return spec_must(json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o,"
 	    " s:b, s:o, s:i}",
 	    "terminal", 0,
-	    "user", "uid", SPEC_UID, "gid", SPEC_GID,
+	    "user", "uid", SPEC_UID, "gid", (json_int_t)spec_gid(sp),
 	    "args", args,
 	    "env", env,
 	    "cwd", SPEC_SCRATCH,
@@ -337,11 +346,13 @@ spec_mounts(const struct spec_params *sp)
 	 * mode of an existing mount point onto a tmpfs, so only the owner
 	 * is certain to survive whatever the image's /scratch looks like.
 	 */
+	char			 gid[32];
 	const char		*o_scratch[] = { "nosuid", "noexec", "nodev",
-	    "mode=0755", "uid=65534", "gid=65534", size, NULL };
+	    "mode=0755", "uid=65534", gid, size, NULL };
 	json_t			*m;
 
 	snprintf(size, sizeof(size), "size=%um", l->scratch_mb);
+	snprintf(gid, sizeof(gid), "gid=%lu", (unsigned long)spec_gid(sp));
 	m = spec_must(json_array());
 	spec_push(m, spec_mount("/proc", "proc", "proc", o_proc));
 	spec_push(m, spec_mount("/dev", "tmpfs", "tmpfs", o_dev));

@@ -15,6 +15,8 @@
 #ifndef SBX_LAUNCHD_SPEC_H
 #define SBX_LAUNCHD_SPEC_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 
 #include <jansson.h>
@@ -58,7 +60,9 @@ struct spec_params {
 	const char		*egress_sock;	/* NULL: no egress channel */
 	const char		*ca_file;	/* NULL: no per-task CA */
 	const char		*init_path;	/* host path of sbx-init */
-	const char		*cgroups_path;	/* e.g. /sbx/<execution_id> */
+	const char		*cgroups_path;	/* e.g. /sbx/<container id> */
+	gid_t			 gid;		/* the sandbox's own group;
+						 * 0: SPEC_GID */
 	char *const		*argv;		/* the program, after "--" */
 	enum spec_flavor	 flavor;
 };

@@ -6,7 +6,7 @@
  *
  *   egressclient keygen SK PK
  *   egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] [-e TTL] [-B]
- *       [-c CA_OUT] POLICY.yaml
+ *       [-c CA_OUT] [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml
  *   egressclient close -s SOCK EXEC
  *   egressclient admin -s SOCK metrics|verify|audit [TASK]
  *   egressclient broker SOCK LOG
@@ -15,10 +15,22 @@
  * credential request with "Bearer test-SECRET" (an error for the secret
  * "broken") and appends "host secret header signed=N" lines to LOG.
  *
+ * open binds the channel's listening socket as launchd-sbx would (CHANNEL,
+ * default run/EXEC.sock beside SOCK, run/ made 0711 if missing, where
+ * egressd put its sockets before; mode 0660, the caller's uid, group GID) and passes it to egressd with the sandbox's group (-g,
+ * default the caller's) and cgroup (-G, default the caller's own, as
+ * /proc/self/cgroup shows it for the pids hierarchy, or the unified one),
+ * so the test's own processes are "the sandbox"; -N sends no descriptor.
  * open prints "socket=PATH hash=HASH"; close prints "requests=N
  * bytes_out=N bytes_in=N denials=RULE:N,..."; a refusal prints "error
  * code=N: message" and exits 3; no reply prints "noreply", exit 4.
  */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +52,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: egressclient keygen SK PK\n"
 	    "       egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] "
-	    "[-e TTL] [-B] [-c CA_OUT] POLICY.yaml\n"
+	    "[-e TTL] [-B] [-c CA_OUT]\n"
+	    "           [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml\n"
 	    "       egressclient close -s SOCK EXEC\n"
 	    "       egressclient admin -s SOCK metrics|verify|audit "
 	    "[TASK]\n");
@@ -55,6 +68,69 @@ call(const char *sock, const Sbx__V1__Envelope *req, Sbx__V1__Envelope **rep)
 	if ((fd = frame_client_connect(sock)) == -1)
 		return -1;
 	rc = frame_client_call(fd, req, rep, 16 * 1024 * 1024);
+	close(fd);
+	return rc;
+}
+
+/* The caller's cgroup as egressd will read it: the pids line, else the
+ * unified one. */
+static void
+own_cgroup(char *out, size_t len)
+{
+	FILE	*f;
+	char	 line[1024], *c1, *c2;
+	int	 found = 0;
+
+	snprintf(out, len, "/");
+	if ((f = fopen("/proc/self/cgroup", "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((c1 = strchr(line, ':')) == NULL ||
+		    (c2 = strchr(c1 + 1, ':')) == NULL)
+			continue;
+		*c2 = '\0';
+		if (strstr(c1 + 1, "pids") != NULL) {
+			snprintf(out, len, "%s", c2 + 1);
+			found = 1;
+		} else if (!found && c1 + 1 == c2 && line[0] == '0')
+			snprintf(out, len, "%s", c2 + 1);
+	}
+	fclose(f);
+}
+
+/* Bind and listen on path, mode 0660, group gid (launchd-sbx's way). */
+static int
+channel_socket(const char *path, gid_t gid)
+{
+	struct sockaddr_un	 sun;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		fatalx("%s: too long", path);
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
+		fatal("socket");
+	(void)unlink(path);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    chown(path, (uid_t)-1, gid) == -1 || chmod(path, 0660) == -1 ||
+	    listen(fd, 128) == -1)
+		fatal("%s", path);
+	return fd;
+}
+
+static int
+call_fd(const char *sock, const Sbx__V1__Envelope *req, int pass,
+    Sbx__V1__Envelope **rep)
+{
+	int	 fd, rc;
+
+	if ((fd = frame_client_connect(sock)) == -1)
+		return -1;
+	rc = frame_write_fd(fd, req, pass) == 0 ?
+	    frame_read(fd, 16 * 1024 * 1024, rep) : -1;
 	close(fd);
 	return rc;
 }
@@ -86,14 +162,24 @@ cmd_open(int argc, char **argv)
 	struct yerrs		 errs = { NULL, 0 };
 	const char		*sock = NULL, *sk = NULL, *caout = NULL;
 	const char		*task = "task-egress-test";
+	const char		*chan = NULL;
 	char			 hash[POLICY_HASH_HEX], xid[64], err[512];
+	char			 cg[1024], dir[PATH_MAX];
+	char			 chanbuf[PATH_MAX];
 	long			 ttl = 600;
-	int			 ch, badsig = 0, rc;
+	int			 ch, badsig = 0, rc, lfd, nofd = 0;
+	/* Root's group is no sandbox's: as root, a group nobody has. */
+	gid_t			 gid = getgid() != 0 ? getgid() : 2147480000;
 	FILE			*f;
 
 	random_id("exec", xid, sizeof(xid));
-	while ((ch = getopt(argc, argv, "Bc:e:k:s:t:x:")) != -1) {
+	own_cgroup(cg, sizeof(cg));
+	while ((ch = getopt(argc, argv, "Bc:e:g:G:k:Ns:S:t:x:")) != -1) {
 		switch (ch) {
+		case 'N': nofd = 1; break;
+		case 'g': gid = (gid_t)strtoul(optarg, NULL, 10); break;
+		case 'G': snprintf(cg, sizeof(cg), "%s", optarg); break;
+		case 'S': chan = optarg; break;
 		case 'B': badsig = 1; break;
 		case 'c': caout = optarg; break;
 		case 'e': ttl = strtol(optarg, NULL, 10); break;
@@ -128,19 +214,35 @@ cmd_open(int argc, char **argv)
 		fatalx("cannot sign the grant");
 	if (badsig)
 		sp.signature.data[5] ^= 0x01;
+	if (chan == NULL) {
+		const char	*slash = strrchr(sock, '/');
+
+		snprintf(dir, sizeof(dir), "%.*s/run", slash != NULL ?
+		    (int)(slash - sock) : 1, slash != NULL ? sock : ".");
+		if (mkdir(dir, 0711) == -1 && errno != EEXIST)
+			fatal("%s", dir);
+		if (snprintf(chanbuf, sizeof(chanbuf), "%s/%s.sock", dir,
+		    xid) >= (int)sizeof(chanbuf))
+			fatalx("%s: too long", dir);
+		chan = chanbuf;
+	}
+	lfd = channel_socket(chan, gid);
 	o.signed_ = &sp;
+	o.sandbox_gid = (uint32_t)gid;
+	o.cgroup = cg;
 	frame_env_init(&req, 3);
 	req.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
 	req.egress_open = &o;
-	rc = call(sock, &req, &rep);
+	rc = nofd ? call(sock, &req, &rep) : call_fd(sock, &req, lfd, &rep);
+	close(lfd);
 	rc = check(rc, rep);
 	if (rc == 0) {
 		if (rep->body_case != SBX__V1__ENVELOPE__BODY_EGRESS_OPENED) {
 			printf("unexpected reply %d\n", (int)rep->body_case);
 			rc = 5;
 		} else {
-			printf("socket=%s hash=%s execution=%s\n",
-			    rep->egress_opened->socket_path, hash, xid);
+			printf("socket=%s hash=%s execution=%s\n", chan, hash,
+			    xid);
 			if (caout != NULL) {
 				if ((f = fopen(caout, "w")) == NULL)
 					fatal("%s", caout);

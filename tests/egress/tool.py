@@ -11,6 +11,10 @@
                                        trusting only CA, then as raw
   tool.py dns PORT LOG                 a DNS server that logs every query
                                        name to LOG and answers NXDOMAIN
+  tool.py ride SOCK URL                an intruder: connect to SOCK, send
+                                       GET URL, print "connect-refused
+                                       errno N", "closed" (not a byte
+                                       back) or "answered STATUS-LINE"
 
 Upstream paths: /v1/rates (JSON), /v1/echo (the request's headers as
 JSON), /v1/redirect?to=URL (302), /v1/big?n=N (N bytes, Content-Length),
@@ -204,8 +208,27 @@ def cmd_dns(port, log):
                  + q, addr)
 
 
+def cmd_ride(path, url):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(path)
+    except OSError as e:
+        print("connect-refused errno %d" % e.errno)
+        return
+    host = url.split("//", 1)[1].split("/", 1)[0]
+    try:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (url, host))
+                  .encode())
+        d = s.recv(4096)
+    except OSError:
+        d = b""
+    print("answered " + d.split(b"\r\n")[0].decode("latin-1") if d
+          else "closed")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     args = sys.argv[2:]
     {"server": cmd_server, "bridge": cmd_bridge, "raw": cmd_raw,
-     "tls": cmd_tls, "dns": cmd_dns}[cmd](*args)
+     "tls": cmd_tls, "dns": cmd_dns, "ride": cmd_ride}[cmd](*args)
