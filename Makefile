@@ -68,6 +68,7 @@ SBXCTL_SRCS += sbxctl/print.c
 SBXCTL_SRCS += sbxctl/secret.c
 SBXCTL_SRCS += sbxctl/request.c
 SBXCTL_SRCS += sbxctl/canary.c
+SBXCTL_SRCS += sbxctl/canary_channel.c
 
 LAUNCHD_SRCS  = launchd-sbx/launchd.c
 LAUNCHD_SRCS += launchd-sbx/parse.c
@@ -264,6 +265,7 @@ TESTLIB_spec          = $(B)/lib/liblaunchd.a
 TESTLIB_brokerd       = $(B)/lib/libbrokerd.a
 TESTLIB_approvald     = $(B)/lib/libapprovald.a
 TESTLIB_decide        = $(B)/lib/libegressd.a
+TESTLIB_channel       = $(B)/lib/libegressd.a
 TESTLIB_gated         = $(B)/lib/libgated.a
 
 .SECONDEXPANSION:

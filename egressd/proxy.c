@@ -1210,8 +1210,10 @@ proxy_peer_check(const char *cgroup, gid_t gid, int fd, char *why,
 		goto out;
 	}
 	text[n] = '\0';
+	/* Signal 0 is only a liveness check: EPERM (the gofer is root's)
+	 * means alive; ESRCH means the pid we read may be another's. */
 	if (pidfd != -1 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL,
-	    0) == -1) {
+	    0) == -1 && errno == ESRCH) {
 		snprintf(why, whylen, "peer pid %ld exited before it could "
 		    "be checked", (long)uc.pid);
 		goto out;

@@ -11,6 +11,8 @@
  * a deny record with that rule for the execution.  Anything else, a probe
  * that could not run included, is a failure: a canary that cannot tell is
  * as bad as one that was allowed, so the exit status is non-zero for both.
+ * After the probes comes the channel check (canary_channel.c): no other
+ * host user and no other sandbox can reach a live task's egress channel.
  * canary decides nothing about the deployment; it only reports what the
  * daemons did.
  */
@@ -29,39 +31,22 @@
 #include "log.h"
 #include "util.h"
 #include "sbxctl/sbxctl.h"
+#include "sbxctl/canary.h"
 
 #ifndef SBX_CANARY_DIR
 #define SBX_CANARY_DIR		"/usr/local/share/sbx/canary"
 #endif
-#define CANARY_REPLY_MAX	(64 * 1024 * 1024)
 #define CANARY_MAX_PROBES	64
-#define CANARY_MAX_EXPECT	8
-
-struct canary_opts {
-	const char	*state;
-	const char	*orch_sock;
-	const char	*dir;
-	const char	*type;
-	const char	*tenant;
-	const char	*user;
-	const char	*target;
-	const char	*host_port;
-	char		 host_dns[64];
-	int		 verbose;
-};
-
-struct canary_probe {
-	char	*name;			/* file name without .py */
-	char	*code;			/* with the placeholders filled in */
-	size_t	 len;
-	char	*egress[CANARY_MAX_EXPECT];	/* rules expected at egressd */
-	size_t	 negress;
-	char	*limit;			/* "# sbx-expect: limit X": reported */
-};
 
 static uint64_t	canary_request_id;
 
-static char *
+uint64_t
+canary_next_id(void)
+{
+	return ++canary_request_id;
+}
+
+char *
 canary_strndup(const char *s, size_t n)
 {
 	char	*p = xmalloc(n + 1);
@@ -78,8 +63,9 @@ canary_usage(const char *why)
 		fprintf(stderr, "sbxctl: %s\n", why);
 	fprintf(stderr, "usage: sbxctl canary [--state S] [--probes DIR] "
 	    "[--type T] [--tenant T] [--user U]\n"
-	    "              [--target URL] [--host-port N] [--verbose] "
-	    "[probe ...]\n");
+	    "              [--target URL] [--host-port N] "
+	    "[--intruder-user U] [--verbose]\n"
+	    "              [probe ... | channel]\n");
 	return SBXCTL_USAGE;
 }
 
@@ -140,7 +126,7 @@ canary_find_dir(const char *opt)
 }
 
 /* Replace every occurrence of key in *s with val. */
-static void
+void
 canary_subst(char **s, size_t *len, const char *key, const char *val)
 {
 	size_t	 kl = strlen(key), vl = strlen(val), n = 0;
@@ -170,7 +156,7 @@ canary_subst(char **s, size_t *len, const char *key, const char *val)
 	*len = (size_t)(w - out);
 }
 
-static void
+void
 canary_probe_free(struct canary_probe *p)
 {
 	free(p->name);
@@ -181,7 +167,7 @@ canary_probe_free(struct canary_probe *p)
 }
 
 /* Read one probe, its expectations from its header comments. */
-static int
+int
 canary_load(const struct canary_opts *o, const char *path,
     const char *name, struct canary_probe *p)
 {
@@ -257,7 +243,7 @@ canary_list(const char *dir, char **names, size_t max)
 }
 
 /* One call; on failure the daemon's words go to *why. */
-static Sbx__V1__Envelope *
+Sbx__V1__Envelope *
 canary_call(const char *path, Sbx__V1__Envelope *req,
     Sbx__V1__Envelope__BodyCase want, char *why, size_t whylen)
 {
@@ -265,7 +251,7 @@ canary_call(const char *path, Sbx__V1__Envelope *req,
 	int			 fd, r;
 
 	req->version = SBX_PROTO_VERSION;
-	req->request_id = ++canary_request_id;
+	req->request_id = canary_next_id();
 	if ((fd = frame_client_connect(path)) == -1) {
 		snprintf(why, whylen, "cannot connect to %s: %s", path,
 		    strerror(errno));
@@ -333,7 +319,7 @@ canary_audited(const struct canary_opts *o, const char *task,
  * Read the probe's stdout: count its DENIED attempts, keep the first
  * ALLOWED line, and whether it reached PROBE-DONE.
  */
-static void
+void
 canary_scan(const ProtobufCBinaryData *out, size_t *denied, char *allowed,
     size_t allowedlen, int *done)
 {
@@ -466,6 +452,7 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 		{ "user", required_argument, NULL, 'u' },
 		{ "target", required_argument, NULL, 'g' },
 		{ "host-port", required_argument, NULL, 'P' },
+		{ "intruder-user", required_argument, NULL, 'I' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -475,7 +462,7 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 	char			*path;
 	const char		*probe_dir = NULL;
 	size_t			 n = 0, nden = 0, nallow = 0, nfail = 0;
-	int			 ch, r;
+	int			 ch, r, channel = 1;
 
 	memset(&o, 0, sizeof(o));
 	o.state = state;
@@ -485,6 +472,7 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 	o.user = "canary";
 	o.target = "http://127.0.0.1:8419";
 	o.host_port = "8417";
+	o.intruder = "nobody";
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
@@ -509,6 +497,9 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 			break;
 		case 'P':
 			o.host_port = optarg;
+			break;
+		case 'I':
+			o.intruder = optarg;
 			break;
 		case 'v':
 			o.verbose = 1;
@@ -535,7 +526,12 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 	canary_host_dns(o.host_dns, sizeof(o.host_dns));
 	dir = canary_find_dir(probe_dir);
 	if (optind < argc) {
+		channel = 0;
 		for (int i = optind; i < argc && n < CANARY_MAX_PROBES; i++) {
+			if (strcmp(argv[i], CANARY_CHANNEL) == 0) {
+				channel = 1;
+				continue;
+			}
 			if (!name_ok(argv[i])) {
 				free(dir);
 				free(sock);
@@ -547,14 +543,14 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 		}
 	} else
 		n = canary_list(dir, names, CANARY_MAX_PROBES);
-	if (n == 0) {
+	if (n == 0 && !channel) {
 		log_warnx("canary: no probes in %s (--probes DIR)", dir);
 		free(dir);
 		free(sock);
 		return SBXCTL_ERR;
 	}
 	printf("canary: %zu probes from %s, task type %s, %s/%s, target %s\n",
-	    n, dir, o.type, o.tenant, o.user, o.target);
+	    n + (size_t)channel, dir, o.type, o.tenant, o.user, o.target);
 	fflush(stdout);
 	for (size_t i = 0; i < n; i++) {
 		xasprintf(&path, "%s/%s.py", dir, names[i]);
@@ -574,6 +570,17 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 		fflush(stdout);
 		free(path);
 		free(names[i]);
+	}
+	/* Last: it holds a task open for a while. */
+	if (channel) {
+		r = canary_channel(&o, dir);
+		if (r == 0)
+			nden++;
+		else if (r == 1)
+			nallow++;
+		else
+			nfail++;
+		fflush(stdout);
 	}
 	printf("canary: %zu denied, %zu allowed, %zu could not run\n", nden,
 	    nallow, nfail);

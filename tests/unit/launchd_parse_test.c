@@ -179,3 +179,63 @@ Test(launchd_parse, tier_names)
 	cr_assert_null(parse_tier_name(0));
 	cr_assert_null(parse_tier_name(4));
 }
+
+/* sandbox_groups: every sandbox gets a group of its own from this range;
+ * the default is used when absent, and a range that is malformed or that
+ * a user or group of the system already has is refused by name. */
+Test(launchd_parse, sandbox_groups_default)
+{
+	struct yerrs		 e = { 0 };
+	struct launchd_conf	*c = load(GOOD, &e);
+
+	cr_assert_not_null(c);
+	cr_assert_eq(c->sandbox_gid_first, LAUNCHD_GID_FIRST);
+	cr_assert_eq(c->sandbox_gid_count, LAUNCHD_GID_COUNT);
+	parse_launchd_free(c);
+	yerrs_free(&e);
+}
+
+Test(launchd_parse, sandbox_groups_set)
+{
+	struct yerrs		 e = { 0 };
+	struct launchd_conf	*c = load(GOOD
+	    "sandbox_groups: {first: 2000000000, count: 64}\n", &e);
+
+	cr_assert_not_null(c);
+	cr_assert_eq(c->sandbox_gid_first, 2000000000);
+	cr_assert_eq(c->sandbox_gid_count, 64);
+	parse_launchd_free(c);
+	yerrs_free(&e);
+}
+
+Test(launchd_parse, sandbox_groups_refused)
+{
+	static const struct {
+		const char	*yaml;
+		const char	*want;
+	} bad[] = {
+		/* nogroup (65534) and every system id are below 65536. */
+		{ "sandbox_groups: {first: 65534, count: 16}\n",
+		    "sandbox_groups.first" },
+		{ "sandbox_groups: {first: 2147483600, count: 64}\n",
+		    "goes past" },
+		{ "sandbox_groups: {first: 2000000000, count: 4}\n",
+		    "sandbox_groups.count" },
+		{ "sandbox_groups: {first: 2000000000}\n", "count" },
+		{ "sandbox_groups: {first: 2000000000, count: 64, x: 1}\n",
+		    "unknown key" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct yerrs	 e = { 0 };
+		char		*text;
+
+		xasprintf(&text, "%s%s", GOOD, bad[i].yaml);
+		cr_assert_null(load(text, &e), "accepted: %s", bad[i].yaml);
+		cr_assert(has(&e, bad[i].want), "%s: no \"%s\" in: %s",
+		    bad[i].yaml, bad[i].want, e.n > 0 ? e.msgs[0] : "");
+		cr_assert(has(&e, "launchd-sbx.yaml:"), "no file:line");
+		free(text);
+		yerrs_free(&e);
+	}
+}

@@ -163,6 +163,26 @@ Test(spec, root_is_read_only_and_identity_is_nobody)
 	json_decref(s);
 }
 
+/* A sandbox's own group (launchd-sbx's ident.c): the process's group and
+ * its tmpfs scratch's, so that no host user and no other sandbox shares
+ * its credentials. */
+Test(spec, the_sandbox_has_its_own_group)
+{
+	struct fx	 f;
+	json_t		*s, *o;
+
+	fx_init(&f);
+	f.sp.gid = 1879048200;
+	s = build(&f);
+	cr_assert_eq(int_at(s, "process.user.uid"), 65534);
+	cr_assert_eq(int_at(s, "process.user.gid"), 1879048200);
+	cr_assert_null(at(s, "process.user.additionalGids"));
+	o = json_object_get(mount_at(s, "/scratch"), "options");
+	cr_assert(has_string(o, "gid=1879048200"));
+	cr_assert(!has_string(o, "gid=65534"));
+	json_decref(s);
+}
+
 Test(spec, every_capability_set_is_empty)
 {
 	static const char *const sets[] = { "bounding", "effective",
