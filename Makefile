@@ -101,6 +101,7 @@ EGRESSD_SRCS += egressd/control.c
 EGRESSD_SRCS += egressd/proxy.c
 EGRESSD_SRCS += egressd/proxy_http.c
 EGRESSD_SRCS += egressd/proxy_tls.c
+EGRESSD_SRCS += egressd/proxy_peer.c
 EGRESSD_SRCS += egressd/ca.c
 EGRESSD_SRCS += egressd/decide.c
 EGRESSD_SRCS += egressd/resolve.c

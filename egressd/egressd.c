@@ -89,6 +89,9 @@ main(int argc, char *argv[])
 	}
 	if (sodium_init() == -1)
 		fatalx("libsodium cannot start");
+	/* Where a channel's peer is checked (proxy_peer.c). */
+	if (proxy_peer_init(err, sizeof(err)) == -1)
+		fatalx("%s", err);
 	signal(SIGPIPE, SIG_IGN);
 	umask(077);
 	daemon_state_dir(ed.conf->state_dir, ed.conf->user, ed.conf->uid,

@@ -360,6 +360,7 @@ struct channel {
 	Sbx__V1__SignedPolicy	 signed_;	/* copy, for brokerd */
 	gid_t			 gid;		/* the sandbox's own group */
 	char			*cgroup;	/* the sandbox's cgroup path */
+	char			*cgdir;		/* ... in egressd's pids mount */
 	struct evconnlistener	*lev;		/* launchd-sbx's socket */
 	struct ca		*ca;
 	int			 listed;	/* in ed->channels */
@@ -398,14 +399,6 @@ const char	*proxy_rule_name(int);
 struct channel	*proxy_channel_open(struct egressd *, Sbx__V1__PolicyGrant *,
 		    const Sbx__V1__SignedPolicy *, int lfd, gid_t gid,
 		    const char *cgroup, char *err, size_t errlen);
-/* 0 if the peer of an accepted connection is the channel's sandbox, else
- * -1 with why (exported for the unit tests). */
-int		 proxy_peer_check(const char *cgroup, gid_t gid, int fd,
-		    char *why, size_t whylen);
-/* 1 if /proc/PID/cgroup text puts the process in cgroup (or below it):
- * the pids hierarchy's line, or the unified one where there is no pids
- * line. */
-int		 proxy_cgroup_match(const char *text, const char *cgroup);
 struct channel	*proxy_channel_find(struct egressd *, const char *exec_id);
 /* Stop accepting, end every connection, remove the socket, free. */
 void		 proxy_channel_close(struct channel *);
@@ -421,6 +414,23 @@ void		 proxy_conn_setup(struct proxy_conn *);
 /* Resolve, check and dial the target (or reuse the connection). */
 void		 proxy_dial(struct proxy_conn *);
 void		 proxy_cred_cleanup(const void *, size_t, void *);
+
+/* ---- proxy_peer.c: who may use a channel ---- */
+
+/* Find the cgroup hierarchy the peer check reads (the v1 pids one, or the
+ * unified one): 0, or -1 with err (no channel can then be opened). */
+int		 proxy_peer_init(char *err, size_t errlen);
+/* The directory of cgroup (a path from the hierarchy's root, as
+ * launchd-sbx gave it to the runtime) in that hierarchy, malloc'd; NULL
+ * with err if there is no hierarchy or the path is malformed. */
+char		*proxy_peer_cgdir(const char *cgroup, char *err, size_t errlen);
+/* 1 if pid is in the cgroup at dir or one level below it, 0 if not, -1
+ * if its cgroup.procs cannot be read. */
+int		 proxy_peer_member(const char *dir, pid_t pid);
+/* 0 if the peer of an accepted connection is the channel's sandbox (in
+ * cgdir, with group gid unless it is root), else -1 with why. */
+int		 proxy_peer_check(const char *cgdir, gid_t gid, int fd,
+		    char *why, size_t whylen);
 
 /* ---- proxy_tls.c ---- */
 

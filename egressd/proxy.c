@@ -6,8 +6,8 @@
  * file system.  A connection is accepted only from a process in the
  * sandbox's cgroup with the sandbox's group (or root: gVisor's gofer
  * connects for the sandbox) -- checked on the kernel's peer credentials
- * before a byte is read -- so no other host user and no other sandbox can
- * ride the channel (invariant 11).  Its connections speak HTTP/1.1 as to
+ * before a byte is read (proxy_peer.c) -- so no other host user and no
+ * other sandbox can ride the channel (invariant 11).  Its connections speak HTTP/1.1 as to
  * a forward proxy.  Each request goes through the same steps, in order:
  * parse and check framing (proxy_http.c), decide the head (decide.c),
  * read and count the body, decide again with the real sizes, fetch the
@@ -29,13 +29,11 @@
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1050,7 +1048,7 @@ proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	(void)lev;
 	(void)sa;
 	(void)salen;
-	if (proxy_peer_check(ch->cgroup, ch->gid, fd, detail,
+	if (proxy_peer_check(ch->cgdir, ch->gid, fd, detail,
 	    sizeof(detail)) == -1) {
 		/* Not a byte read, not a byte answered. */
 		close(fd);
@@ -1096,140 +1094,6 @@ proxy_channel_find(struct egressd *ed, const char *xid)
 		if (strcmp(ch->grant->execution_id, xid) == 0)
 			return ch;
 	return NULL;
-}
-
-/* The sandbox's /proc/PID/cgroup line for the pids hierarchy, or the
- * unified one ("0::PATH") where there is no pids line: is its path
- * cgroup or below it? */
-int
-proxy_cgroup_match(const char *text, const char *cgroup)
-{
-	const char	*line, *nl, *unified = NULL, *pids = NULL;
-	size_t		 ulen = 0, plen = 0, cl = strlen(cgroup);
-
-	for (line = text; *line != '\0'; line = nl + 1) {
-		const char	*c1, *c2;
-
-		nl = strchr(line, '\n');
-		if (nl == NULL)
-			nl = line + strlen(line);
-		c1 = memchr(line, ':', (size_t)(nl - line));
-		c2 = c1 != NULL ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) :
-		    NULL;
-		if (c2 != NULL) {
-			const char	*ctl = c1 + 1;
-			size_t		 n = (size_t)(c2 - ctl);
-
-			if (n == 0 && c1 - line == 1 && line[0] == '0') {
-				unified = c2 + 1;
-				ulen = (size_t)(nl - unified);
-			}
-			/* "pids", or a list that holds it. */
-			for (const char *t = ctl; t < c2; ) {
-				const char *e = memchr(t, ',', (size_t)(c2 - t));
-
-				if (e == NULL)
-					e = c2;
-				if (e - t == 4 && strncmp(t, "pids", 4) == 0) {
-					pids = c2 + 1;
-					plen = (size_t)(nl - pids);
-				}
-				t = e + 1;
-			}
-		}
-		if (*nl == '\0')
-			break;
-	}
-	if (pids == NULL) {
-		pids = unified;
-		plen = ulen;
-	}
-	if (pids == NULL || cl < 2 || cgroup[0] != '/')
-		return 0;
-	return plen >= cl && strncmp(pids, cgroup, cl) == 0 &&
-	    (plen == cl || pids[cl] == '/');
-}
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD	77	/* Linux 6.5 */
-#endif
-
-/*
- * The peer must be the sandbox: its group (unless it is root, as gVisor's
- * gofer is) and its cgroup, read from /proc through a pidfd taken at
- * connect time, which is still alive after the read -- so a pid that was
- * recycled between the connect and the read cannot pass for the peer.
- * (Without SO_PEERPIDFD, older kernels, the pid alone: the window is the
- * peer exiting and its pid being reused in between.)  A host user cannot
- * join a cgroup of root's, and /proc shows egressd paths from its own
- * cgroup namespace, so the check cannot be answered by anyone else.
- */
-int
-proxy_peer_check(const char *cgroup, gid_t gid, int fd, char *why,
-    size_t whylen)
-{
-	struct ucred	 uc;
-	socklen_t	 sl = sizeof(uc);
-	char		 path[64], text[4096];
-	int		 pidfd = -1, cfd, rc = -1;
-	ssize_t		 n;
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &sl) == -1 ||
-	    sl != sizeof(uc)) {
-		snprintf(why, whylen, "no peer credentials: %s",
-		    strerror(errno));
-		return -1;
-	}
-	if (uc.uid != 0 && uc.gid != gid) {
-		snprintf(why, whylen, "peer pid %ld uid %lu gid %lu is not the "
-		    "sandbox (group %lu)", (long)uc.pid,
-		    (unsigned long)uc.uid, (unsigned long)uc.gid,
-		    (unsigned long)gid);
-		return -1;
-	}
-	sl = sizeof(pidfd);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &sl) == -1) {
-		if (errno != ENOPROTOOPT && errno != EINVAL) {
-			snprintf(why, whylen, "peer pid %ld: no pidfd: %s",
-			    (long)uc.pid, strerror(errno));
-			return -1;
-		}
-		pidfd = -1;
-	}
-	snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)uc.pid);
-	if (uc.pid <= 0 || (cfd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		snprintf(why, whylen, "peer pid %ld: %s", (long)uc.pid,
-		    uc.pid <= 0 ? "no pid" : strerror(errno));
-		goto out;
-	}
-	n = read(cfd, text, sizeof(text) - 1);
-	close(cfd);
-	if (n <= 0) {
-		snprintf(why, whylen, "peer pid %ld: cannot read its cgroup",
-		    (long)uc.pid);
-		goto out;
-	}
-	text[n] = '\0';
-	/* Signal 0 is only a liveness check: EPERM (the gofer is root's)
-	 * means alive; ESRCH means the pid we read may be another's. */
-	if (pidfd != -1 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL,
-	    0) == -1 && errno == ESRCH) {
-		snprintf(why, whylen, "peer pid %ld exited before it could "
-		    "be checked", (long)uc.pid);
-		goto out;
-	}
-	if (!proxy_cgroup_match(text, cgroup)) {
-		text[strcspn(text, "\n")] = '\0';
-		snprintf(why, whylen, "peer pid %ld uid %lu is not in the "
-		    "sandbox's cgroup %s (%.80s)", (long)uc.pid,
-		    (unsigned long)uc.uid, cgroup, text);
-		goto out;
-	}
-	rc = 0;
-out:
-	if (pidfd != -1)
-		close(pidfd);
-	return rc;
 }
 
 /* launchd-sbx's socket must be a listening Unix stream socket. */
@@ -1282,7 +1146,8 @@ proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
 	ch->signed_.signature.len = sp->signature.len;
 	ch->gid = gid;
 	ch->cgroup = xstrdup(cgroup);
-	if ((ch->ca = ca_new(g->execution_id, err, errlen)) == NULL) {
+	if ((ch->cgdir = proxy_peer_cgdir(cgroup, err, errlen)) == NULL ||
+	    (ch->ca = ca_new(g->execution_id, err, errlen)) == NULL) {
 		close(lfd);
 		ch->grant = NULL;
 		proxy_channel_close(ch);
@@ -1316,6 +1181,7 @@ proxy_channel_close(struct channel *ch)
 	}
 	ca_free(ch->ca);
 	free(ch->cgroup);
+	free(ch->cgdir);
 	free(ch->signed_.grant.data);
 	free(ch->signed_.signature.data);
 	if (ch->grant != NULL)

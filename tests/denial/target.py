@@ -46,7 +46,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
         sys.stdout.write("%s %s %s %d\n" % (
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            self.command, path[:200], status))
+            self.command, self.path[:200], status))
         sys.stdout.flush()
 
     do_GET = do_POST = do_HEAD = answer

@@ -17,7 +17,7 @@ every Unix socket it can name -- found by walking, guessed from the old
 layouts (egressd's run_dir/XID.sock, launchd-sbx's x-XID), through
 /proc/PID/root of every sandbox process, and, with --candidates, every
 socket root sees under the state directory -- and connects to each,
-sending the request an agent would (GET TARGET/ok/intruder).  It also
+sending the request an agent would (GET TARGET/ok?intruder=1).  It also
 tries to ptrace and to read the environment of every process in a
 sandbox's cgroup.  Output, one line per finding:
 
@@ -109,7 +109,7 @@ def ride(path, target):
         return 0, ""
     host = target.split("//", 1)[1].split("/", 1)[0]
     try:
-        s.sendall(("GET %s/ok/intruder HTTP/1.1\r\nHost: %s\r\n"
+        s.sendall(("GET %s/ok?intruder=1 HTTP/1.1\r\nHost: %s\r\n"
                    "Connection: close\r\n\r\n" % (target, host)).encode())
         d = s.recv(4096)
     except OSError:

@@ -56,7 +56,7 @@ for p in sorted(socks):
     s.settimeout(3)
     try:
         s.connect(p)
-        s.sendall(("GET %s/ok/intruder HTTP/1.1\r\nHost: %s\r\n"
+        s.sendall(("GET %s/ok?intruder=1 HTTP/1.1\r\nHost: %s\r\n"
                    "Connection: close\r\n\r\n" % (TARGET, host)).encode())
         if s.recv(64).startswith(b"HTTP/"):
             answered.append(p)
