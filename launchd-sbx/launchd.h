@@ -321,6 +321,8 @@ void		 run_rtroot(const struct launchd *, int tier,
 		    char out[PATH_MAX]);
 /* Write a new file, mode 0444.  0 or -1 with errno. */
 int		 run_write_file(const char *path, const uint8_t *, size_t);
+/* Let egressd read who is in one container's cgroups (0755). */
+void		 run_cg_share(const char *parent, const char *id);
 /* Remove what the runtime left of one container's cgroups. */
 void		 run_cg_remove(const char *parent, const char *id);
 /* Start-up: remove every container, staging directory and cgroup a

@@ -528,6 +528,35 @@ run_cg_read(const char *parent, const char *id, const char *ctrl,
 	return v;
 }
 
+/*
+ * egressd, another user, reads the cgroup.procs of a sandbox's cgroup to
+ * tell its processes (proxy_peer.c): the runtime made the directories
+ * under our umask (077), so open them to reading, in the hierarchies
+ * egressd may read (v1 pids, the hybrid unified mount, or v2 alone).
+ * What they show -- random container names, host pids -- every user
+ * sees in /proc anyway.
+ */
+void
+run_cg_share(const char *parent, const char *id)
+{
+	static const char *const h[] = { "pids", "unified", "", NULL };
+	char	 path[PATH_MAX];
+
+	for (size_t i = 0; h[i] != NULL; i++) {
+		if (*h[i] == '\0' && access(RUN_CGROUP_ROOT "/cgroup.controllers",
+		    F_OK) == -1)
+			continue;
+		run_fmt(path, sizeof(path), "%s%s%s/%s", RUN_CGROUP_ROOT,
+		    *h[i] ? "/" : "", h[i], parent);
+		if (chmod(path, 0755) == -1 && errno != ENOENT)
+			log_warn("chmod %s", path);
+		run_fmt(path, sizeof(path), "%s%s%s/%s/%s", RUN_CGROUP_ROOT,
+		    *h[i] ? "/" : "", h[i], parent, id);
+		if (chmod(path, 0755) == -1 && errno != ENOENT)
+			log_warn("chmod %s", path);
+	}
+}
+
 void
 run_cg_remove(const char *parent, const char *id)
 {
@@ -986,6 +1015,8 @@ run_do_start(struct run *r)
 {
 	const char	*w[] = { "start", r->id, NULL };
 
+	/* Before any process of the sandbox can connect to its channel. */
+	run_cg_share(r->ld->conf->cgroup_parent, r->id);
 	r->state = RUN_START;
 	r->start_ns = mono_ns();
 	if (r->pool_key[0] != '\0') {
