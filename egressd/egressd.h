@@ -230,6 +230,8 @@ struct http_req {
 	const char	*method;
 	struct http_hdr	*hdrs;
 	size_t		 nhdrs;
+	size_t		 nhead;		/* of those, in the head (the rest are
+					 * trailers until the message ends) */
 	/* Storage kept from one request on a connection to the next, so
 	 * that parsing one allocates nothing once the first is done. */
 	char		*url_buf;
@@ -244,6 +246,7 @@ struct http_req {
 	uint64_t	 body_bytes;
 	const char	*rule;		/* set on a refusal */
 	const char	*why;
+	char		 why_buf[192];	/* a why that names a field */
 };
 
 /* The upstream's response head, and the body's framing. */
@@ -266,8 +269,9 @@ struct http_resp {
 };
 
 /* Strict checks of a head (request or response) before it is parsed:
- * CRLF line ends only, no obs-fold, no NUL or other control bytes in it.
- * 0 or -1 with *why. */
+ * CRLF line ends only, no obs-fold, no NUL or other control bytes in it,
+ * every complete field line a token (RFC 9110 tchar) and a colon.
+ * 0 or -1 with *why (which may point to a buffer the next call reuses). */
 int		 http_head_check(const char *head, size_t len,
 		    const char **why);
 void		 http_req_init(struct http_req *, size_t max_headers);
@@ -283,7 +287,8 @@ const struct http_hdr *http_req_header(const struct http_req *,
 		    const char *name, size_t *count);
 /* The head to send upstream: request line in origin form, Host, the
  * client's end-to-end headers minus `drop` (the credential's header, may
- * be NULL), Content-Length; without the final CRLF. */
+ * be NULL), Content-Length; without the final CRLF.  Trailers are never
+ * sent. */
 void		 http_req_head(const struct http_req *,
 		    const struct decide_target *, const char *drop,
 		    struct evbuffer *out);

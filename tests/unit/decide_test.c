@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -420,6 +421,129 @@ Test(http, rebuilt_head_drops_hop_headers_and_the_credential)
 	head[n] = '\0';
 	cr_assert_str_eq(head, "GET /v1 HTTP/1.1\r\n"
 	    "Host: api.a.internal:8080\r\nX-Keep: 2\r\n");
+	free(head);
+	evbuffer_free(out);
+	decide_target_clear(&t);
+	http_req_clear(&r);
+}
+
+/* Field names that are not RFC 9110 tokens, in the head: refused before
+ * libhttp-parser (which honours "Content-Length " as Content-Length) and
+ * by the parser's own check, each naming the field. */
+Test(http, field_names_must_be_tokens)
+{
+	const char *const bad[][2] = {
+		{ "POST http://a/ HTTP/1.1\r\nContent-Length : 5\r\n\r\n"
+		    "hello", "header name \"Content-Length \" is not a token" },
+		{ "POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked"
+		    "\r\n\r\n0\r\n\r\n",
+		    "header name \"Transfer-Encoding \" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nHost : b\r\n\r\n",
+		    "header name \"Host \" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nHost\t: b\r\n\r\n",
+		    "header name \"Host\\t\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX Forwarded: b\r\n\r\n",
+		    "header name \"X Forwarded\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX\"Y: b\r\n\r\n",
+		    "header name \"X\\\"Y\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX(Y): b\r\n\r\n",
+		    "is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX\xc3\xa9: b\r\n\r\n",
+		    "header name \"X\\xc3\\xa9\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\n: b\r\n\r\n",
+		    "empty header name" },
+		{ "GET http://a/ HTTP/1.1\r\n b: c\r\n\r\n",
+		    "obs-fold" },
+		{ "GET http://a/ HTTP/1.1\r\nNoColon\r\n\r\n",
+		    "without a colon" },
+	};
+	const char	*why, *s;
+	struct http_req	 r;
+	char		 longname[600];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s = bad[i][0];
+		why = NULL;
+		cr_assert_eq(http_head_check(s, strlen(s), &why), -1, "%s", s);
+		cr_assert_not_null(strstr(why, bad[i][1]), "%s: %s", s, why);
+	}
+	/* The parser refuses on its own what libhttp-parser accepts. */
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_eq(feed(bad[i][0], &r), -1, "%zu", i);
+		cr_assert_str_eq(r.rule, RULE_BAD_REQUEST);
+		cr_assert_str_eq(r.why, bad[i][1]);
+		http_req_clear(&r);
+	}
+	/* A long name is cut in the detail. */
+	snprintf(longname, sizeof(longname), "GET http://a/ HTTP/1.1\r\n"
+	    "%0300d : b\r\n\r\n", 0);
+	cr_assert_eq(http_head_check(longname, strlen(longname), &why), -1);
+	cr_assert_lt(strlen(why), 120);
+	/* Every tchar, and a head still arriving, are fine; so is an empty
+	 * line before the request line. */
+	const char *const good[] = {
+		"GET http://a/ HTTP/1.1\r\n!#$%&'*+-.^_`|~09AZaz: v\r\n\r\n",
+		"GET http://a/ HTTP/1.1\r\nHost",
+		"GET http://a/ HTTP/1.1\r\nHost : b",	/* not a line yet */
+		"\r\nGET http://a/ HTTP/1.1\r\nA: b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		why = NULL;
+		cr_assert_eq(http_head_check(good[i], strlen(good[i]), &why),
+		    0, "%s: %s", good[i], why);
+	}
+	/* The response side: a name that is not a token is refused. */
+	s = "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\n";
+	cr_assert_eq(http_head_check(s, strlen(s), &why), -1);
+}
+
+/* Trailers: checked like a head's fields, then dropped, so nothing in
+ * them reaches the rebuilt request. */
+Test(http, trailers_checked_and_dropped)
+{
+	const char *const bad[] = {
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\n3\r\nabc\r\n0\r\nContent-Length : 5\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\n3\r\nabc\r\n0\r\nX Y: 1\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\n3\r\nabc\r\n0\r\nHost\t: x\r\n\r\n",
+	};
+	const char	*ok = "POST http://a.internal/v1 HTTP/1.1\r\n"
+			    "Host: a.internal\r\n"
+			    "Transfer-Encoding: chunked\r\nX-Keep: 1\r\n\r\n"
+			    "3\r\nabc\r\n0\r\nHost: evil.example\r\n"
+			    "Content-Length: 99\r\nTransfer-Encoding: chunked"
+			    "\r\nX-Trailer: t\r\n\r\n";
+	struct http_req		 r;
+	struct decide_target	 t;
+	struct evbuffer		*out = evbuffer_new();
+	char			*head;
+	size_t			 n;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(feed(bad[i], &r), -1, "%zu", i);
+		cr_assert_str_eq(r.rule, RULE_BAD_REQUEST, "%zu", i);
+		cr_assert_not_null(r.why);
+		http_req_clear(&r);
+	}
+	feed(bad[0], &r);
+	cr_assert_str_eq(r.why, "trailer field name \"Content-Length \" is "
+	    "not a token");
+	http_req_clear(&r);
+
+	cr_assert_eq(feed(ok, &r), (long)strlen(ok));
+	cr_assert(r.complete);
+	cr_assert_eq(r.nhdrs, 3);
+	cr_assert_eq(target(r.url, &t), 0);
+	http_req_head(&r, &t, NULL, out);
+	n = evbuffer_get_length(out);
+	head = xmalloc(n + 1);
+	evbuffer_remove(out, head, n);
+	head[n] = '\0';
+	cr_assert_str_eq(head, "POST /v1 HTTP/1.1\r\nHost: a.internal\r\n"
+	    "X-Keep: 1\r\nContent-Length: 3\r\n");
 	free(head);
 	evbuffer_free(out);
 	decide_target_clear(&t);
