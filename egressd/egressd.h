@@ -136,7 +136,8 @@ void		 decide_target_clear(struct decide_target *);
 const Sbx__V1__AllowRule *decide_rule(const Sbx__V1__Policy *,
 		    const char *host);
 uint16_t	 decide_rule_port(const Sbx__V1__AllowRule *, int tls);
-/* 1 if path (origin-form, query allowed) is allowed by the rule. */
+/* 1 if path (origin-form, query allowed) is in canonical form and
+ * allowed by the rule, else 0 with *why. */
 int		 decide_path(const Sbx__V1__AllowRule *, const char *path,
 		    const char **why);
 uint64_t	 decide_max_request(const Sbx__V1__AllowRule *);

@@ -232,6 +232,136 @@ Test(decide, path_prefixes)
 	policy_free(p);
 }
 
+/* Paths every server reads the same way: forwarded as written. */
+Test(decide, canonical_paths_accepted)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	const char *const ok[] = {
+		"/v1/a%20b",			/* an encoded space */
+		"/v1/caf%C3%A9",		/* UTF-8 in %XX */
+		"/v1/%F0%9F%98%80",		/* four-byte UTF-8 */
+		"/v1/%2541",			/* %25 before other things */
+		"/v1/%2520x",			/* a space encoded twice */
+		"/v1/100%25",			/* a literal % */
+		"/v1/50%25off",
+		"/v1/x;jsessionid=1",		/* ; on a normal segment */
+		"/v1/x;a=1/y;b=2",
+		"/v1//rates",			/* an empty segment */
+		"/v1/a..b/.c/..d/d..",		/* dots inside names */
+		"/v1/a%2eb",			/* an encoded dot in a name */
+		"/v1/.well",
+		"/v1/rates?next=/../admin&x=a.b", /* the query is not a path */
+		"/v1/rates?p=%2e%2e%2f%5c..;%00",
+		"/v1/%3bx",			/* %3b before a name */
+		"/v1/a:b@c!$&'()*+,=~-_",	/* sub-delims, : and @ */
+		"/v1/%7e",
+		"/v1/",
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		const char	*why = NULL;
+
+		cr_assert(decide_path(r, ok[i], &why), "%s: %s", ok[i],
+		    why != NULL ? why : "?");
+	}
+	policy_free(p);
+}
+
+/* Paths whose meaning depends on the server's decoding, each with the
+ * reason the denial gives. */
+Test(decide, canonical_paths_refused)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	const char *const bad[][2] = {
+		/* dot segments, plain, encoded, with parameters */
+		{ "/v1/../admin", "dot segment" },
+		{ "/v1/./admin", "dot segment" },
+		{ "/v1/..", "dot segment" },
+		{ "/v1/..;/admin", "dot segment" },
+		{ "/v1/..;x=1/admin", "dot segment" },
+		{ "/v1/.;/admin", "dot segment" },
+		{ "/v1/..%3b/admin", "dot segment" },
+		{ "/v1/%2e%2e%3B/admin", "dot segment" },
+		{ "/v1/%2E%2e/admin", "dot segment" },
+		{ "/v1/.%2e/admin", "dot segment" },
+		{ "/v1/..%20/admin", "dot segment" },
+		{ "/v1/.../admin", "dot segment" },
+		/* double encoding of . / \ ; and more */
+		{ "/v1/%252e%252e/admin", "double-encoded" },
+		{ "/v1/%252E./admin", "double-encoded" },
+		{ "/v1/a%252fb", "double-encoded" },
+		{ "/v1/a%255cb", "double-encoded" },
+		{ "/v1/..%253b/admin", "double-encoded" },
+		{ "/v1/a%253fb", "double-encoded" },
+		{ "/v1/a%2523b", "double-encoded" },
+		{ "/v1/a%2500", "double-encoded" },
+		{ "/v1/a%25252e", "double-encoded" },
+		{ "/v1/%25c0%25ae", "not UTF-8" },
+		{ "/v1/%%32%65%%32%65/admin", "malformed" },
+		{ "/v1/%25%32%65", "double-encoded" },
+		{ "/v1/%25%25%32%65", "double-encoded" },
+		/* slashes, backslashes, NUL, controls */
+		{ "/v1%2fadmin", "encoded /" },
+		{ "/v1/..%2Fadmin", "encoded /" },
+		{ "/v1/a%5cb", "encoded \\" },
+		{ "/v1/..%5C..%5Cadmin", "encoded \\" },
+		{ "/v1/a\\b", "backslash" },
+		{ "/v1/a%00.json", "NUL" },
+		{ "/v1/a%0d%0aX:1", "control" },
+		/* spellings servers disagree on */
+		{ "/v1/%u002e%u002e/admin", "malformed" },
+		{ "/v1/a%zz", "malformed" },
+		{ "/v1/a%2", "malformed" },
+		{ "/v1/%c0%ae%c0%ae/admin", "not UTF-8" },
+		{ "/v1/%c0%af", "not UTF-8" },
+		{ "/v1/%e0%80%ae", "not UTF-8" },
+		{ "/v1/%ed%a0%80", "not UTF-8" },
+		{ "/v1/%c3", "not UTF-8" },
+		{ "/v1/caf\xc3\xa9", "non-ASCII" },
+		{ "/v1/a#b", "fragment" },
+		{ "/v1/a b", "space" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char	*why = NULL;
+
+		cr_assert_not(decide_path(r, bad[i][0], &why), "%s",
+		    bad[i][0]);
+		cr_assert_not_null(strstr(why, bad[i][1]), "%s: %s",
+		    bad[i][0], why);
+	}
+	/* The check holds whatever the rules say: a rule with no paths
+	 * allows every canonical path, and no other. */
+	p->network->allow[0]->n_paths = 0;
+	cr_assert(decide_path(r, "/anything/x", &(const char *){ NULL }));
+	cr_assert_not(decide_path(r, "/a/..;/b", &(const char *){ NULL }));
+	cr_assert_not(decide_path(r, "/a/%252e%252e/b",
+	    &(const char *){ NULL }));
+	p->network->allow[0]->n_paths = 2;
+	policy_free(p);
+}
+
+/* A long path is checked without a fixed buffer in the way. */
+Test(decide, canonical_long_path)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	char				*path = xmalloc(20001);
+	const char			*why;
+
+	memcpy(path, "/v1/", 4);
+	for (size_t i = 4; i + 3 <= 20000; i += 3)
+		memcpy(path + i, "%41", 3);
+	path[19999] = '\0';
+	cr_assert(decide_path(r, path, &why));
+	memcpy(path + 4 + 300, "/..;/", 5);
+	cr_assert_not(decide_path(r, path, &why));
+	free(path);
+	policy_free(p);
+}
+
 Test(decide, redirects)
 {
 	Sbx__V1__Policy		*p = pol_new();
@@ -261,6 +391,38 @@ Test(decide, redirects)
 	cr_assert_str_eq(decide_redirect(p, &from,
 	    "http://user@api.fx-rates.internal/v1/", d, sizeof(d)),
 	    RULE_REDIRECT);
+	/* The canonical path applies to redirect targets too, in every
+	 * form a Location takes. */
+	cr_assert_str_eq(decide_redirect(p, &from, "/v1/..;/admin", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_not_null(strstr(d, "dot segment"), "%s", d);
+	cr_assert_str_eq(decide_redirect(p, &from, "..;/..;/admin", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "http://api.fx-rates.internal/v1/%252e%252e/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_not_null(strstr(d, "double-encoded"), "%s", d);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "https://api.fx-rates.internal/v1/..%3b/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "//api.fx-rates.internal/v1/%c0%ae%c0%ae/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from, "/v1/a\\..\\..\\admin",
+	    d, sizeof(d)), RULE_REDIRECT);
+	cr_assert_null(decide_redirect(p, &from, "/v1/caf%C3%A9;v=1", d,
+	    sizeof(d)));
+	/* A fragment is the client's, not part of the path. */
+	cr_assert_null(decide_redirect(p, &from,
+	    "https://api.fx-rates.internal/v1/x#top", d, sizeof(d)));
+	decide_target_clear(&from);
+	/* A relative Location resolves against the path, not the query:
+	 * from /v2/rates?next=/v1/ "x" is /v2/x, which no rule allows. */
+	cr_assert_eq(target("http://api.fx-rates.internal/v2/rates?next=/v1/",
+	    &from), 0);
+	cr_assert_str_eq(decide_redirect(p, &from, "x", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_not_null(strstr(d, "/v2/x "), "%s", d);
 	decide_target_clear(&from);
 	policy_free(p);
 }
