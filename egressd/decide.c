@@ -44,6 +44,10 @@
  * it ("/v1/rates" allows "/v1/rates", "/v1/rates/eur" and "/v1/rates?x",
  * not "/v1/ratesx").  A percent-encoded spelling of a prefix's own
  * characters never matches it, which only ever denies.
+ *
+ * Headers (decide_header): identity and routing headers the sandbox
+ * wrote are stripped, and headers that frameworks read as the request's
+ * path or method instead of the request line's are refused.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -606,6 +610,88 @@ decide_path(const Sbx__V1__AllowRule *r, const char *path, const char **why)
 	return (*why = "no path rule matches", 0);
 }
 
+/*
+ * Request headers egressd does not pass on.  An upstream behind a proxy
+ * commonly trusts these to say who the client is or where the request
+ * was addressed; from the sandbox they are forgeries, so they are
+ * stripped (ordinary clients and libraries add some of them, and nothing
+ * the sandbox may rightly expect depends on them).  Names compare without
+ * case and with "_" as "-": CGI and WSGI servers turn both into "_", so
+ * X_Forwarded_For reaches an application as X-Forwarded-For would.
+ */
+static const char *const decide_strip_names[] = {
+	"Forwarded", "Via", "X-Real-IP", "X-Client-IP", "True-Client-IP",
+	"X-Cluster-Client-IP", "Client-IP", "CF-Connecting-IP",
+	"CF-Connecting-IPv6", "Fastly-Client-IP", "X-Originating-IP",
+	"X-Remote-IP", "X-Remote-Addr", "X-ProxyUser-IP", "X-Host",
+	"X-Original-Host", "X-HTTP-Host-Override", "X-Original-URI",
+	NULL
+};
+static const char *const decide_strip_prefixes[] = {
+	"X-Forwarded-", "X-Sbx-", "Proxy-", NULL
+};
+/*
+ * Headers that frameworks read as the request's path (Symfony, Zend and
+ * IIS URL Rewrite: X-Original-URL, X-Rewrite-URL) or method (the
+ * method-override conventions) in place of the request line's.  These are
+ * refused, not stripped: the path or method the client meant is not the
+ * one the policy decided, and forwarding the request without the header
+ * would run a request the client did not ask for (a POST it believes was
+ * a DELETE) with no trace; a refusal is audited and tells the agent why.
+ */
+static const char *const decide_path_overrides[] = {
+	"X-Original-URL", "X-Rewrite-URL", NULL
+};
+static const char *const decide_method_overrides[] = {
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", NULL
+};
+
+/* ASCII lower case, "_" as "-": how header names compare here. */
+static int
+decide_hdr_fold(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A' + 'a';
+	return c == '_' ? '-' : c;
+}
+
+/* name equals pat (or, with prefix, starts with it), folded. */
+static int
+decide_hdr_match(const char *name, const char *pat, int prefix)
+{
+	for (; *pat != '\0'; name++, pat++)
+		if (*name == '\0' ||
+		    decide_hdr_fold(*name) != decide_hdr_fold(*pat))
+			return 0;
+	return prefix || *name == '\0';
+}
+
+enum decide_hdr
+decide_header(const char *name)
+{
+	/* This runs for every header of every request: most names start
+	 * with a letter no name in the tables starts with. */
+	switch (decide_hdr_fold(name[0])) {
+	case 'c': case 'f': case 'p': case 't': case 'v': case 'x':
+		break;
+	default:
+		return DECIDE_HDR_FORWARD;
+	}
+	for (size_t i = 0; decide_path_overrides[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_path_overrides[i], 0))
+			return DECIDE_HDR_PATH;
+	for (size_t i = 0; decide_method_overrides[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_method_overrides[i], 0))
+			return DECIDE_HDR_METHOD;
+	for (size_t i = 0; decide_strip_names[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_strip_names[i], 0))
+			return DECIDE_HDR_STRIP;
+	for (size_t i = 0; decide_strip_prefixes[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_strip_prefixes[i], 1))
+			return DECIDE_HDR_STRIP;
+	return DECIDE_HDR_FORWARD;
+}
+
 void
 decide_request(const Sbx__V1__Policy *pol, const struct decide_req *req,
     uint64_t bytes_out, struct decision *d)
@@ -644,6 +730,18 @@ decide_request(const Sbx__V1__Policy *pol, const struct decide_req *req,
 	if (!decide_path(r, t->path, &why)) {
 		decide_deny(d, RULE_PATH, 403, "path %.128s is not allowed "
 		    "for host %s: %s", t->path, t->host, why);
+		return;
+	}
+	if (req->override != NULL) {
+		if (decide_header(req->override) == DECIDE_HDR_METHOD) {
+			decide_deny(d, RULE_METHOD, 403, "header %.64s would "
+			    "override the method %s: the policy decides the "
+			    "request line's", req->override, req->method);
+			return;
+		}
+		decide_deny(d, RULE_PATH, 403, "header %.64s would override "
+		    "the path %.128s: the policy decides the request "
+		    "line's", req->override, t->path);
 		return;
 	}
 	if (req->body_bytes > decide_max_request(r)) {

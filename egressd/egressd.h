@@ -110,6 +110,10 @@ struct decide_req {
 	size_t		 url_len;	/* the target as the client sent it */
 	uint64_t	 body_bytes;	/* decoded */
 	uint64_t	 out_bytes;	/* request line, headers and body sent */
+	/* A header the client sent that some servers read as the path or
+	 * the method instead of the request line's (decide_header), or
+	 * NULL. */
+	const char	*override;
 };
 
 struct decision {
@@ -140,11 +144,19 @@ uint16_t	 decide_rule_port(const Sbx__V1__AllowRule *, int tls);
  * allowed by the rule, else 0 with *why. */
 int		 decide_path(const Sbx__V1__AllowRule *, const char *path,
 		    const char **why);
+/* What egressd does with a request header the sandbox sent. */
+enum decide_hdr {
+	DECIDE_HDR_FORWARD,
+	DECIDE_HDR_STRIP,	/* identity or routing: never forwarded */
+	DECIDE_HDR_PATH,	/* overrides the path: path-not-allowed */
+	DECIDE_HDR_METHOD,	/* overrides the method: method-not-allowed */
+};
+enum decide_hdr	 decide_header(const char *name);
 uint64_t	 decide_max_request(const Sbx__V1__AllowRule *);
 uint64_t	 decide_max_response(const Sbx__V1__AllowRule *);
 uint64_t	 decide_max_out(const Sbx__V1__Policy *);
 /* The reference decide() and the issue's extras, in order: host, port,
- * method, URL length, path, request size, budget. */
+ * method, URL length, path, override headers, request size, budget. */
 void		 decide_request(const Sbx__V1__Policy *,
 		    const struct decide_req *, uint64_t bytes_out,
 		    struct decision *);
@@ -286,10 +298,13 @@ void		 http_req_clear(struct http_req *);
 long		 http_req_feed(struct http_req *, const char *, size_t);
 const struct http_hdr *http_req_header(const struct http_req *,
 		    const char *name, size_t *count);
+/* The name of the first header that would override the request line's
+ * path or method (decide_header), or NULL. */
+const char	*http_req_override(const struct http_req *);
 /* The head to send upstream: request line in origin form, Host, the
  * client's end-to-end headers minus `drop` (the credential's header, may
- * be NULL), Content-Length; without the final CRLF.  Trailers are never
- * sent. */
+ * be NULL) and minus identity and routing headers (decide_header),
+ * Content-Length; without the final CRLF.  Trailers are never sent. */
 void		 http_req_head(const struct http_req *,
 		    const struct decide_target *, const char *drop,
 		    struct evbuffer *out);

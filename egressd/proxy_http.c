@@ -18,7 +18,8 @@
  * then dropped: the rebuilt request has no chunked coding to carry them,
  * and RFC 9112 7.1.2 forbids merging them into the head, so nothing a
  * trailer says (Host, Content-Length, Transfer-Encoding, anything) ever
- * reaches the upstream.
+ * reaches the upstream.  Identity and routing headers the sandbox wrote
+ * (decide_header) are dropped from the rebuilt head as well.
  */
 #include <sys/types.h>
 
@@ -238,6 +239,21 @@ http_req_on_value(http_parser *p, const char *at, size_t len)
 	http_append(&r->hdrs[r->nhdrs - 1].value, &r->hdrs[r->nhdrs - 1].vlen,
 	    &r->hdrs[r->nhdrs - 1].vcap, at, len);
 	return 0;
+}
+
+const char *
+http_req_override(const struct http_req *r)
+{
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		enum decide_hdr	 k;
+
+		if (r->hdrs[i].name == NULL)
+			continue;
+		k = decide_header(r->hdrs[i].name);
+		if (k == DECIDE_HDR_PATH || k == DECIDE_HDR_METHOD)
+			return r->hdrs[i].name;
+	}
+	return NULL;
 }
 
 const struct http_hdr *
@@ -471,7 +487,8 @@ http_req_feed(struct http_req *r, const char *buf, size_t len)
 	return -1;
 }
 
-/* Headers egressd sets itself, or that concern only one hop. */
+/* Headers egressd sets itself, that concern only one hop, or that
+ * the sandbox has no business telling the upstream (decide_header). */
 static int
 http_hop_header(const struct http_req *r, const char *name, const char *drop)
 {
@@ -486,6 +503,10 @@ http_hop_header(const struct http_req *r, const char *name, const char *drop)
 	for (size_t i = 0; hop[i] != NULL; i++)
 		if (strcasecmp(name, hop[i]) == 0)
 			return 1;
+	/* Identity and routing headers; an override of the path or method
+	 * has been refused before this, and is never sent either. */
+	if (decide_header(name) != DECIDE_HDR_FORWARD)
+		return 1;
 	if (drop != NULL && strcasecmp(name, drop) == 0)
 		return 1;
 	/* Headers the client named in Connection are hop-by-hop too. */

@@ -1,8 +1,10 @@
 /*
  * decide_test.c: egressd's pure decision (decide.c) and address
  * classification (resolve.c): host canonicalisation, URL parsing, path
- * rules, each denial of decide_request in its order, redirect targets,
- * and which addresses a rule lets egressd dial.
+ * rules and the canonical path form, each denial of decide_request in its
+ * order, which headers are stripped or refused, redirect targets, which
+ * addresses a rule lets egressd dial; and the HTTP parser's checks
+ * (proxy_http.c): framing, field names, trailers, the rebuilt head.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -362,6 +364,74 @@ Test(decide, canonical_long_path)
 	policy_free(p);
 }
 
+Test(decide, header_classes)
+{
+	const char *const strip[] = {
+		"X-Forwarded-For", "x-forwarded-for", "X_Forwarded_For",
+		"Forwarded", "X-Real-IP", "Via", "X-Forwarded-Host",
+		"X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix",
+		"X-Client-IP", "True-Client-IP", "X-Cluster-Client-IP",
+		"Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
+		"X-Originating-IP", "X-Sbx-Rule", "X-SBX-anything",
+		"Proxy-Authorization", "Proxy-Foo", "proxy_connection",
+		"X-Host", "X-Original-URI",
+	};
+	const char *const fwd[] = {
+		"User-Agent", "Accept", "X-Foo", "Authorization", "Cookie",
+		"X-Forwarded", "Forwarded-For", "Viagra", "X-Sbx",
+		"X-Real-IPs", "Proxy", "X-Original-URL-Not",
+	};
+
+	for (size_t i = 0; i < sizeof(strip) / sizeof(strip[0]); i++)
+		cr_assert_eq(decide_header(strip[i]), DECIDE_HDR_STRIP, "%s",
+		    strip[i]);
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		cr_assert_eq(decide_header(fwd[i]), DECIDE_HDR_FORWARD, "%s",
+		    fwd[i]);
+	cr_assert_eq(decide_header("X-Original-URL"), DECIDE_HDR_PATH);
+	cr_assert_eq(decide_header("x-rewrite-url"), DECIDE_HDR_PATH);
+	cr_assert_eq(decide_header("X_Original_URL"), DECIDE_HDR_PATH);
+	cr_assert_eq(decide_header("X-HTTP-Method-Override"),
+	    DECIDE_HDR_METHOD);
+	cr_assert_eq(decide_header("X-HTTP-Method"), DECIDE_HDR_METHOD);
+	cr_assert_eq(decide_header("X-Method-Override"), DECIDE_HDR_METHOD);
+}
+
+/* An override header is refused after host, method and path, so a
+ * denied host still reads host-not-allowed. */
+Test(decide, override_headers_refused)
+{
+	Sbx__V1__Policy		*p = pol_new();
+	struct decide_target	 t;
+	struct decide_req	 r;
+	struct decision		 d;
+
+	cr_assert_eq(target("http://api.fx-rates.internal/v1/a", &t), 0);
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.target = &t;
+	r.url_len = 10;
+	r.override = "X-Original-URL";
+	decide_request(p, &r, 0, &d);
+	cr_assert_str_eq(d.rule, RULE_PATH);
+	cr_assert_eq(d.status, 403);
+	cr_assert_not_null(strstr(d.detail, "X-Original-URL would override "
+	    "the path"), "%s", d.detail);
+	r.override = "X-HTTP-Method-Override";
+	decide_request(p, &r, 0, &d);
+	cr_assert_str_eq(d.rule, RULE_METHOD);
+	r.override = NULL;
+	decide_request(p, &r, 0, &d);
+	cr_assert_null(d.rule);
+	decide_target_clear(&t);
+	cr_assert_eq(target("http://evil.example/v1/a", &t), 0);
+	r.override = "X-Rewrite-URL";
+	decide_request(p, &r, 0, &d);
+	cr_assert_str_eq(d.rule, RULE_HOST);
+	decide_target_clear(&t);
+	policy_free(p);
+}
+
 Test(decide, redirects)
 {
 	Sbx__V1__Policy		*p = pol_new();
@@ -709,5 +779,42 @@ Test(http, trailers_checked_and_dropped)
 	free(head);
 	evbuffer_free(out);
 	decide_target_clear(&t);
+	http_req_clear(&r);
+}
+
+Test(http, rebuilt_head_drops_identity_headers)
+{
+	struct http_req		 r;
+	struct decide_target	 t;
+	struct evbuffer		*out = evbuffer_new();
+	const char		*s = "GET http://a.internal/v1 HTTP/1.1\r\n"
+				    "User-Agent: ua\r\nX-Forwarded-For: 1.2.3.4\r\n"
+				    "Forwarded: for=1.2.3.4\r\nX-Real-IP: 1\r\n"
+				    "Via: 1.1 x\r\nX-Sbx-Rule: none\r\n"
+				    "Proxy-Foo: 1\r\nX_Forwarded_Host: h\r\n"
+				    "True-Client-IP: 1\r\nAccept: */*\r\n"
+				    "X-Foo: bar\r\n\r\n";
+	char			*head;
+	size_t			 n;
+
+	cr_assert_eq(feed(s, &r), (long)strlen(s));
+	cr_assert_null(http_req_override(&r));
+	cr_assert_eq(target(r.url, &t), 0);
+	http_req_head(&r, &t, NULL, out);
+	n = evbuffer_get_length(out);
+	head = xmalloc(n + 1);
+	evbuffer_remove(out, head, n);
+	head[n] = '\0';
+	cr_assert_str_eq(head, "GET /v1 HTTP/1.1\r\nHost: a.internal\r\n"
+	    "User-Agent: ua\r\nAccept: */*\r\nX-Foo: bar\r\n");
+	free(head);
+	evbuffer_free(out);
+	decide_target_clear(&t);
+	http_req_clear(&r);
+
+	s = "GET http://a.internal/v1 HTTP/1.1\r\nX-Foo: 1\r\n"
+	    "x-rewrite-url: /admin\r\n\r\n";
+	cr_assert_eq(feed(s, &r), (long)strlen(s));
+	cr_assert_str_eq(http_req_override(&r), "x-rewrite-url");
 	http_req_clear(&r);
 }
