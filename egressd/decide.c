@@ -7,15 +7,47 @@
  * canonical spelling is what is matched, resolved, dialled and sent as
  * Host.  Anything that two parsers could read two ways -- userinfo,
  * backslashes, percent-encoded or non-canonical IPv4 hosts, fragments,
- * encoded slashes or dot segments in paths -- is refused rather than
- * interpreted, because the upstream server might interpret it otherwise.
+ * paths whose meaning depends on how the server decodes them -- is
+ * refused rather than interpreted, because the upstream server might
+ * interpret it otherwise.
  *
- * Path rules (egressd.8): a prefix ending in "/" allows every path under
- * it; any other prefix allows itself and what is under it ("/v1/rates"
- * allows "/v1/rates", "/v1/rates/eur" and "/v1/rates?x", not
- * "/v1/ratesx").  Matching is on the path exactly as forwarded, without
- * decoding; a path with a "." or ".." segment (plain or percent-encoded)
- * or an encoded "/" or "\" is refused whatever the rules say.
+ * The canonical path (egressd.8).  egressd never rewrites a path: it
+ * forwards the path exactly as the client wrote it, and only if it is in
+ * the one form whose meaning every server agrees on.  The path is what
+ * comes before the first "?"; the query after it is not examined here.
+ * Call D1 the path percent-decoded once (what every server does) and D2
+ * that decoded once more (what a server that decodes twice, or a
+ * framework behind a server, sees).  A path is canonical when:
+ *
+ *  - it starts with "/" and holds only printable ASCII other than "\"
+ *    and "#", with every "%" followed by two hex digits (no "%u002e",
+ *    no raw UTF-8: percent-encode it);
+ *  - D1 has no "/" or "\" that came from an escape (%2f, %5c), no NUL or
+ *    other control character (%00, %0a, ...), and is valid UTF-8 in its
+ *    shortest form (no overlong %c0%ae for ".");
+ *  - a "%" in D1 that starts an escape (the path had "%25" before two hex
+ *    digits: double encoding) does not decode to any of . / \ ; ? # %,
+ *    to a control character, or to bytes that are not valid UTF-8;
+ *    "%2520" (an encoded space, encoded again) and "%2541" are fine;
+ *  - D2 has no escape left (nothing is encoded three times);
+ *  - no segment of D1 or D2 has a name -- the part before its first ";",
+ *    so "%3b" counts as ";" -- made only of dots and spaces: ".", "..",
+ *    "..;x" (Tomcat and Spring strip the parameter, then resolve ".."),
+ *    "%2e%2e", "..%20" and "..." (Windows trims the trailing dots and
+ *    spaces of a name, so these are dot segments there).
+ *
+ * Everything else is ordinary and forwarded: %20, UTF-8 in %XX, ";"
+ * parameters on other segments, empty segments ("//"), "%2e" inside a
+ * name ("a%2eb"), and any query.  Path rules are then matched on the
+ * path as forwarded, without decoding: a prefix ending in "/" allows
+ * every path under it; any other prefix allows itself and what is under
+ * it ("/v1/rates" allows "/v1/rates", "/v1/rates/eur" and "/v1/rates?x",
+ * not "/v1/ratesx").  A percent-encoded spelling of a prefix's own
+ * characters never matches it, which only ever denies.
+ *
+ * Headers (decide_header): identity and routing headers the sandbox
+ * wrote are stripped, and headers that frameworks read as the request's
+ * path or method instead of the request line's are refused.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -354,48 +386,216 @@ decide_max_out(const Sbx__V1__Policy *pol)
 	return (uint64_t)(kb ? kb : POLICY_DEFAULT_MAX_OUT_KB) * 1024;
 }
 
-/* A segment that is "." or "..", written plainly or percent-encoded. */
 static int
-decide_dot_segment(const char *s, size_t n)
+decide_hex(unsigned char c)
 {
-	size_t	 dots = 0, i = 0;
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* An escape: "%" and two hex digits at s[i], with n bytes in s. */
+static int
+decide_escape(const char *s, size_t i, size_t n)
+{
+	return s[i] == '%' && i + 2 < n &&
+	    decide_hex((unsigned char)s[i + 1]) >= 0 &&
+	    decide_hex((unsigned char)s[i + 2]) >= 0;
+}
+
+/* Valid UTF-8 in its shortest form, no surrogates, at most U+10FFFF. */
+static int
+decide_utf8(const unsigned char *s, size_t n)
+{
+	size_t	 i = 0, k;
 
 	while (i < n) {
-		if (s[i] == '.')
+		unsigned char	 c = s[i], lo = 0x80, hi = 0xbf;
+
+		if (c < 0x80) {
 			i++;
-		else if (n - i >= 3 && s[i] == '%' && s[i + 1] == '2' &&
-		    (s[i + 2] == 'e' || s[i + 2] == 'E'))
-			i += 3;
-		else
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			k = 1;
+		else if (c >= 0xe0 && c <= 0xef) {
+			k = 2;
+			if (c == 0xe0)
+				lo = 0xa0;
+			else if (c == 0xed)
+				hi = 0x9f;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			k = 3;
+			if (c == 0xf0)
+				lo = 0x90;
+			else if (c == 0xf4)
+				hi = 0x8f;
+		} else
 			return 0;
-		dots++;
+		if (n - i <= k)
+			return 0;
+		if (s[i + 1] < lo || s[i + 1] > hi)
+			return 0;
+		for (size_t j = 2; j <= k; j++)
+			if (s[i + j] < 0x80 || s[i + j] > 0xbf)
+				return 0;
+		i += k + 1;
 	}
-	return dots == 1 || dots == 2;
+	return 1;
+}
+
+/*
+ * Decode s once into out (room for n bytes); level 1 or 2 says which
+ * decoding this is, and so which decoded bytes are refused.  Returns the
+ * length of out, or -1 with *why.
+ */
+static ssize_t
+decide_pct_decode(const char *s, size_t n, char *out, int level,
+    const char **why)
+{
+	size_t	 i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char	 c = (unsigned char)s[i];
+
+		if (c != '%' || !decide_escape(s, i, n)) {
+			/* A "%" without two hex digits: servers read
+			 * "%u002e" and "%zz" differently.  After one
+			 * decoding it is a literal "%". */
+			if (c == '%' && level == 1)
+				return (*why = "malformed percent-encoding "
+				    "in path (\"%\" not followed by two hex "
+				    "digits)", -1);
+			out[o++] = (char)c;
+			continue;
+		}
+		c = (unsigned char)(decide_hex((unsigned char)s[i + 1]) * 16 +
+		    decide_hex((unsigned char)s[i + 2]));
+		i += 2;
+		if (level == 1) {
+			if (c == '/')
+				return (*why = "encoded / in path (%2f)", -1);
+			if (c == '\\')
+				return (*why = "encoded \\ in path (%5c)", -1);
+			if (c < 0x20 || c == 0x7f)
+				return (*why = "encoded NUL or control "
+				    "character in path", -1);
+		} else if (c < 0x20 || c == 0x7f || c == '%' ||
+		    strchr("./\\;?#", c) != NULL)
+			return (*why = "double-encoded . / \\ ; ? # % or "
+			    "control character in path (%25 and its "
+			    "encoding): servers that decode twice read it "
+			    "otherwise", -1);
+		out[o++] = (char)c;
+	}
+	return (ssize_t)o;
+}
+
+/* A segment name of D1 or D2 made only of dots and spaces (".", "..",
+ * "..;x", ".. ", "..."): a dot segment to some server. */
+static int
+decide_dot_segments(const char *s, size_t n)
+{
+	size_t	 i = 0;
+
+	while (i < n) {
+		size_t	 dots = 0, other = 0;
+
+		/* s[i] is "/": the name runs to the next "/" or ";". */
+		for (i++; i < n && s[i] != '/' && s[i] != ';'; i++) {
+			if (s[i] == '.')
+				dots++;
+			else if (s[i] != ' ')
+				other++;
+		}
+		if (dots > 0 && other == 0)
+			return 1;
+		while (i < n && s[i] != '/')
+			i++;
+	}
+	return 0;
+}
+
+/* The canonical form (the comment at the top): 1, or 0 with *why. */
+static int
+decide_path_canonical(const char *path, size_t plen, const char **why)
+{
+	char	 stack[2 * DECIDE_URL_MAX], *buf;
+	char	*d1, *d2;
+	ssize_t	 n1, n2;
+	int	 ok = 0;
+
+	for (size_t i = 0; i < plen; i++) {
+		unsigned char	 c = (unsigned char)path[i];
+
+		if (c == '\\')
+			return (*why = "backslash in path", 0);
+		if (c == '#')
+			return (*why = "fragment in path", 0);
+		if (c <= 0x20 || c == 0x7f)
+			return (*why = "space or control character in path",
+			    0);
+		if (c >= 0x80)
+			return (*why = "non-ASCII byte in path (percent-encode "
+			    "it)", 0);
+	}
+	if (memchr(path, '%', plen) == NULL) {
+		/* Nothing to decode: D1 and D2 are the path itself. */
+		if (decide_dot_segments(path, plen))
+			return (*why = "dot segment in path (a segment named "
+			    ". or .., or only dots and spaces, before any ;)",
+			    0);
+		return 1;
+	}
+	buf = 2 * plen <= sizeof(stack) ? stack : xmalloc(2 * plen);
+	d1 = buf;
+	d2 = buf + plen;
+	if ((n1 = decide_pct_decode(path, plen, d1, 1, why)) == -1)
+		goto out;
+	if (!decide_utf8((unsigned char *)d1, (size_t)n1)) {
+		*why = "percent-encoded bytes in path are not UTF-8 in its "
+		    "shortest form";
+		goto out;
+	}
+	if ((n2 = decide_pct_decode(d1, (size_t)n1, d2, 2, why)) == -1)
+		goto out;
+	if (n2 != n1 && !decide_utf8((unsigned char *)d2, (size_t)n2)) {
+		*why = "double-encoded bytes in path are not UTF-8 in its "
+		    "shortest form";
+		goto out;
+	}
+	for (ssize_t i = 0; i < n2; i++)
+		if (decide_escape(d2, (size_t)i, (size_t)n2)) {
+			*why = "percent-encoding in path nested more than "
+			    "twice";
+			goto out;
+		}
+	if (decide_dot_segments(d1, (size_t)n1) ||
+	    decide_dot_segments(d2, (size_t)n2)) {
+		*why = "dot segment in path, once decoded (a segment named . "
+		    "or .., or only dots and spaces, before any ; or %3b)";
+		goto out;
+	}
+	ok = 1;
+ out:
+	if (buf != stack)
+		free(buf);
+	return ok;
 }
 
 int
 decide_path(const Sbx__V1__AllowRule *r, const char *path, const char **why)
 {
 	size_t		 plen = strcspn(path, "?");
-	const char	*seg, *end = path + plen;
 
 	if (path[0] != '/')
 		return (*why = "path does not start with /", 0);
-	for (const char *p = path; p + 2 < end; p++)
-		if (p[0] == '%' && ((p[1] == '2' && (p[2] == 'f' ||
-		    p[2] == 'F')) || (p[1] == '5' && (p[2] == 'c' ||
-		    p[2] == 'C'))))
-			return (*why = "encoded / or \\ in path", 0);
-	for (seg = path + 1; seg <= end; ) {
-		const char	*slash = memchr(seg, '/', (size_t)(end - seg));
-		const char	*se = slash != NULL ? slash : end;
-
-		if (decide_dot_segment(seg, (size_t)(se - seg)))
-			return (*why = "dot segment in path", 0);
-		if (slash == NULL)
-			break;
-		seg = slash + 1;
-	}
+	if (!decide_path_canonical(path, plen, why))
+		return 0;
 	if (r->n_paths == 0)
 		return 1;
 	for (size_t i = 0; i < r->n_paths; i++) {
@@ -408,6 +608,88 @@ decide_path(const Sbx__V1__AllowRule *r, const char *path, const char **why)
 			return 1;
 	}
 	return (*why = "no path rule matches", 0);
+}
+
+/*
+ * Request headers egressd does not pass on.  An upstream behind a proxy
+ * commonly trusts these to say who the client is or where the request
+ * was addressed; from the sandbox they are forgeries, so they are
+ * stripped (ordinary clients and libraries add some of them, and nothing
+ * the sandbox may rightly expect depends on them).  Names compare without
+ * case and with "_" as "-": CGI and WSGI servers turn both into "_", so
+ * X_Forwarded_For reaches an application as X-Forwarded-For would.
+ */
+static const char *const decide_strip_names[] = {
+	"Forwarded", "Via", "X-Real-IP", "X-Client-IP", "True-Client-IP",
+	"X-Cluster-Client-IP", "Client-IP", "CF-Connecting-IP",
+	"CF-Connecting-IPv6", "Fastly-Client-IP", "X-Originating-IP",
+	"X-Remote-IP", "X-Remote-Addr", "X-ProxyUser-IP", "X-Host",
+	"X-Original-Host", "X-HTTP-Host-Override", "X-Original-URI",
+	NULL
+};
+static const char *const decide_strip_prefixes[] = {
+	"X-Forwarded-", "X-Sbx-", "Proxy-", NULL
+};
+/*
+ * Headers that frameworks read as the request's path (Symfony, Zend and
+ * IIS URL Rewrite: X-Original-URL, X-Rewrite-URL) or method (the
+ * method-override conventions) in place of the request line's.  These are
+ * refused, not stripped: the path or method the client meant is not the
+ * one the policy decided, and forwarding the request without the header
+ * would run a request the client did not ask for (a POST it believes was
+ * a DELETE) with no trace; a refusal is audited and tells the agent why.
+ */
+static const char *const decide_path_overrides[] = {
+	"X-Original-URL", "X-Rewrite-URL", NULL
+};
+static const char *const decide_method_overrides[] = {
+	"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override", NULL
+};
+
+/* ASCII lower case, "_" as "-": how header names compare here. */
+static int
+decide_hdr_fold(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A' + 'a';
+	return c == '_' ? '-' : c;
+}
+
+/* name equals pat (or, with prefix, starts with it), folded. */
+static int
+decide_hdr_match(const char *name, const char *pat, int prefix)
+{
+	for (; *pat != '\0'; name++, pat++)
+		if (*name == '\0' ||
+		    decide_hdr_fold(*name) != decide_hdr_fold(*pat))
+			return 0;
+	return prefix || *name == '\0';
+}
+
+enum decide_hdr
+decide_header(const char *name)
+{
+	/* This runs for every header of every request: most names start
+	 * with a letter no name in the tables starts with. */
+	switch (decide_hdr_fold(name[0])) {
+	case 'c': case 'f': case 'p': case 't': case 'v': case 'x':
+		break;
+	default:
+		return DECIDE_HDR_FORWARD;
+	}
+	for (size_t i = 0; decide_path_overrides[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_path_overrides[i], 0))
+			return DECIDE_HDR_PATH;
+	for (size_t i = 0; decide_method_overrides[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_method_overrides[i], 0))
+			return DECIDE_HDR_METHOD;
+	for (size_t i = 0; decide_strip_names[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_strip_names[i], 0))
+			return DECIDE_HDR_STRIP;
+	for (size_t i = 0; decide_strip_prefixes[i] != NULL; i++)
+		if (decide_hdr_match(name, decide_strip_prefixes[i], 1))
+			return DECIDE_HDR_STRIP;
+	return DECIDE_HDR_FORWARD;
 }
 
 void
@@ -450,6 +732,18 @@ decide_request(const Sbx__V1__Policy *pol, const struct decide_req *req,
 		    "for host %s: %s", t->path, t->host, why);
 		return;
 	}
+	if (req->override != NULL) {
+		if (decide_header(req->override) == DECIDE_HDR_METHOD) {
+			decide_deny(d, RULE_METHOD, 403, "header %.64s would "
+			    "override the method %s: the policy decides the "
+			    "request line's", req->override, req->method);
+			return;
+		}
+		decide_deny(d, RULE_PATH, 403, "header %.64s would override "
+		    "the path %.128s: the policy decides the request "
+		    "line's", req->override, t->path);
+		return;
+	}
 	if (req->body_bytes > decide_max_request(r)) {
 		decide_deny(d, RULE_REQ_SIZE, 413, "request body of %llu "
 		    "bytes is over max_request_kb (%llu bytes)",
@@ -485,8 +779,10 @@ decide_redirect(const Sbx__V1__Policy *pol, const struct decide_target *from,
 		size_t		 al = strcspn(a, "/?#");
 
 		rc = decide_parse_authority(a, al, 1, &t, &why);
-		if (rc == 0)
+		if (rc == 0) {
 			t.path = xstrdup(a[al] == '/' ? a + al : "/");
+			t.path[strcspn(t.path, "#")] = '\0';
+		}
 	} else if (len >= 7 && strncasecmp(loc, "http://", 7) == 0) {
 		rc = decide_parse_target(loc, strcspn(loc, "#"), 0, &t, &why);
 		if (rc == 0)
@@ -507,10 +803,16 @@ decide_redirect(const Sbx__V1__Policy *pol, const struct decide_target *from,
 		if (loc[0] == '/')
 			t.path = xstrdup(loc);
 		else {
-			const char	*slash = strrchr(from->path, '/');
-			int		 dl = (int)(slash - from->path) + 1;
+			/* Relative to the request's directory: its path up
+			 * to the last "/" before any query. */
+			const char	*slash = from->path;
+			size_t		 plen = strcspn(from->path, "?");
 
-			xasprintf(&t.path, "%.*s%s", dl, from->path, loc);
+			for (size_t i = 0; i < plen; i++)
+				if (from->path[i] == '/')
+					slash = from->path + i;
+			xasprintf(&t.path, "%.*s%s",
+			    (int)(slash - from->path) + 1, from->path, loc);
 		}
 		t.path[strcspn(t.path, "#")] = '\0';
 		rc = 0;

@@ -113,6 +113,10 @@ struct decide_req {
 	size_t		 url_len;	/* the target as the client sent it */
 	uint64_t	 body_bytes;	/* decoded */
 	uint64_t	 out_bytes;	/* request line, headers and body sent */
+	/* A header the client sent that some servers read as the path or
+	 * the method instead of the request line's (decide_header), or
+	 * NULL. */
+	const char	*override;
 };
 
 struct decision {
@@ -139,14 +143,23 @@ void		 decide_target_clear(struct decide_target *);
 const Sbx__V1__AllowRule *decide_rule(const Sbx__V1__Policy *,
 		    const char *host);
 uint16_t	 decide_rule_port(const Sbx__V1__AllowRule *, int tls);
-/* 1 if path (origin-form, query allowed) is allowed by the rule. */
+/* 1 if path (origin-form, query allowed) is in canonical form and
+ * allowed by the rule, else 0 with *why. */
 int		 decide_path(const Sbx__V1__AllowRule *, const char *path,
 		    const char **why);
+/* What egressd does with a request header the sandbox sent. */
+enum decide_hdr {
+	DECIDE_HDR_FORWARD,
+	DECIDE_HDR_STRIP,	/* identity or routing: never forwarded */
+	DECIDE_HDR_PATH,	/* overrides the path: path-not-allowed */
+	DECIDE_HDR_METHOD,	/* overrides the method: method-not-allowed */
+};
+enum decide_hdr	 decide_header(const char *name);
 uint64_t	 decide_max_request(const Sbx__V1__AllowRule *);
 uint64_t	 decide_max_response(const Sbx__V1__AllowRule *);
 uint64_t	 decide_max_out(const Sbx__V1__Policy *);
 /* The reference decide() and the issue's extras, in order: host, port,
- * method, URL length, path, request size, budget. */
+ * method, URL length, path, override headers, request size, budget. */
 void		 decide_request(const Sbx__V1__Policy *,
 		    const struct decide_req *, uint64_t bytes_out,
 		    struct decision *);
@@ -233,6 +246,8 @@ struct http_req {
 	const char	*method;
 	struct http_hdr	*hdrs;
 	size_t		 nhdrs;
+	size_t		 nhead;		/* of those, in the head (the rest are
+					 * trailers until the message ends) */
 	/* Storage kept from one request on a connection to the next, so
 	 * that parsing one allocates nothing once the first is done. */
 	char		*url_buf;
@@ -247,6 +262,7 @@ struct http_req {
 	uint64_t	 body_bytes;
 	const char	*rule;		/* set on a refusal */
 	const char	*why;
+	char		 why_buf[192];	/* a why that names a field */
 };
 
 /* The upstream's response head, and the body's framing. */
@@ -269,8 +285,9 @@ struct http_resp {
 };
 
 /* Strict checks of a head (request or response) before it is parsed:
- * CRLF line ends only, no obs-fold, no NUL or other control bytes in it.
- * 0 or -1 with *why. */
+ * CRLF line ends only, no obs-fold, no NUL or other control bytes in it,
+ * every complete field line a token (RFC 9110 tchar) and a colon.
+ * 0 or -1 with *why (which may point to a buffer the next call reuses). */
 int		 http_head_check(const char *head, size_t len,
 		    const char **why);
 void		 http_req_init(struct http_req *, size_t max_headers);
@@ -284,9 +301,13 @@ void		 http_req_clear(struct http_req *);
 long		 http_req_feed(struct http_req *, const char *, size_t);
 const struct http_hdr *http_req_header(const struct http_req *,
 		    const char *name, size_t *count);
+/* The name of the first header that would override the request line's
+ * path or method (decide_header), or NULL. */
+const char	*http_req_override(const struct http_req *);
 /* The head to send upstream: request line in origin form, Host, the
  * client's end-to-end headers minus `drop` (the credential's header, may
- * be NULL), Content-Length; without the final CRLF. */
+ * be NULL) and minus identity and routing headers (decide_header),
+ * Content-Length; without the final CRLF.  Trailers are never sent. */
 void		 http_req_head(const struct http_req *,
 		    const struct decide_target *, const char *drop,
 		    struct evbuffer *out);

@@ -378,6 +378,7 @@ proxy_on_head(struct http_req *r, void *arg)
 	dr.target = &c->target;
 	dr.url_len = url_len;
 	dr.body_bytes = declared;
+	dr.override = http_req_override(r);
 	if (r->p.method == HTTP_CONNECT) {
 		/* A tunnel is decided on host and port here; every
 		 * request inside is decided on its own. */

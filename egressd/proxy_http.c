@@ -9,6 +9,17 @@
  * decoded (chunked included) and counted as decoded bytes; what egressd
  * sends upstream is rebuilt from the parsed request, never the client's
  * bytes, so the upstream sees one canonical framing: Content-Length.
+ *
+ * Every field name, in a head or in a chunked body's trailers, must be an
+ * RFC 9110 token.  libhttp-parser accepts a space in a name and still
+ * honours "Content-Length " and "Transfer-Encoding " as framing, while
+ * egressd's checks compare names exactly: a name that is not a token is
+ * where the two would part, so it is refused.  Trailers are checked and
+ * then dropped: the rebuilt request has no chunked coding to carry them,
+ * and RFC 9112 7.1.2 forbids merging them into the head, so nothing a
+ * trailer says (Host, Content-Length, Transfer-Encoding, anything) ever
+ * reaches the upstream.  Identity and routing headers the sandbox wrote
+ * (decide_header) are dropped from the rebuilt head as well.
  */
 #include <sys/types.h>
 
@@ -23,6 +34,84 @@
 #include "egressd.h"
 
 #define HTTP_URL_KEEP	(DECIDE_URL_MAX + 1)	/* bytes kept of a URL */
+#define HTTP_NAME_SHOWN	32	/* bytes of a refused name in a denial */
+
+/* RFC 9110 5.6.2: tchar, the bytes of a token. */
+static int
+http_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/*
+ * NULL if name is a token; else a refusal that names it ("header name
+ * \"Host \" is not a token"), written to buf.  Bytes a reader could not
+ * see are shown escaped, and a long name is cut.
+ */
+static const char *
+http_name_check(const char *what, const char *name, size_t len, char *buf,
+    size_t buflen)
+{
+	char	 shown[HTTP_NAME_SHOWN * 4 + 1];
+	size_t	 i, o = 0;
+
+	for (i = 0; i < len && http_tchar((unsigned char)name[i]); i++)
+		;
+	if (len > 0 && i == len)
+		return NULL;
+	if (len == 0) {
+		snprintf(buf, buflen, "empty %s", what);
+		return buf;
+	}
+	for (i = 0; i < len && i < HTTP_NAME_SHOWN; i++) {
+		unsigned char	 c = (unsigned char)name[i];
+
+		if (c == '\t')
+			o += (size_t)snprintf(shown + o, sizeof(shown) - o,
+			    "\\t");
+		else if (c < 0x20 || c >= 0x7f)
+			o += (size_t)snprintf(shown + o, sizeof(shown) - o,
+			    "\\x%02x", c);
+		else if (c == '"' || c == '\\')
+			o += (size_t)snprintf(shown + o, sizeof(shown) - o,
+			    "\\%c", c);
+		else
+			shown[o++] = (char)c;
+	}
+	shown[o] = '\0';
+	snprintf(buf, buflen, "%s \"%s%s\" is not a token", what, shown,
+	    len > HTTP_NAME_SHOWN ? "..." : "");
+	return buf;
+}
+
+/* The field names of a head's complete lines: after the start line (and
+ * the empty lines a server skips before it), up to the empty line.  The
+ * caller has refused bare CR and LF, so every LF ends a line with CRLF. */
+static int
+http_head_names(const char *h, size_t len, const char **why)
+{
+	static char	 buf[192];
+	const char	*p = h, *end = h + len, *eol, *colon, *w;
+
+	while (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+		p += 2;
+	if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+		return 0;
+	for (p = eol + 1; p < end; p = eol + 1) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL ||
+		    eol <= p + 1)
+			break;		/* still arriving, or the end */
+		/* The line is p up to the CR at eol - 1. */
+		if ((colon = memchr(p, ':', (size_t)(eol - 1 - p))) == NULL)
+			return (*why = "header line without a colon", -1);
+		if ((w = http_name_check("header name", p,
+		    (size_t)(colon - p), buf, sizeof(buf))) != NULL)
+			return (*why = w, -1);
+	}
+	return 0;
+}
 
 int
 http_head_check(const char *h, size_t len, const char **why)
@@ -48,7 +137,7 @@ http_head_check(const char *h, size_t len, const char **why)
 		if ((c < 0x20 && c != '\t') || c == 0x7f)
 			return (*why = "control byte in head", -1);
 	}
-	return 0;
+	return http_head_names(h, len, why);
 }
 
 /* ---- request ---- */
@@ -152,6 +241,21 @@ http_req_on_value(http_parser *p, const char *at, size_t len)
 	return 0;
 }
 
+const char *
+http_req_override(const struct http_req *r)
+{
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		enum decide_hdr	 k;
+
+		if (r->hdrs[i].name == NULL)
+			continue;
+		k = decide_header(r->hdrs[i].name);
+		if (k == DECIDE_HDR_PATH || k == DECIDE_HDR_METHOD)
+			return r->hdrs[i].name;
+	}
+	return NULL;
+}
+
 const struct http_hdr *
 http_req_header(const struct http_req *r, const char *name, size_t *count)
 {
@@ -196,9 +300,18 @@ http_req_on_headers(http_parser *p)
 {
 	struct http_req		*r = http_req_of(p);
 	const struct http_hdr	*h;
+	const char		*w;
 	size_t			 n;
 
+	/* What follows the head, until the message ends, is trailers. */
+	r->nhead = r->nhdrs;
 	for (size_t i = 0; i < r->nhdrs; i++) {
+		/* http_head_check has seen the names already when proxy.c
+		 * drives the parser; this holds for any other caller. */
+		if ((w = http_name_check("header name", r->hdrs[i].name,
+		    r->hdrs[i].nlen, r->why_buf, sizeof(r->why_buf))) != NULL)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, w);
 		http_trim(&r->hdrs[i]);
 		if (memchr(r->hdrs[i].value, '\0', r->hdrs[i].vlen) != NULL ||
 		    strpbrk(r->hdrs[i].value, "\r\n") != NULL)
@@ -272,7 +385,19 @@ static int
 http_req_on_complete(http_parser *p)
 {
 	struct http_req	*r = http_req_of(p);
+	const char	*w;
 
+	/* A chunked body's trailers: names checked like a head's, then
+	 * forgotten, so that nothing built from the headers later (the
+	 * rebuilt head, its Content-Length, the hop-by-hop list) sees
+	 * them. */
+	for (size_t i = r->nhead; i < r->nhdrs; i++)
+		if ((w = http_name_check("trailer field name",
+		    r->hdrs[i].name, r->hdrs[i].nlen, r->why_buf,
+		    sizeof(r->why_buf))) != NULL)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, w);
+	r->nhdrs = r->nhead;
 	r->complete = 1;
 	http_parser_pause(p, 1);
 	return 0;
@@ -362,7 +487,8 @@ http_req_feed(struct http_req *r, const char *buf, size_t len)
 	return -1;
 }
 
-/* Headers egressd sets itself, or that concern only one hop. */
+/* Headers egressd sets itself, that concern only one hop, or that
+ * the sandbox has no business telling the upstream (decide_header). */
 static int
 http_hop_header(const struct http_req *r, const char *name, const char *drop)
 {
@@ -377,6 +503,10 @@ http_hop_header(const struct http_req *r, const char *name, const char *drop)
 	for (size_t i = 0; hop[i] != NULL; i++)
 		if (strcasecmp(name, hop[i]) == 0)
 			return 1;
+	/* Identity and routing headers; an override of the path or method
+	 * has been refused before this, and is never sent either. */
+	if (decide_header(name) != DECIDE_HDR_FORWARD)
+		return 1;
 	if (drop != NULL && strcasecmp(name, drop) == 0)
 		return 1;
 	/* Headers the client named in Connection are hop-by-hop too. */

@@ -9,6 +9,10 @@
                                        \\r\\n) to SOCK, print the response
   tool.py tls SOCK HOST:PORT CA REQ    CONNECT HOST:PORT through SOCK, TLS
                                        trusting only CA, then as raw
+  tool.py batch SOCK FILE DIR [HOST:PORT CA]
+                                       each line of FILE a request as for
+                                       raw (or tls), each on a connection
+                                       of its own; line N's answer in DIR/N
   tool.py dns PORT LOG                 a DNS server that logs every query
                                        name to LOG and answers NXDOMAIN
   tool.py ride SOCK URL                an intruder: connect to SOCK, send
@@ -18,7 +22,9 @@
 
 Upstream paths: /v1/rates (JSON), /v1/echo (the request's headers as
 JSON), /v1/redirect?to=URL (302), /v1/big?n=N (N bytes, Content-Length),
-/v1/chunked?n=N (N bytes, chunked), /v1/slow (never answers).
+/v1/chunked?n=N (N bytes, chunked), /v1/slow (never answers),
+/v1/badhead?name=NAME (a 200 whose head has a field named NAME, by
+default "X-Bad Name": not a token).
 """
 import http.server
 import json
@@ -85,6 +91,9 @@ def cmd_server(port, log, cert=None, key=None):
                     self.wfile.write(b"%x\r\n%s\r\n" % (c, b"y" * c))
                     n -= c
                 self.wfile.write(b"0\r\n\r\n")
+            elif u.path == "/v1/badhead":
+                self.send(200, b'{"bad": "head"}', extra={
+                    q.get("name", ["X-Bad Name"])[0]: "1"})
             elif u.path == "/v1/slow":
                 time.sleep(30)
             else:
@@ -142,6 +151,10 @@ def cmd_bridge(port, path):
 
 
 def cmd_raw(path, req, s=None):
+    sys.stdout.write(exchange(path, req, s).decode("latin-1"))
+
+
+def exchange(path, req, s=None):
     data = req.encode("latin-1").decode("unicode_escape").encode("latin-1")
     if s is None:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -167,10 +180,15 @@ def cmd_raw(path, req, s=None):
         pass
     except ConnectionResetError:
         pass
-    sys.stdout.write(out.decode("latin-1"))
+    s.close()
+    return out
 
 
 def cmd_tls(path, target, ca, req):
+    sys.stdout.write(tls_exchange(path, target, ca, req).decode("latin-1"))
+
+
+def tls_exchange(path, target, ca, req):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(10)
     s.connect(path)
@@ -182,10 +200,22 @@ def cmd_tls(path, target, ca, req):
             break
         head += d
     if not head.startswith(b"HTTP/1.1 200"):
-        sys.stdout.write(head.decode("latin-1") + s.recv(65536).decode("latin-1"))
-        return
+        return head + s.recv(65536)
     ctx = ssl.create_default_context(cafile=ca)
-    cmd_raw(path, req, ctx.wrap_socket(s, server_hostname=target.rsplit(":", 1)[0]))
+    return exchange(path, req, ctx.wrap_socket(s, server_hostname=target.rsplit(":", 1)[0]))
+
+
+def cmd_batch(path, reqs, outdir, target=None, ca=None):
+    with open(reqs, encoding="latin-1") as f:
+        lines = f.read().splitlines()
+    for i, req in enumerate(lines, 1):
+        try:
+            out = (tls_exchange(path, target, ca, req) if target
+                   else exchange(path, req))
+        except OSError as e:
+            out = ("error: %s\n" % e).encode()
+        with open(os.path.join(outdir, str(i)), "wb") as f:
+            f.write(out)
 
 
 def cmd_dns(port, log):
@@ -231,4 +261,5 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     args = sys.argv[2:]
     {"server": cmd_server, "bridge": cmd_bridge, "raw": cmd_raw,
-     "tls": cmd_tls, "dns": cmd_dns, "ride": cmd_ride}[cmd](*args)
+     "tls": cmd_tls, "batch": cmd_batch, "dns": cmd_dns,
+     "ride": cmd_ride}[cmd](*args)

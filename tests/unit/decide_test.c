@@ -1,13 +1,16 @@
 /*
  * decide_test.c: egressd's pure decision (decide.c) and address
  * classification (resolve.c): host canonicalisation, URL parsing, path
- * rules, each denial of decide_request in its order, redirect targets,
- * and which addresses a rule lets egressd dial.
+ * rules and the canonical path form, each denial of decide_request in its
+ * order, which headers are stripped or refused, redirect targets, which
+ * addresses a rule lets egressd dial; and the HTTP parser's checks
+ * (proxy_http.c): framing, field names, trailers, the rebuilt head.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +234,204 @@ Test(decide, path_prefixes)
 	policy_free(p);
 }
 
+/* Paths every server reads the same way: forwarded as written. */
+Test(decide, canonical_paths_accepted)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	const char *const ok[] = {
+		"/v1/a%20b",			/* an encoded space */
+		"/v1/caf%C3%A9",		/* UTF-8 in %XX */
+		"/v1/%F0%9F%98%80",		/* four-byte UTF-8 */
+		"/v1/%2541",			/* %25 before other things */
+		"/v1/%2520x",			/* a space encoded twice */
+		"/v1/100%25",			/* a literal % */
+		"/v1/50%25off",
+		"/v1/x;jsessionid=1",		/* ; on a normal segment */
+		"/v1/x;a=1/y;b=2",
+		"/v1//rates",			/* an empty segment */
+		"/v1/a..b/.c/..d/d..",		/* dots inside names */
+		"/v1/a%2eb",			/* an encoded dot in a name */
+		"/v1/.well",
+		"/v1/rates?next=/../admin&x=a.b", /* the query is not a path */
+		"/v1/rates?p=%2e%2e%2f%5c..;%00",
+		"/v1/%3bx",			/* %3b before a name */
+		"/v1/a:b@c!$&'()*+,=~-_",	/* sub-delims, : and @ */
+		"/v1/%7e",
+		"/v1/",
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		const char	*why = NULL;
+
+		cr_assert(decide_path(r, ok[i], &why), "%s: %s", ok[i],
+		    why != NULL ? why : "?");
+	}
+	policy_free(p);
+}
+
+/* Paths whose meaning depends on the server's decoding, each with the
+ * reason the denial gives. */
+Test(decide, canonical_paths_refused)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	const char *const bad[][2] = {
+		/* dot segments, plain, encoded, with parameters */
+		{ "/v1/../admin", "dot segment" },
+		{ "/v1/./admin", "dot segment" },
+		{ "/v1/..", "dot segment" },
+		{ "/v1/..;/admin", "dot segment" },
+		{ "/v1/..;x=1/admin", "dot segment" },
+		{ "/v1/.;/admin", "dot segment" },
+		{ "/v1/..%3b/admin", "dot segment" },
+		{ "/v1/%2e%2e%3B/admin", "dot segment" },
+		{ "/v1/%2E%2e/admin", "dot segment" },
+		{ "/v1/.%2e/admin", "dot segment" },
+		{ "/v1/..%20/admin", "dot segment" },
+		{ "/v1/.../admin", "dot segment" },
+		/* double encoding of . / \ ; and more */
+		{ "/v1/%252e%252e/admin", "double-encoded" },
+		{ "/v1/%252E./admin", "double-encoded" },
+		{ "/v1/a%252fb", "double-encoded" },
+		{ "/v1/a%255cb", "double-encoded" },
+		{ "/v1/..%253b/admin", "double-encoded" },
+		{ "/v1/a%253fb", "double-encoded" },
+		{ "/v1/a%2523b", "double-encoded" },
+		{ "/v1/a%2500", "double-encoded" },
+		{ "/v1/a%25252e", "double-encoded" },
+		{ "/v1/%25c0%25ae", "not UTF-8" },
+		{ "/v1/%%32%65%%32%65/admin", "malformed" },
+		{ "/v1/%25%32%65", "double-encoded" },
+		{ "/v1/%25%25%32%65", "double-encoded" },
+		/* slashes, backslashes, NUL, controls */
+		{ "/v1%2fadmin", "encoded /" },
+		{ "/v1/..%2Fadmin", "encoded /" },
+		{ "/v1/a%5cb", "encoded \\" },
+		{ "/v1/..%5C..%5Cadmin", "encoded \\" },
+		{ "/v1/a\\b", "backslash" },
+		{ "/v1/a%00.json", "NUL" },
+		{ "/v1/a%0d%0aX:1", "control" },
+		/* spellings servers disagree on */
+		{ "/v1/%u002e%u002e/admin", "malformed" },
+		{ "/v1/a%zz", "malformed" },
+		{ "/v1/a%2", "malformed" },
+		{ "/v1/%c0%ae%c0%ae/admin", "not UTF-8" },
+		{ "/v1/%c0%af", "not UTF-8" },
+		{ "/v1/%e0%80%ae", "not UTF-8" },
+		{ "/v1/%ed%a0%80", "not UTF-8" },
+		{ "/v1/%c3", "not UTF-8" },
+		{ "/v1/caf\xc3\xa9", "non-ASCII" },
+		{ "/v1/a#b", "fragment" },
+		{ "/v1/a b", "space" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char	*why = NULL;
+
+		cr_assert_not(decide_path(r, bad[i][0], &why), "%s",
+		    bad[i][0]);
+		cr_assert_not_null(strstr(why, bad[i][1]), "%s: %s",
+		    bad[i][0], why);
+	}
+	/* The check holds whatever the rules say: a rule with no paths
+	 * allows every canonical path, and no other. */
+	p->network->allow[0]->n_paths = 0;
+	cr_assert(decide_path(r, "/anything/x", &(const char *){ NULL }));
+	cr_assert_not(decide_path(r, "/a/..;/b", &(const char *){ NULL }));
+	cr_assert_not(decide_path(r, "/a/%252e%252e/b",
+	    &(const char *){ NULL }));
+	p->network->allow[0]->n_paths = 2;
+	policy_free(p);
+}
+
+/* A long path is checked without a fixed buffer in the way. */
+Test(decide, canonical_long_path)
+{
+	Sbx__V1__Policy			*p = pol_new();
+	const Sbx__V1__AllowRule	*r = p->network->allow[0];
+	char				*path = xmalloc(20001);
+	const char			*why;
+
+	memcpy(path, "/v1/", 4);
+	for (size_t i = 4; i + 3 <= 20000; i += 3)
+		memcpy(path + i, "%41", 3);
+	path[19999] = '\0';
+	cr_assert(decide_path(r, path, &why));
+	memcpy(path + 4 + 300, "/..;/", 5);
+	cr_assert_not(decide_path(r, path, &why));
+	free(path);
+	policy_free(p);
+}
+
+Test(decide, header_classes)
+{
+	const char *const strip[] = {
+		"X-Forwarded-For", "x-forwarded-for", "X_Forwarded_For",
+		"Forwarded", "X-Real-IP", "Via", "X-Forwarded-Host",
+		"X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix",
+		"X-Client-IP", "True-Client-IP", "X-Cluster-Client-IP",
+		"Client-IP", "CF-Connecting-IP", "Fastly-Client-IP",
+		"X-Originating-IP", "X-Sbx-Rule", "X-SBX-anything",
+		"Proxy-Authorization", "Proxy-Foo", "proxy_connection",
+		"X-Host", "X-Original-URI",
+	};
+	const char *const fwd[] = {
+		"User-Agent", "Accept", "X-Foo", "Authorization", "Cookie",
+		"X-Forwarded", "Forwarded-For", "Viagra", "X-Sbx",
+		"X-Real-IPs", "Proxy", "X-Original-URL-Not",
+	};
+
+	for (size_t i = 0; i < sizeof(strip) / sizeof(strip[0]); i++)
+		cr_assert_eq(decide_header(strip[i]), DECIDE_HDR_STRIP, "%s",
+		    strip[i]);
+	for (size_t i = 0; i < sizeof(fwd) / sizeof(fwd[0]); i++)
+		cr_assert_eq(decide_header(fwd[i]), DECIDE_HDR_FORWARD, "%s",
+		    fwd[i]);
+	cr_assert_eq(decide_header("X-Original-URL"), DECIDE_HDR_PATH);
+	cr_assert_eq(decide_header("x-rewrite-url"), DECIDE_HDR_PATH);
+	cr_assert_eq(decide_header("X_Original_URL"), DECIDE_HDR_PATH);
+	cr_assert_eq(decide_header("X-HTTP-Method-Override"),
+	    DECIDE_HDR_METHOD);
+	cr_assert_eq(decide_header("X-HTTP-Method"), DECIDE_HDR_METHOD);
+	cr_assert_eq(decide_header("X-Method-Override"), DECIDE_HDR_METHOD);
+}
+
+/* An override header is refused after host, method and path, so a
+ * denied host still reads host-not-allowed. */
+Test(decide, override_headers_refused)
+{
+	Sbx__V1__Policy		*p = pol_new();
+	struct decide_target	 t;
+	struct decide_req	 r;
+	struct decision		 d;
+
+	cr_assert_eq(target("http://api.fx-rates.internal/v1/a", &t), 0);
+	memset(&r, 0, sizeof(r));
+	r.method = "GET";
+	r.target = &t;
+	r.url_len = 10;
+	r.override = "X-Original-URL";
+	decide_request(p, &r, 0, &d);
+	cr_assert_str_eq(d.rule, RULE_PATH);
+	cr_assert_eq(d.status, 403);
+	cr_assert_not_null(strstr(d.detail, "X-Original-URL would override "
+	    "the path"), "%s", d.detail);
+	r.override = "X-HTTP-Method-Override";
+	decide_request(p, &r, 0, &d);
+	cr_assert_str_eq(d.rule, RULE_METHOD);
+	r.override = NULL;
+	decide_request(p, &r, 0, &d);
+	cr_assert_null(d.rule);
+	decide_target_clear(&t);
+	cr_assert_eq(target("http://evil.example/v1/a", &t), 0);
+	r.override = "X-Rewrite-URL";
+	decide_request(p, &r, 0, &d);
+	cr_assert_str_eq(d.rule, RULE_HOST);
+	decide_target_clear(&t);
+	policy_free(p);
+}
+
 Test(decide, redirects)
 {
 	Sbx__V1__Policy		*p = pol_new();
@@ -260,6 +461,38 @@ Test(decide, redirects)
 	cr_assert_str_eq(decide_redirect(p, &from,
 	    "http://user@api.fx-rates.internal/v1/", d, sizeof(d)),
 	    RULE_REDIRECT);
+	/* The canonical path applies to redirect targets too, in every
+	 * form a Location takes. */
+	cr_assert_str_eq(decide_redirect(p, &from, "/v1/..;/admin", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_not_null(strstr(d, "dot segment"), "%s", d);
+	cr_assert_str_eq(decide_redirect(p, &from, "..;/..;/admin", d,
+	    sizeof(d)), RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "http://api.fx-rates.internal/v1/%252e%252e/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_not_null(strstr(d, "double-encoded"), "%s", d);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "https://api.fx-rates.internal/v1/..%3b/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from,
+	    "//api.fx-rates.internal/v1/%c0%ae%c0%ae/admin", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_str_eq(decide_redirect(p, &from, "/v1/a\\..\\..\\admin",
+	    d, sizeof(d)), RULE_REDIRECT);
+	cr_assert_null(decide_redirect(p, &from, "/v1/caf%C3%A9;v=1", d,
+	    sizeof(d)));
+	/* A fragment is the client's, not part of the path. */
+	cr_assert_null(decide_redirect(p, &from,
+	    "https://api.fx-rates.internal/v1/x#top", d, sizeof(d)));
+	decide_target_clear(&from);
+	/* A relative Location resolves against the path, not the query:
+	 * from /v2/rates?next=/v1/ "x" is /v2/x, which no rule allows. */
+	cr_assert_eq(target("http://api.fx-rates.internal/v2/rates?next=/v1/",
+	    &from), 0);
+	cr_assert_str_eq(decide_redirect(p, &from, "x", d, sizeof(d)),
+	    RULE_REDIRECT);
+	cr_assert_not_null(strstr(d, "/v2/x "), "%s", d);
 	decide_target_clear(&from);
 	policy_free(p);
 }
@@ -423,5 +656,165 @@ Test(http, rebuilt_head_drops_hop_headers_and_the_credential)
 	free(head);
 	evbuffer_free(out);
 	decide_target_clear(&t);
+	http_req_clear(&r);
+}
+
+/* Field names that are not RFC 9110 tokens, in the head: refused before
+ * libhttp-parser (which honours "Content-Length " as Content-Length) and
+ * by the parser's own check, each naming the field. */
+Test(http, field_names_must_be_tokens)
+{
+	const char *const bad[][2] = {
+		{ "POST http://a/ HTTP/1.1\r\nContent-Length : 5\r\n\r\n"
+		    "hello", "header name \"Content-Length \" is not a token" },
+		{ "POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked"
+		    "\r\n\r\n0\r\n\r\n",
+		    "header name \"Transfer-Encoding \" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nHost : b\r\n\r\n",
+		    "header name \"Host \" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nHost\t: b\r\n\r\n",
+		    "header name \"Host\\t\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX Forwarded: b\r\n\r\n",
+		    "header name \"X Forwarded\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX\"Y: b\r\n\r\n",
+		    "header name \"X\\\"Y\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX(Y): b\r\n\r\n",
+		    "is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\nX\xc3\xa9: b\r\n\r\n",
+		    "header name \"X\\xc3\\xa9\" is not a token" },
+		{ "GET http://a/ HTTP/1.1\r\n: b\r\n\r\n",
+		    "empty header name" },
+		{ "GET http://a/ HTTP/1.1\r\n b: c\r\n\r\n",
+		    "obs-fold" },
+		{ "GET http://a/ HTTP/1.1\r\nNoColon\r\n\r\n",
+		    "without a colon" },
+	};
+	const char	*why, *s;
+	struct http_req	 r;
+	char		 longname[600];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		s = bad[i][0];
+		why = NULL;
+		cr_assert_eq(http_head_check(s, strlen(s), &why), -1, "%s", s);
+		cr_assert_not_null(strstr(why, bad[i][1]), "%s: %s", s, why);
+	}
+	/* The parser refuses on its own what libhttp-parser accepts. */
+	for (size_t i = 0; i < 3; i++) {
+		cr_assert_eq(feed(bad[i][0], &r), -1, "%zu", i);
+		cr_assert_str_eq(r.rule, RULE_BAD_REQUEST);
+		cr_assert_str_eq(r.why, bad[i][1]);
+		http_req_clear(&r);
+	}
+	/* A long name is cut in the detail. */
+	snprintf(longname, sizeof(longname), "GET http://a/ HTTP/1.1\r\n"
+	    "%0300d : b\r\n\r\n", 0);
+	cr_assert_eq(http_head_check(longname, strlen(longname), &why), -1);
+	cr_assert_lt(strlen(why), 120);
+	/* Every tchar, and a head still arriving, are fine; so is an empty
+	 * line before the request line. */
+	const char *const good[] = {
+		"GET http://a/ HTTP/1.1\r\n!#$%&'*+-.^_`|~09AZaz: v\r\n\r\n",
+		"GET http://a/ HTTP/1.1\r\nHost",
+		"GET http://a/ HTTP/1.1\r\nHost : b",	/* not a line yet */
+		"\r\nGET http://a/ HTTP/1.1\r\nA: b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		why = NULL;
+		cr_assert_eq(http_head_check(good[i], strlen(good[i]), &why),
+		    0, "%s: %s", good[i], why);
+	}
+	/* The response side: a name that is not a token is refused. */
+	s = "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\n";
+	cr_assert_eq(http_head_check(s, strlen(s), &why), -1);
+}
+
+/* Trailers: checked like a head's fields, then dropped, so nothing in
+ * them reaches the rebuilt request. */
+Test(http, trailers_checked_and_dropped)
+{
+	const char *const bad[] = {
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\n3\r\nabc\r\n0\r\nContent-Length : 5\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\n3\r\nabc\r\n0\r\nX Y: 1\r\n\r\n",
+		"POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+		    "\r\n3\r\nabc\r\n0\r\nHost\t: x\r\n\r\n",
+	};
+	const char	*ok = "POST http://a.internal/v1 HTTP/1.1\r\n"
+			    "Host: a.internal\r\n"
+			    "Transfer-Encoding: chunked\r\nX-Keep: 1\r\n\r\n"
+			    "3\r\nabc\r\n0\r\nHost: evil.example\r\n"
+			    "Content-Length: 99\r\nTransfer-Encoding: chunked"
+			    "\r\nX-Trailer: t\r\n\r\n";
+	struct http_req		 r;
+	struct decide_target	 t;
+	struct evbuffer		*out = evbuffer_new();
+	char			*head;
+	size_t			 n;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(feed(bad[i], &r), -1, "%zu", i);
+		cr_assert_str_eq(r.rule, RULE_BAD_REQUEST, "%zu", i);
+		cr_assert_not_null(r.why);
+		http_req_clear(&r);
+	}
+	feed(bad[0], &r);
+	cr_assert_str_eq(r.why, "trailer field name \"Content-Length \" is "
+	    "not a token");
+	http_req_clear(&r);
+
+	cr_assert_eq(feed(ok, &r), (long)strlen(ok));
+	cr_assert(r.complete);
+	cr_assert_eq(r.nhdrs, 3);
+	cr_assert_eq(target(r.url, &t), 0);
+	http_req_head(&r, &t, NULL, out);
+	n = evbuffer_get_length(out);
+	head = xmalloc(n + 1);
+	evbuffer_remove(out, head, n);
+	head[n] = '\0';
+	cr_assert_str_eq(head, "POST /v1 HTTP/1.1\r\nHost: a.internal\r\n"
+	    "X-Keep: 1\r\nContent-Length: 3\r\n");
+	free(head);
+	evbuffer_free(out);
+	decide_target_clear(&t);
+	http_req_clear(&r);
+}
+
+Test(http, rebuilt_head_drops_identity_headers)
+{
+	struct http_req		 r;
+	struct decide_target	 t;
+	struct evbuffer		*out = evbuffer_new();
+	const char		*s = "GET http://a.internal/v1 HTTP/1.1\r\n"
+				    "User-Agent: ua\r\nX-Forwarded-For: 1.2.3.4\r\n"
+				    "Forwarded: for=1.2.3.4\r\nX-Real-IP: 1\r\n"
+				    "Via: 1.1 x\r\nX-Sbx-Rule: none\r\n"
+				    "Proxy-Foo: 1\r\nX_Forwarded_Host: h\r\n"
+				    "True-Client-IP: 1\r\nAccept: */*\r\n"
+				    "X-Foo: bar\r\n\r\n";
+	char			*head;
+	size_t			 n;
+
+	cr_assert_eq(feed(s, &r), (long)strlen(s));
+	cr_assert_null(http_req_override(&r));
+	cr_assert_eq(target(r.url, &t), 0);
+	http_req_head(&r, &t, NULL, out);
+	n = evbuffer_get_length(out);
+	head = xmalloc(n + 1);
+	evbuffer_remove(out, head, n);
+	head[n] = '\0';
+	cr_assert_str_eq(head, "GET /v1 HTTP/1.1\r\nHost: a.internal\r\n"
+	    "User-Agent: ua\r\nAccept: */*\r\nX-Foo: bar\r\n");
+	free(head);
+	evbuffer_free(out);
+	decide_target_clear(&t);
+	http_req_clear(&r);
+
+	s = "GET http://a.internal/v1 HTTP/1.1\r\nX-Foo: 1\r\n"
+	    "x-rewrite-url: /admin\r\n\r\n";
+	cr_assert_eq(feed(s, &r), (long)strlen(s));
+	cr_assert_str_eq(http_req_override(&r), "x-rewrite-url");
 	http_req_clear(&r);
 }
