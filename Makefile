@@ -438,20 +438,20 @@ FUZZ_TARGETS += http_fuzz
 FUZZ_TARGETS += release_fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
-build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C)
+build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
-build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C)
+build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # gated's output-name and manifest handling: release.c and what it uses.
 RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c
-build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C)
+build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(MAGIC_LIBS)
