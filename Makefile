@@ -445,6 +445,7 @@ test-san:
 FUZZ_TARGETS = frame_fuzz template_fuzz
 FUZZ_TARGETS += http_fuzz
 FUZZ_TARGETS += release_fuzz
+FUZZ_TARGETS += forward_fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
 build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
@@ -454,6 +455,13 @@ build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
 build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+
+# What egressd forwards, parsed again (proxy_http.c and decide.c as
+# proxy.c drives them); seeded from the differential corpus.
+build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
