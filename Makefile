@@ -368,6 +368,14 @@ test-approve: $(B)/bin/approvald $(B)/bin/approvalctl $(B)/bin/fakepolicyd
 test-egress: $(B)/bin/egressd $(B)/bin/egressclient
 	@tests/record egress$(SUITE_SFX) tests/egress/run $(CURDIR)/$(B)/bin
 
+# egressd against three real servers (nginx, Node's http, Python's
+# http.server) with the request corpus of tests/differential/ (its
+# README): whatever egressd forwards they all read as egressd decided
+# it, and whatever they read differently egressd refuses.
+.PHONY: test-differential
+test-differential: $(B)/bin/egressd $(B)/bin/egressclient
+	@tests/record differential$(SUITE_SFX) tests/differential/run $(CURDIR)/$(B)/bin
+
 # The Python modules for the second-language orchestrator
 # (examples/orchestrator.py), from the same .proto files: Debian's protoc
 # and python3-protobuf, nothing else.
@@ -425,6 +433,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
 	@$(MAKE) --no-print-directory test-deploy $(call RECORD_FAIL,deploy)
 	@$(MAKE) --no-print-directory test-egress $(call RECORD_FAIL,egress)
+	@$(MAKE) --no-print-directory test-differential $(call RECORD_FAIL,differential)
 	@$(MAKE) --no-print-directory test-broker $(call RECORD_FAIL,broker)
 	@$(MAKE) --no-print-directory test-gate $(call RECORD_FAIL,gate)
 	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
@@ -440,22 +449,37 @@ test-san:
 FUZZ_TARGETS = frame_fuzz template_fuzz
 FUZZ_TARGETS += http_fuzz
 FUZZ_TARGETS += release_fuzz
+FUZZ_TARGETS += forward_fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
-build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C)
+build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
-build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C)
+build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
+# What egressd forwards, parsed again (proxy_http.c and decide.c as
+# proxy.c drives them); seeded from the differential corpus.
+build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+
+# The forward_fuzz seeds are the differential corpus for one host:port
+# (tests/differential/run checks that they are up to date).
+.PHONY: fuzz-seeds
+fuzz-seeds:
+	rm -rf tests/fuzz/seeds/forward_fuzz
+	python3 tests/differential/corpus.py --seeds tests/fuzz/seeds/forward_fuzz a.internal 8080
+
 # gated's output-name and manifest handling: release.c and what it uses.
 RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c
-build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C)
+build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(MAGIC_LIBS)
