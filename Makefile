@@ -436,6 +436,7 @@ test-san:
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 FUZZ_TARGETS = frame_fuzz template_fuzz
 FUZZ_TARGETS += http_fuzz
+FUZZ_TARGETS += http_resp_fuzz
 FUZZ_TARGETS += release_fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
@@ -446,6 +447,12 @@ build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
 build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+
+# The response parser and its accounting against max_response_kb.
+build/fuzz/http_resp_fuzz: tests/fuzz/http_resp_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)

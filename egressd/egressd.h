@@ -52,6 +52,13 @@
 #define DECIDE_URL_MAX		2048
 #define DECIDE_HOST_MAX		256
 
+/*
+ * A response's cap counts every byte after its head; a chunk-size line
+ * with its extensions, or the trailers, may be at most
+ * HTTP_CHUNK_LINE_MAX bytes (issue 10).
+ */
+#define HTTP_CHUNK_LINE_MAX	4096
+
 struct event_base;
 struct evdns_base;
 struct evconnlistener;
@@ -261,6 +268,13 @@ struct http_resp {
 	int		 complete;
 	int		 keep_alive;
 	uint64_t	 body_bytes;
+	/* Every byte after the head counts against max_body, chunk
+	 * framing, extensions and trailers included (wire_bytes); a run
+	 * of framing between two body bytes is capped (framing_run). */
+	uint64_t	 wire_bytes;
+	size_t		 framing_run;
+	size_t		 head_left;	/* of the head, fed again */
+	const char	*cursor;	/* feed: accounted up to here */
 	const char	*rule;
 	const char	*why;
 };

@@ -770,6 +770,10 @@ proxy_relay(struct proxy_conn *c, int eof)
 	long		 used;
 	int		 head;
 
+	/* Past libhttp-parser's own limit a head could only be refused
+	 * later, after buffering it. */
+	if (max_head > HTTP_MAX_HEADER_SIZE)
+		max_head = HTTP_MAX_HEADER_SIZE;
 	while (c->state == PC_RESPONSE) {
 		len = evbuffer_get_length(in);
 		head = !c->resp.headers_done;
