@@ -53,10 +53,16 @@
 #define DECIDE_HOST_MAX		256
 
 /*
- * A response's cap counts every byte after its head; a chunk-size line
- * with its extensions, or the trailers, may be at most
- * HTTP_CHUNK_LINE_MAX bytes (issue 10).
+ * Memory bounds (issue 10).  Bytes from an upstream wait for a slow
+ * client only up to a mark: past PROXY_CONN_OUT_MAX queued for one
+ * connection, or PROXY_CHAN_OUT_MAX for all of a channel's, egressd stops
+ * reading that upstream (TCP pushes back on it) until the queue drains to
+ * a quarter of the connection's mark and half the channel's.  A
+ * chunk-size line with its extensions, or the trailers, may be at most
+ * HTTP_CHUNK_LINE_MAX bytes.
  */
+#define PROXY_CONN_OUT_MAX	(256 * 1024)
+#define PROXY_CHAN_OUT_MAX	(1024 * 1024)
 #define HTTP_CHUNK_LINE_MAX	4096
 
 struct event_base;
@@ -361,6 +367,7 @@ struct proxy_conn {
 	int			 sni_denied;	/* audited in the handshake */
 	int			 up_tls;	/* ubev is TLS (handshaking
 						 * while connecting) */
+	int			 up_paused;	/* the client's queue is full */
 };
 
 struct channel {
@@ -379,6 +386,9 @@ struct channel {
 	uint64_t		 bytes_in;
 	uint64_t		 requests;
 	uint64_t		 denials[EGRESS_NRULES];
+	/* Bytes queued for the sandbox on all connections. */
+	size_t			 queued;
+	uint32_t		 npaused;
 };
 TAILQ_HEAD(channels, channel);
 

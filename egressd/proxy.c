@@ -19,6 +19,12 @@
  * Invariant: request bytes reach an upstream socket only in
  * proxy_send_request(), which runs only after every check above has
  * passed for that request (a TLS upstream's handshake comes first).
+ *
+ * Memory (issue 10): what an upstream sends waits for the sandbox only
+ * up to PROXY_CONN_OUT_MAX per connection and PROXY_CHAN_OUT_MAX per
+ * channel; past either, egressd stops reading that upstream until the
+ * sandbox has read most of it, so a client that reads slowly slows its
+ * upstream down (TCP pushes back) instead of growing egressd.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -61,6 +67,8 @@ static void	proxy_up_event(struct bufferevent *, short, void *);
 static void	proxy_client_read(struct bufferevent *, void *);
 static void	proxy_client_write(struct bufferevent *, void *);
 static void	proxy_client_event(struct bufferevent *, short, void *);
+static void	proxy_out_cb(struct evbuffer *, const struct evbuffer_cb_info *,
+		    void *);
 
 int
 proxy_rule_index(const char *rule)
@@ -115,6 +123,10 @@ proxy_timeouts(struct bufferevent *bev, uint32_t rd, uint32_t wr)
 static void
 proxy_up_free(struct proxy_conn *c)
 {
+	if (c->up_paused) {
+		c->up_paused = 0;
+		c->ch->npaused--;
+	}
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
 	c->ubev = NULL;
@@ -140,6 +152,14 @@ proxy_request_clear(struct proxy_conn *c)
 	memset(&c->resp, 0, sizeof(c->resp));
 	if (c->head != NULL)
 		evbuffer_drain(c->head, evbuffer_get_length(c->head));
+	if (c->up_paused) {
+		/* A kept-alive upstream is read again: its close must be
+		 * seen. */
+		c->up_paused = 0;
+		c->ch->npaused--;
+		if (c->ubev != NULL)
+			bufferevent_enable(c->ubev, EV_READ);
+	}
 	c->rule = NULL;
 	c->resp_head_sent = 0;
 	memset(&c->dec, 0, sizeof(c->dec));
@@ -155,8 +175,15 @@ proxy_conn_free(struct proxy_conn *c)
 	proxy_up_free(c);
 	if (c->head != NULL)
 		evbuffer_free(c->head);
-	if (c->cbev != NULL)
+	if (c->cbev != NULL) {
+		/* What is still queued for the sandbox leaves the
+		 * channel's count with it. */
+		if (evbuffer_remove_cb(bufferevent_get_output(c->cbev),
+		    proxy_out_cb, c) == 0)
+			ch->queued -= evbuffer_get_length(
+			    bufferevent_get_output(c->cbev));
 		bufferevent_free(c->cbev);
+	}
 	proxy_tls_clear(c);
 	if (c->counted) {
 		TAILQ_REMOVE(&ch->conns, c, entry);
@@ -748,6 +775,59 @@ proxy_response_done(struct proxy_conn *c)
 	proxy_parse(c);
 }
 
+/* ---- backpressure ---- */
+
+/* Count what is queued for the sandbox on each channel. */
+static void
+proxy_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct proxy_conn	*c = arg;
+
+	(void)b;
+	c->ch->queued += info->n_added;
+	c->ch->queued -= info->n_deleted;
+}
+
+/* 1 while more is queued for the sandbox than c or its channel may
+ * hold. */
+static int
+proxy_out_full(const struct proxy_conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->cbev)) >
+	    PROXY_CONN_OUT_MAX || c->ch->queued > PROXY_CHAN_OUT_MAX;
+}
+
+static void
+proxy_pause(struct proxy_conn *c)
+{
+	if (c->up_paused || c->ubev == NULL)
+		return;
+	c->up_paused = 1;
+	c->ch->npaused++;
+	bufferevent_disable(c->ubev, EV_READ);
+}
+
+/* Read the upstream again once the sandbox has read most of what was
+ * queued, on the connection and on the channel. */
+static void
+proxy_resume(struct proxy_conn *c)
+{
+	if (!c->up_paused || c->state != PC_RESPONSE ||
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) >
+	    PROXY_CONN_OUT_MAX / 4 || c->ch->queued > PROXY_CHAN_OUT_MAX / 2)
+		return;
+	c->up_paused = 0;
+	c->ch->npaused--;
+	bufferevent_enable(c->ubev, EV_READ);
+	proxy_tls_pending(c->ubev);
+	/* What was read before the pause is relayed from the loop, not
+	 * from inside this write callback. */
+	if (evbuffer_get_length(bufferevent_get_input(c->ubev)) > 0)
+		bufferevent_trigger(c->ubev, EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
 static int
 proxy_is_redirect(unsigned status)
 {
@@ -878,6 +958,15 @@ proxy_relay(struct proxy_conn *c, int eof)
 			proxy_close(c);
 			return;
 		}
+		if (!head && !eof && proxy_out_full(c)) {
+			/* The sandbox reads slower than the upstream
+			 * sends: leave the rest in the upstream's socket
+			 * until it has read most of what is queued.  (Not
+			 * with a head still in scratch: its body is fed
+			 * on the next pass.) */
+			proxy_pause(c);
+			return;
+		}
 		if ((size_t)used == n && !eof)
 			return;
 		if (used == 0 && eof) {
@@ -979,15 +1068,29 @@ proxy_client_read(struct bufferevent *bev, void *arg)
 		proxy_parse(c);
 }
 
+/* Called when the queue for the sandbox is down to its low mark
+ * (a quarter of PROXY_CONN_OUT_MAX), and when it is empty. */
 static void
 proxy_client_write(struct bufferevent *bev, void *arg)
 {
-	struct proxy_conn	*c = arg;
+	struct proxy_conn	*c = arg, *o, *next;
+	struct channel		*ch = c->ch;
 
-	(void)bev;
 	if (c->state == PC_CLOSING) {
-		proxy_tls_shutdown(c);
-		proxy_conn_free(c);
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+			proxy_tls_shutdown(c);
+			proxy_conn_free(c);
+		}
+		return;
+	}
+	proxy_resume(c);
+	/* Connections paused for the channel's sake go on once the
+	 * channel's queue is down too. */
+	if (ch->npaused == 0 || ch->queued > PROXY_CHAN_OUT_MAX / 2)
+		return;
+	for (o = TAILQ_FIRST(&ch->conns); o != NULL; o = next) {
+		next = TAILQ_NEXT(o, entry);
+		proxy_resume(o);
 	}
 }
 
@@ -1030,6 +1133,13 @@ proxy_conn_setup(struct proxy_conn *c)
 	/* Bound what a client can queue ahead of its current request. */
 	bufferevent_setwatermark(c->cbev, EV_READ, 0,
 	    (size_t)conf->max_header_kb * 1024 + 64 * 1024);
+	/* The write callback resumes a paused upstream. */
+	bufferevent_setwatermark(c->cbev, EV_WRITE, PROXY_CONN_OUT_MAX / 4, 0);
+	(void)evbuffer_remove_cb(bufferevent_get_output(c->cbev), proxy_out_cb,
+	    c);
+	if (evbuffer_add_cb(bufferevent_get_output(c->cbev), proxy_out_cb,
+	    c) == NULL)
+		fatalx("cannot watch a buffer");
 	proxy_head_timeout(c);
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
 }
