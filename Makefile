@@ -47,6 +47,7 @@ COMMON_SRCS += common/policy_yaml.c
 COMMON_SRCS += common/policy_diff.c
 COMMON_SRCS += common/sign.c
 COMMON_SRCS += common/audit.c
+COMMON_SRCS += common/auditq.c
 COMMON_SRCS += common/util.c
 COMMON_SRCS += common/config.c
 COMMON_SRCS += common/daemon.c
@@ -448,6 +449,7 @@ test-san:
 # ---- fuzzing (clang's libFuzzer) -----------------------------------------
 FUZZ_TARGETS = frame_fuzz template_fuzz
 FUZZ_TARGETS += http_fuzz
+FUZZ_TARGETS += http_resp_fuzz
 FUZZ_TARGETS += release_fuzz
 FUZZ_TARGETS += forward_fuzz
 FUZZ_SECONDS ?= 30
@@ -466,6 +468,12 @@ build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide
 # What egressd forwards, parsed again (proxy_http.c and decide.c as
 # proxy.c drives them); seeded from the differential corpus.
 build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+
+# The response parser and its accounting against max_response_kb.
+build/fuzz/http_resp_fuzz: tests/fuzz/http_resp_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
 	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)

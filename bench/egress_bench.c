@@ -6,7 +6,8 @@
  *
  *	egress_bench server [-b bytes] [-C cert -K key] port
  *	egress_bench client [-c conns] [-n requests] [-a addr] [-x host:port |
- *	    -X unix-socket] [-A cafile] url
+ *	    -X unix-socket] [-A cafile] [-L file] url
+ *	egress_bench flood [-c conns] [-t seconds] -X unix-socket url
  *
  * server: a single-threaded libevent HTTP/1.1 server on 127.0.0.1:port
  * that answers every request head with 200 and a body of `bytes` bytes
@@ -32,7 +33,15 @@
  * as tinyproxy does) is retried once on a new connection, as HTTP
  * clients do, and counted as a retry.  The first connection of each
  * thread is opened before the clock starts.  Latency is measured per
- * request from its first byte written to the last byte of its answer.
+ * request from its first byte written to the last byte of its answer;
+ * -L appends every latency (ns, one a line) to file, so that runs can be
+ * pooled.
+ *
+ * flood: what a task looping on denied requests does to egressd (issue
+ * 10): conns threads, each opening a connection to the proxy's Unix
+ * socket, sending a GET for url (which the policy must deny), reading
+ * the answer to its end, and again, for seconds (default 10) or until
+ * SIGTERM or SIGINT; then prints how many answers were 403s.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -576,11 +585,15 @@ eb_client(int argc, char **argv)
 	unsigned		 nc = 1;
 	int			 ch, absolute;
 	char			*colon;
-	const char		*first_error = NULL;
+	const char		*first_error = NULL, *latfile = NULL;
+	FILE			*lf;
 
 	eb.addr = "127.0.0.1";
-	while ((ch = getopt(argc, argv, "a:A:c:n:x:X:")) != -1) {
+	while ((ch = getopt(argc, argv, "a:A:c:L:n:x:X:")) != -1) {
 		switch (ch) {
+		case 'L':
+			latfile = optarg;
+			break;
 		case 'a':
 			eb.addr = optarg;
 			break;
@@ -658,6 +671,16 @@ eb_client(int argc, char **argv)
 			first_error = cl[i].first_error;
 	}
 	qsort(lat, ok, sizeof(*lat), eb_cmp);
+	if (latfile != NULL) {
+		if ((lf = fopen(latfile, "a")) == NULL) {
+			fprintf(stderr, "egress_bench: %s: cannot append\n",
+			    latfile);
+			return 1;
+		}
+		for (size_t i = 0; i < ok; i++)
+			fprintf(lf, "%" PRIu64 "\n", lat[i]);
+		fclose(lf);
+	}
 	printf("c=%u n=%zu ok=%zu req/s=%.0f p50=%.3f ms p99=%.3f ms "
 	    "connects=%zu retries=%zu errors=%zu\n", nc, n, ok,
 	    wall > 0 ? (double)ok * 1e9 / (double)wall : 0.0,
@@ -669,6 +692,129 @@ eb_client(int argc, char **argv)
 	return errors == 0 && ok > 0 ? 0 : 1;
 }
 
+/* ---- flood ---- */
+
+static volatile sig_atomic_t eb_flood_stop;
+
+struct eb_flooder {
+	pthread_t	 thread;
+	const char	*path;
+	const char	*req;
+	size_t		 reqlen;
+	uint64_t	 until;
+	size_t		 denied;
+	size_t		 other;
+};
+
+static void
+eb_flood_sig(int sig)
+{
+	(void)sig;
+	eb_flood_stop = 1;
+}
+
+static void *
+eb_flood_run(void *arg)
+{
+	struct eb_flooder	*f = arg;
+	struct sockaddr_un	 sun;
+	char			 buf[4096], sink[4096];
+	size_t			 have;
+	ssize_t			 r;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", f->path);
+	while (!eb_flood_stop && eb_now() < f->until) {
+		if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
+			break;
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+			close(fd);
+			f->other++;
+			usleep(1000);
+			continue;
+		}
+		/* Unread when the connection is over the cap: the answer
+		 * comes all the same. */
+		(void)write(fd, f->req, f->reqlen);
+		/* The status line is in the first 12 bytes; read to the
+		 * end (egressd closes after a denial). */
+		have = 0;
+		while ((r = read(fd, have < 12 ? buf + have : sink, have < 12 ?
+		    sizeof(buf) - have : sizeof(sink))) > 0)
+			if (have < 12)
+				have += (size_t)r;
+		if (have >= 12 && strncmp(buf, "HTTP/1.1 403", 12) == 0)
+			f->denied++;
+		else
+			f->other++;
+		close(fd);
+	}
+	return NULL;
+}
+
+static int
+eb_flood(int argc, char **argv)
+{
+	struct eb_flooder	*fl;
+	const char		*path = NULL;
+	char			 req[2048];
+	unsigned		 nc = 4;
+	double			 secs = 10;
+	uint64_t		 t0, wall;
+	size_t			 denied = 0, other = 0;
+	int			 ch;
+
+	while ((ch = getopt(argc, argv, "c:t:X:")) != -1) {
+		switch (ch) {
+		case 'c':
+			nc = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			secs = strtod(optarg, NULL);
+			break;
+		case 'X':
+			path = optarg;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc || nc == 0 || path == NULL ||
+	    eb_parse_url(argv[optind]) == -1)
+		return 2;
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s:%d\r\n"
+	    "User-Agent: egress_bench\r\n\r\n", argv[optind], eb.host,
+	    eb.port);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, eb_flood_sig);
+	signal(SIGINT, eb_flood_sig);
+	if ((fl = calloc(nc, sizeof(*fl))) == NULL)
+		return 1;
+	t0 = eb_now();
+	for (unsigned i = 0; i < nc; i++) {
+		fl[i].path = path;
+		fl[i].req = req;
+		fl[i].reqlen = strlen(req);
+		fl[i].until = t0 + (uint64_t)(secs * 1e9);
+		if (pthread_create(&fl[i].thread, NULL, eb_flood_run,
+		    &fl[i]) != 0)
+			return 1;
+	}
+	for (unsigned i = 0; i < nc; i++) {
+		pthread_join(fl[i].thread, NULL);
+		denied += fl[i].denied;
+		other += fl[i].other;
+	}
+	wall = eb_now() - t0;
+	printf("flood c=%u secs=%.1f denied=%zu denials/s=%.0f other=%zu\n",
+	    nc, (double)wall / 1e9, denied,
+	    wall > 0 ? (double)denied * 1e9 / (double)wall : 0.0, other);
+	free(fl);
+	return denied > 0 ? 0 : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -676,9 +822,13 @@ main(int argc, char **argv)
 		return eb_server(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "client") == 0)
 		return eb_client(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "flood") == 0)
+		return eb_flood(argc - 1, argv + 1);
 	fprintf(stderr, "usage: egress_bench server [-b bytes] [-C cert -K key]"
 	    " port\n"
 	    "       egress_bench client [-c conns] [-n requests] [-a addr] "
-	    "[-x host:port | -X unix-socket] [-A cafile] url\n");
+	    "[-x host:port | -X unix-socket] [-A cafile] [-L file] url\n"
+	    "       egress_bench flood [-c conns] [-t seconds] -X unix-socket "
+	    "url\n");
 	return 2;
 }

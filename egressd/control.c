@@ -20,6 +20,7 @@
 
 #include "admin.h"
 #include "audit.h"
+#include "auditq.h"
 #include "config.h"
 #include "frame.h"
 #include "log.h"
@@ -53,7 +54,8 @@ control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
 	ev.action = (char *)action;
 	ev.detail = (char *)detail;
 	ev.actor = (char *)actor;
-	if (audit_append(ed->audit, &ev) == -1)
+	/* After the denials queued before it, on the loop. */
+	if (audit_append(auditq_sync(ed->aq), &ev) == -1)
 		return -1;
 	audit_event_clear(&ev);
 	return 0;
@@ -285,10 +287,11 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			return;
 		}
 		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			admin_audit_query(c, req, ctl->ed->audit);
+			admin_audit_query(c, req, auditq_sync(ctl->ed->aq));
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			admin_audit_verify(c, req, ctl->ed->audit, "egressd");
+			admin_audit_verify(c, req, auditq_sync(ctl->ed->aq),
+			    "egressd");
 			return;
 		default:
 			break;

@@ -23,6 +23,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "auditq.h"
 #include "daemon.h"
 #include "log.h"
 #include "sign.h"
@@ -122,6 +123,9 @@ main(int argc, char *argv[])
 		fatalx("%s/%s: %s", ed.conf->state_dir, EGRESSD_DB, err);
 	daemon_chown_db(EGRESSD_DB, ed.conf->state_dir, ed.conf->user,
 	    ed.conf->uid, ed.conf->gid);
+	/* Denials are committed in groups off the event loop. */
+	if ((ed.aq = auditq_new(ed.base, ed.audit, err, sizeof(err))) == NULL)
+		fatalx("audit queue: %s", err);
 	if ((ed.dns = resolve_init(ed.base, ed.conf)) == NULL)
 		fatalx("cannot start the resolver");
 	if ((ed.upstream_ctx = proxy_tls_upstream_ctx(ed.conf)) == NULL)
@@ -144,6 +148,8 @@ main(int argc, char *argv[])
 	while ((ch = TAILQ_FIRST(&ed.channels)) != NULL)
 		proxy_channel_close(ch);
 	control_stop(ed.ctl);
+	/* Every denial queued is on disk before egressd exits. */
+	auditq_free(ed.aq);
 	for (int i = 0; i < 2; i++)
 		event_free(sigs[i]);
 	evdns_base_free(ed.dns, 0);

@@ -55,12 +55,27 @@
 #define DECIDE_URL_MAX		2048
 #define DECIDE_HOST_MAX		256
 
+/*
+ * Memory bounds (issue 10).  Bytes from an upstream wait for a slow
+ * client only up to a mark: past PROXY_CONN_OUT_MAX queued for one
+ * connection, or PROXY_CHAN_OUT_MAX for all of a channel's, egressd stops
+ * reading that upstream (TCP pushes back on it) until the queue drains to
+ * a quarter of the connection's mark and half the channel's.  A
+ * chunk-size line with its extensions, or the trailers, may be at most
+ * HTTP_CHUNK_LINE_MAX bytes.
+ */
+#define PROXY_CONN_OUT_MAX	(256 * 1024)
+#define PROXY_CHAN_OUT_MAX	(1024 * 1024)
+#define HTTP_CHUNK_LINE_MAX	4096
+
 struct event_base;
 struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
 struct evbuffer;
 struct audit;
+struct auditq;
+struct auditq_entry;
 struct yerrs;
 struct ca;
 struct control;
@@ -88,6 +103,7 @@ struct egressd_conf {
 	uint32_t		 connect_timeout;
 	uint32_t		 max_header_kb;
 	uint32_t		 max_headers;
+	uint32_t		 denials_per_second;	/* per channel */
 	struct cfg_sock		 control;
 	struct cfg_sock		 admin;
 };
@@ -280,6 +296,13 @@ struct http_resp {
 	int		 complete;
 	int		 keep_alive;
 	uint64_t	 body_bytes;
+	/* Every byte after the head counts against max_body, chunk
+	 * framing, extensions and trailers included (wire_bytes); a run
+	 * of framing between two body bytes is capped (framing_run). */
+	uint64_t	 wire_bytes;
+	size_t		 framing_run;
+	size_t		 head_left;	/* of the head, fed again */
+	const char	*cursor;	/* feed: accounted up to here */
 	const char	*rule;
 	const char	*why;
 };
@@ -337,8 +360,12 @@ enum proxy_state {
 	PC_WAIT,		/* brokerd, DNS or connect in progress */
 	PC_RESPONSE,		/* request sent, relaying the response */
 	PC_TUNNEL,		/* CONNECT: TLS handshake with the client */
+	PC_DENYING,		/* a denial waits for its audit record */
 	PC_CLOSING,		/* flushing a last reply, then freed */
 };
+
+struct proxy_flood;
+TAILQ_HEAD(proxy_held, proxy_conn);
 
 struct proxy_conn {
 	TAILQ_ENTRY(proxy_conn)	 entry;
@@ -371,6 +398,23 @@ struct proxy_conn {
 	int			 sni_denied;	/* audited in the handshake */
 	int			 up_tls;	/* ubev is TLS (handshaking
 						 * while connecting) */
+	int			 up_paused;	/* the client's queue is full */
+	/* A denial (PC_DENYING): answered once its record is on disk,
+	 * either its own (arec) or a flood's summary (flood). */
+	struct auditq_entry	*arec;
+	struct proxy_flood	*flood;
+	TAILQ_ENTRY(proxy_conn)	 held_entry;
+	char			*deny_rule;
+	char			*deny_detail;
+	int			 deny_status;
+	int			 deny_cut;	/* part of a response is out */
+	int			 deny_alert;	/* TLS alert, not a 403 */
+	int			 deny_done;	/* the record is in */
+	int			 alert_fd;	/* dup of the client socket */
+	struct bio_st		*alert_bio;	/* the SSL's, until taken */
+	char			*alert;		/* the alert record */
+	size_t			 alert_len;
+	int			 refused;	/* over max_conns_per_task */
 };
 
 struct channel {
@@ -391,6 +435,20 @@ struct channel {
 	uint64_t		 bytes_in;
 	uint64_t		 requests;
 	uint64_t		 denials[EGRESS_NRULES];
+	/* Bytes queued for the sandbox on all connections. */
+	size_t			 queued;
+	uint32_t		 npaused;
+	/* Connections over max_conns_per_task waiting for their denial;
+	 * at the cap the listener stops accepting. */
+	struct proxy_conns	 refused;
+	uint32_t		 nrefused;
+	int			 lev_off;
+	/* Denials in the current second, and the flood summary they
+	 * are held for past denials_per_second (proxy.c). */
+	uint64_t		 dn_window;	/* mono_ns of its start */
+	uint32_t		 dn_count;
+	struct proxy_flood	*flood;
+	struct event		*flood_ev;
 };
 TAILQ_HEAD(channels, channel);
 
@@ -400,6 +458,7 @@ struct egressd {
 	struct event_base	*base;
 	struct evdns_base	*dns;
 	struct audit		*audit;
+	struct auditq		*aq;		/* group commit of denials */
 	struct control		*ctl;
 	struct channels		 channels;
 	struct egress_metrics	 m;
@@ -423,9 +482,18 @@ struct channel	*proxy_channel_open(struct egressd *, Sbx__V1__PolicyGrant *,
 struct channel	*proxy_channel_find(struct egressd *, const char *exec_id);
 /* Stop accepting, end every connection, remove the socket, free. */
 void		 proxy_channel_close(struct channel *);
-/* Count and audit a denial of the channel. */
+/* Count and audit a denial of the channel.  With c, c waits in
+ * PC_DENYING until the record (or its flood's summary) is on disk and is
+ * then answered; proxy_deny() does that. */
 void		 proxy_audit_deny(struct channel *, const char *rule,
+		    const char *detail, struct proxy_conn *c);
+/* The SNI callback's denial: the handshake fails with an alert that
+ * proxy_tls.c holds back until the record is on disk. */
+void		 proxy_deny_alert(struct proxy_conn *, const char *rule,
 		    const char *detail);
+/* The record of c's denial is on disk (or failed): answer and close,
+ * if the answer is ready (proxy_tls.c's alert may still be coming). */
+void		 proxy_deny_release(struct proxy_conn *);
 /* Deny the connection's request: audit, JSON reply, close. */
 void		 proxy_deny(struct proxy_conn *, const char *rule, int status,
 		    const char *detail);

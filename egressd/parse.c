@@ -34,7 +34,8 @@ static const char *const broker_required[] = { "path", "user", NULL };
 static const char *const sockets_keys[] = { "control", "admin", NULL };
 static const char *const limit_keys[] = {
 	"max_conns_per_task", "header_timeout", "idle_timeout",
-	"connect_timeout", "max_header_kb", "max_headers", NULL
+	"connect_timeout", "max_header_kb", "max_headers",
+	"denials_per_second", NULL
 };
 static void
 parse_u32(struct ydoc *doc, const struct ynode *map, const char *key,
@@ -61,6 +62,8 @@ parse_limits(struct ydoc *doc, const struct ynode *n, struct egressd_conf *c)
 	parse_u32(doc, n, "connect_timeout", 1, 3600, &c->connect_timeout);
 	parse_u32(doc, n, "max_header_kb", 1, 1024, &c->max_header_kb);
 	parse_u32(doc, n, "max_headers", 1, 1000, &c->max_headers);
+	parse_u32(doc, n, "denials_per_second", 1, 100000,
+	    &c->denials_per_second);
 }
 
 static void
@@ -107,6 +110,7 @@ parse_config(const char *file, struct yerrs *errs)
 	c->connect_timeout = 10;
 	c->max_header_kb = 16;
 	c->max_headers = 64;
+	c->denials_per_second = 20;
 	root = doc->root;
 	if (root == NULL) {
 		yerr(doc, NULL, "egressd.yaml", "empty configuration");

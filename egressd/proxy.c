@@ -25,6 +25,23 @@
  * Invariant: request bytes reach an upstream socket only in
  * proxy_send_request(), which runs only after every check above has
  * passed for that request (a TLS upstream's handshake comes first).
+ *
+ * Denials (invariant 6): a denied connection waits in PC_DENYING until
+ * the denial's audit record is on disk, then gets its 403 (or TLS alert)
+ * and is closed.  Records are committed in groups by a writer thread
+ * (common/auditq.c), so the event loop never waits on fsync.  Past
+ * denials_per_second denials in a second on one channel, further ones
+ * are held and counted, and once a second one record per rule ("N
+ * denials held in a flood...") is committed for them all, after which
+ * the held answers go out: a flooding task gets every 403, each denial
+ * is still counted in the log, and neither the disk nor the loop is
+ * its to fill.
+ *
+ * Memory (issue 10): what an upstream sends waits for the sandbox only
+ * up to PROXY_CONN_OUT_MAX per connection and PROXY_CHAN_OUT_MAX per
+ * channel; past either, egressd stops reading that upstream until the
+ * sandbox has read most of it, so a client that reads slowly slows its
+ * upstream down (TCP pushes back) instead of growing egressd.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -50,6 +67,7 @@
 #include <sodium.h>
 
 #include "audit.h"
+#include "auditq.h"
 #include "log.h"
 #include "util.h"
 #include "egressd.h"
@@ -68,6 +86,8 @@ static void	proxy_up_event(struct bufferevent *, short, void *);
 static void	proxy_client_read(struct bufferevent *, void *);
 static void	proxy_client_write(struct bufferevent *, void *);
 static void	proxy_client_event(struct bufferevent *, short, void *);
+static void	proxy_out_cb(struct evbuffer *, const struct evbuffer_cb_info *,
+		    void *);
 
 int
 proxy_rule_index(const char *rule)
@@ -84,20 +104,179 @@ proxy_rule_name(int i)
 	return i >= 0 && i < EGRESS_NRULES ? proxy_rules[i] : "?";
 }
 
+/* ---- denials: group commit, and floods held and summarised ---- */
+
+/* The denials held in one second of one channel's flood. */
+struct proxy_flood {
+	struct proxy_held	 held;
+	uint64_t		 n[EGRESS_NRULES];
+	uint64_t		 total;
+	char			*first[EGRESS_NRULES];
+	char			*last[EGRESS_NRULES];
+};
+
+/* The record of c's denial has run through the group commit. */
+static void
+proxy_denied(int ok, void *arg)
+{
+	struct proxy_conn	*c = arg;
+
+	c->arec = NULL;
+	if (!ok)
+		log_warnx("audit: cannot record a %s denial", c->deny_rule);
+	proxy_deny_release(c);
+}
+
+/* A flood's summary is on disk: every held denial is answered. */
+static void
+proxy_flood_done(int ok, void *arg)
+{
+	struct proxy_flood	*fl = arg;
+	struct proxy_conn	*c;
+
+	if (!ok)
+		log_warnx("audit: cannot record a flood of %llu denials",
+		    (unsigned long long)fl->total);
+	while ((c = TAILQ_FIRST(&fl->held)) != NULL) {
+		TAILQ_REMOVE(&fl->held, c, held_entry);
+		c->flood = NULL;
+		proxy_deny_release(c);
+	}
+	for (int i = 0; i < EGRESS_NRULES; i++) {
+		free(fl->first[i]);
+		free(fl->last[i]);
+	}
+	free(fl);
+}
+
+/* Queue the summary of the channel's flood: one record per rule. */
+static void
+proxy_flood_flush(struct channel *ch)
+{
+	struct proxy_flood	*fl = ch->flood;
+	Sbx__V1__AuditEvent	 ev[EGRESS_NRULES];
+	const Sbx__V1__AuditEvent *evp[EGRESS_NRULES];
+	char			*detail[EGRESS_NRULES];
+	size_t			 n = 0;
+
+	if (fl == NULL)
+		return;
+	ch->flood = NULL;
+	if (ch->flood_ev != NULL)
+		evtimer_del(ch->flood_ev);
+	log_info("flood task %s execution %s: %llu denials held past %u a "
+	    "second, recorded as counts", ch->grant->task_id,
+	    ch->grant->execution_id, (unsigned long long)fl->total,
+	    ch->ed->conf->denials_per_second);
+	for (int i = 0; i < EGRESS_NRULES; i++) {
+		if (fl->n[i] == 0)
+			continue;
+		xasprintf(&detail[n], "%llu denials held in a flood (%llu in "
+		    "all); first: %.200s; last: %.200s",
+		    (unsigned long long)fl->n[i],
+		    (unsigned long long)fl->total, fl->first[i],
+		    fl->last[i] != NULL ? fl->last[i] : fl->first[i]);
+		sbx__v1__audit_event__init(&ev[n]);
+		ev[n].task_id = ch->grant->task_id;
+		ev[n].execution_id = ch->grant->execution_id;
+		ev[n].policy_hash = ch->grant->policy_hash;
+		ev[n].action = (char *)"deny";
+		ev[n].rule = (char *)proxy_rule_name(i);
+		ev[n].detail = detail[n];
+		ev[n].actor = (char *)"sandbox";
+		evp[n] = &ev[n];
+		n++;
+	}
+	if (ch->ed->aq != NULL)
+		(void)auditq_add(ch->ed->aq, evp, n, proxy_flood_done, fl);
+	for (size_t i = 0; i < n; i++)
+		free(detail[i]);
+	if (ch->ed->aq == NULL)
+		proxy_flood_done(1, fl);
+}
+
+static void
+proxy_flood_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	proxy_flood_flush(arg);
+}
+
+/* 1 once the channel is past denials_per_second in this second. */
+static int
+proxy_flooding(struct channel *ch)
+{
+	uint64_t	 now = mono_ns();
+
+	if (now - ch->dn_window >= 1000000000ULL) {
+		ch->dn_window = now;
+		ch->dn_count = 0;
+	}
+	return ++ch->dn_count > ch->ed->conf->denials_per_second;
+}
+
+/* Count the denial into the flood of this second (and hold c). */
+static void
+proxy_flood_hold(struct channel *ch, int i, const char *detail,
+    struct proxy_conn *c)
+{
+	struct proxy_flood	*fl;
+	struct timeval		 tv;
+	uint64_t		 left, now = mono_ns();
+
+	if ((fl = ch->flood) == NULL) {
+		fl = xcalloc(1, sizeof(*fl));
+		TAILQ_INIT(&fl->held);
+		ch->flood = fl;
+		if (ch->flood_ev == NULL &&
+		    (ch->flood_ev = evtimer_new(ch->ed->base,
+		    proxy_flood_timer, ch)) == NULL)
+			fatalx("cannot create a timer");
+		/* The summary goes at the end of this second. */
+		left = ch->dn_window + 1000000000ULL > now ?
+		    ch->dn_window + 1000000000ULL - now : 0;
+		tv.tv_sec = (time_t)(left / 1000000000ULL);
+		tv.tv_usec = (suseconds_t)(left % 1000000000ULL / 1000);
+		evtimer_add(ch->flood_ev, &tv);
+	}
+	fl->n[i]++;
+	fl->total++;
+	if (fl->first[i] == NULL)
+		fl->first[i] = xstrdup(detail);
+	else {
+		free(fl->last[i]);
+		fl->last[i] = xstrdup(detail);
+	}
+	if (c != NULL) {
+		TAILQ_INSERT_TAIL(&fl->held, c, held_entry);
+		c->flood = fl;
+	}
+}
+
 void
-proxy_audit_deny(struct channel *ch, const char *rule, const char *detail)
+proxy_audit_deny(struct channel *ch, const char *rule, const char *detail,
+    struct proxy_conn *c)
 {
 	Sbx__V1__AuditEvent	 ev = SBX__V1__AUDIT_EVENT__INIT;
+	const Sbx__V1__AuditEvent *evp = &ev;
 	int			 i = proxy_rule_index(rule);
 
 	if (i >= 0) {
 		ch->denials[i]++;
 		ch->ed->m.denials[i]++;
+		if (proxy_flooding(ch)) {
+			proxy_flood_hold(ch, i, detail, c);
+			return;
+		}
 	}
 	log_info("deny %s task %s execution %s: %s", rule,
 	    ch->grant->task_id, ch->grant->execution_id, detail);
-	if (ch->ed->audit == NULL)
+	if (ch->ed->aq == NULL) {
+		if (c != NULL)
+			proxy_deny_release(c);
 		return;
+	}
 	ev.task_id = ch->grant->task_id;
 	ev.execution_id = ch->grant->execution_id;
 	ev.policy_hash = ch->grant->policy_hash;
@@ -105,10 +284,10 @@ proxy_audit_deny(struct channel *ch, const char *rule, const char *detail)
 	ev.rule = (char *)rule;
 	ev.detail = (char *)detail;
 	ev.actor = (char *)"sandbox";
-	if (audit_append(ch->ed->audit, &ev) == -1)
-		log_warnx("audit: cannot record a %s denial", rule);
+	if (c != NULL)
+		c->arec = auditq_add(ch->ed->aq, &evp, 1, proxy_denied, c);
 	else
-		audit_event_clear(&ev);
+		(void)auditq_add(ch->ed->aq, &evp, 1, NULL, NULL);
 }
 
 static void
@@ -122,6 +301,10 @@ proxy_timeouts(struct bufferevent *bev, uint32_t rd, uint32_t wr)
 static void
 proxy_up_free(struct proxy_conn *c)
 {
+	if (c->up_paused) {
+		c->up_paused = 0;
+		c->ch->npaused--;
+	}
 	if (c->ubev != NULL)
 		bufferevent_free(c->ubev);
 	c->ubev = NULL;
@@ -147,6 +330,14 @@ proxy_request_clear(struct proxy_conn *c)
 	memset(&c->resp, 0, sizeof(c->resp));
 	if (c->head != NULL)
 		evbuffer_drain(c->head, evbuffer_get_length(c->head));
+	if (c->up_paused) {
+		/* A kept-alive upstream is read again: its close must be
+		 * seen. */
+		c->up_paused = 0;
+		c->ch->npaused--;
+		if (c->ubev != NULL)
+			bufferevent_enable(c->ubev, EV_READ);
+	}
 	c->rule = NULL;
 	c->resp_head_sent = 0;
 	memset(&c->dec, 0, sizeof(c->dec));
@@ -162,13 +353,38 @@ proxy_conn_free(struct proxy_conn *c)
 	proxy_up_free(c);
 	if (c->head != NULL)
 		evbuffer_free(c->head);
-	if (c->cbev != NULL)
+	/* A denial still waiting is recorded all the same; nobody is
+	 * left to answer. */
+	auditq_cancel(c->arec);
+	if (c->flood != NULL)
+		TAILQ_REMOVE(&c->flood->held, c, held_entry);
+	if (c->cbev != NULL) {
+		/* What is still queued for the sandbox leaves the
+		 * channel's count with it. */
+		if (evbuffer_remove_cb(bufferevent_get_output(c->cbev),
+		    proxy_out_cb, c) == 0)
+			ch->queued -= evbuffer_get_length(
+			    bufferevent_get_output(c->cbev));
 		bufferevent_free(c->cbev);
+	}
 	proxy_tls_clear(c);
 	if (c->counted) {
 		TAILQ_REMOVE(&ch->conns, c, entry);
 		ch->nconns--;
 	}
+	if (c->refused) {
+		TAILQ_REMOVE(&ch->refused, c, entry);
+		if (--ch->nrefused < ch->ed->conf->max_conns_per_task &&
+		    ch->lev_off && ch->lev != NULL) {
+			evconnlistener_enable(ch->lev);
+			ch->lev_off = 0;
+		}
+	}
+	free(c->deny_rule);
+	free(c->deny_detail);
+	free(c->alert);
+	if (c->alert_fd != -1)
+		close(c->alert_fd);
 	free(c);
 }
 
@@ -221,22 +437,72 @@ proxy_reply(struct proxy_conn *c, int status, const char *rule,
 	json_decref(j);
 }
 
-/* Deny this request: audit, answer, close the connection (the rest of
- * the request may still be unread). */
+/* Deny this request: nothing more of it goes anywhere; once its record
+ * is on disk, answer and close the connection (the rest of the request
+ * may still be unread). */
 void
 proxy_deny(struct proxy_conn *c, const char *rule, int status,
     const char *detail)
 {
-	if (c->state == PC_CLOSING)
+	char	*r, *d;
+
+	if (c->state == PC_CLOSING || c->state == PC_DENYING)
 		return;
-	proxy_audit_deny(c->ch, rule, detail);
-	if (c->resp_head_sent) {
-		/* Part of the response is out: all that is left is to cut
-		 * it short. */
-		proxy_close(c);
+	/* Copied first: they may point into what is cleared below. */
+	r = xstrdup(rule);
+	d = xstrdup(detail);
+	/* Part of the response is out: all that is left is to cut it
+	 * short. */
+	c->deny_cut = c->resp_head_sent;
+	proxy_request_clear(c);
+	proxy_up_free(c);
+	c->state = PC_DENYING;
+	c->deny_rule = r;
+	c->deny_detail = d;
+	c->deny_status = status;
+	bufferevent_disable(c->cbev, EV_READ);
+	bufferevent_set_timeouts(c->cbev, NULL, NULL);
+	/* Nothing the client sent is read again: a denial held for its
+	 * record keeps no request bytes. */
+	evbuffer_drain(c->req.body, evbuffer_get_length(c->req.body));
+	evbuffer_drain(bufferevent_get_input(c->cbev),
+	    evbuffer_get_length(bufferevent_get_input(c->cbev)));
+	/* Last: with no audit log it answers at once. */
+	proxy_audit_deny(c->ch, r, d, c);
+}
+
+void
+proxy_deny_alert(struct proxy_conn *c, const char *rule, const char *detail)
+{
+	if (c->state == PC_CLOSING || c->state == PC_DENYING) {
+		proxy_audit_deny(c->ch, rule, detail, NULL);
 		return;
 	}
-	proxy_reply(c, status, rule, detail);
+	c->state = PC_DENYING;
+	c->deny_alert = 1;
+	c->deny_rule = xstrdup(rule);
+	c->deny_detail = xstrdup(detail);
+	proxy_audit_deny(c->ch, c->deny_rule, c->deny_detail, c);
+}
+
+void
+proxy_deny_release(struct proxy_conn *c)
+{
+	c->deny_done = 1;
+	if (c->deny_alert) {
+		/* Still inside the failing handshake: proxy_tls.c takes
+		 * the alert and calls again. */
+		if (c->cbev != NULL)
+			return;
+		if (c->alert_fd != -1 && c->alert_len > 0 &&
+		    write(c->alert_fd, c->alert, c->alert_len) == -1)
+			log_debug("execution %s: the TLS alert was not sent",
+			    c->ch->grant->execution_id);
+		proxy_conn_free(c);
+		return;
+	}
+	if (!c->deny_cut)
+		proxy_reply(c, c->deny_status, c->deny_rule, c->deny_detail);
 	proxy_close(c);
 }
 
@@ -756,6 +1022,59 @@ proxy_response_done(struct proxy_conn *c)
 	proxy_parse(c);
 }
 
+/* ---- backpressure ---- */
+
+/* Count what is queued for the sandbox on each channel. */
+static void
+proxy_out_cb(struct evbuffer *b, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct proxy_conn	*c = arg;
+
+	(void)b;
+	c->ch->queued += info->n_added;
+	c->ch->queued -= info->n_deleted;
+}
+
+/* 1 while more is queued for the sandbox than c or its channel may
+ * hold. */
+static int
+proxy_out_full(const struct proxy_conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->cbev)) >
+	    PROXY_CONN_OUT_MAX || c->ch->queued > PROXY_CHAN_OUT_MAX;
+}
+
+static void
+proxy_pause(struct proxy_conn *c)
+{
+	if (c->up_paused || c->ubev == NULL)
+		return;
+	c->up_paused = 1;
+	c->ch->npaused++;
+	bufferevent_disable(c->ubev, EV_READ);
+}
+
+/* Read the upstream again once the sandbox has read most of what was
+ * queued, on the connection and on the channel. */
+static void
+proxy_resume(struct proxy_conn *c)
+{
+	if (!c->up_paused || c->state != PC_RESPONSE ||
+	    evbuffer_get_length(bufferevent_get_output(c->cbev)) >
+	    PROXY_CONN_OUT_MAX / 4 || c->ch->queued > PROXY_CHAN_OUT_MAX / 2)
+		return;
+	c->up_paused = 0;
+	c->ch->npaused--;
+	bufferevent_enable(c->ubev, EV_READ);
+	proxy_tls_pending(c->ubev);
+	/* What was read before the pause is relayed from the loop, not
+	 * from inside this write callback. */
+	if (evbuffer_get_length(bufferevent_get_input(c->ubev)) > 0)
+		bufferevent_trigger(c->ubev, EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
 static int
 proxy_is_redirect(unsigned status)
 {
@@ -778,6 +1097,10 @@ proxy_relay(struct proxy_conn *c, int eof)
 	long		 used;
 	int		 head;
 
+	/* Past libhttp-parser's own limit a head could only be refused
+	 * later, after buffering it. */
+	if (max_head > HTTP_MAX_HEADER_SIZE)
+		max_head = HTTP_MAX_HEADER_SIZE;
 	while (c->state == PC_RESPONSE) {
 		len = evbuffer_get_length(in);
 		head = !c->resp.headers_done;
@@ -882,6 +1205,15 @@ proxy_relay(struct proxy_conn *c, int eof)
 			proxy_close(c);
 			return;
 		}
+		if (!head && !eof && proxy_out_full(c)) {
+			/* The sandbox reads slower than the upstream
+			 * sends: leave the rest in the upstream's socket
+			 * until it has read most of what is queued.  (Not
+			 * with a head still in scratch: its body is fed
+			 * on the next pass.) */
+			proxy_pause(c);
+			return;
+		}
 		if ((size_t)used == n && !eof)
 			return;
 		if (used == 0 && eof) {
@@ -983,15 +1315,29 @@ proxy_client_read(struct bufferevent *bev, void *arg)
 		proxy_parse(c);
 }
 
+/* Called when the queue for the sandbox is down to its low mark
+ * (a quarter of PROXY_CONN_OUT_MAX), and when it is empty. */
 static void
 proxy_client_write(struct bufferevent *bev, void *arg)
 {
-	struct proxy_conn	*c = arg;
+	struct proxy_conn	*c = arg, *o, *next;
+	struct channel		*ch = c->ch;
 
-	(void)bev;
 	if (c->state == PC_CLOSING) {
-		proxy_tls_shutdown(c);
-		proxy_conn_free(c);
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+			proxy_tls_shutdown(c);
+			proxy_conn_free(c);
+		}
+		return;
+	}
+	proxy_resume(c);
+	/* Connections paused for the channel's sake go on once the
+	 * channel's queue is down too. */
+	if (ch->npaused == 0 || ch->queued > PROXY_CHAN_OUT_MAX / 2)
+		return;
+	for (o = TAILQ_FIRST(&ch->conns); o != NULL; o = next) {
+		next = TAILQ_NEXT(o, entry);
+		proxy_resume(o);
 	}
 }
 
@@ -1034,6 +1380,13 @@ proxy_conn_setup(struct proxy_conn *c)
 	/* Bound what a client can queue ahead of its current request. */
 	bufferevent_setwatermark(c->cbev, EV_READ, 0,
 	    (size_t)conf->max_header_kb * 1024 + 64 * 1024);
+	/* The write callback resumes a paused upstream. */
+	bufferevent_setwatermark(c->cbev, EV_WRITE, PROXY_CONN_OUT_MAX / 4, 0);
+	(void)evbuffer_remove_cb(bufferevent_get_output(c->cbev), proxy_out_cb,
+	    c);
+	if (evbuffer_add_cb(bufferevent_get_output(c->cbev), proxy_out_cb,
+	    c) == NULL)
+		fatalx("cannot watch a buffer");
 	proxy_head_timeout(c);
 	bufferevent_enable(c->cbev, EV_READ | EV_WRITE);
 }
@@ -1053,11 +1406,12 @@ proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
 	    sizeof(detail)) == -1) {
 		/* Not a byte read, not a byte answered. */
 		close(fd);
-		proxy_audit_deny(ch, RULE_PEER, detail);
+		proxy_audit_deny(ch, RULE_PEER, detail, NULL);
 		return;
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->ch = ch;
+	c->alert_fd = -1;
 	if ((c->cbev = bufferevent_socket_new(ch->ed->base, fd,
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
 		close(fd);
@@ -1074,6 +1428,16 @@ proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		bufferevent_setcb(c->cbev, NULL, proxy_client_write,
 		    proxy_client_event, c);
 		bufferevent_enable(c->cbev, EV_WRITE);
+		/* Each waits for its denial's record; a flood of them
+		 * would hold a descriptor each: past the cap, the
+		 * channel stops accepting until some are answered. */
+		c->refused = 1;
+		TAILQ_INSERT_TAIL(&ch->refused, c, entry);
+		if (++ch->nrefused >= ch->ed->conf->max_conns_per_task &&
+		    !ch->lev_off) {
+			evconnlistener_disable(ch->lev);
+			ch->lev_off = 1;
+		}
 		proxy_deny(c, RULE_CONNS, 403, detail);
 		return;
 	}
@@ -1137,6 +1501,7 @@ proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
 	ch->grant = g;
 	ch->pol = g->policy;
 	TAILQ_INIT(&ch->conns);
+	TAILQ_INIT(&ch->refused);
 	sbx__v1__signed_policy__init(&ch->signed_);
 	ch->signed_.grant.data = xmalloc(sp->grant.len);
 	memcpy(ch->signed_.grant.data, sp->grant.data, sp->grant.len);
@@ -1172,9 +1537,18 @@ proxy_channel_close(struct channel *ch)
 
 	/* The socket's name is launchd-sbx's to remove, with the staging;
 	 * closing ours ends every connect from now on. */
-	if (ch->lev != NULL)
+	if (ch->lev != NULL) {
 		evconnlistener_free(ch->lev);
+		ch->lev = NULL;
+	}
+	/* The held denials are recorded as counts now; their connections
+	 * go with the channel, unanswered. */
+	proxy_flood_flush(ch);
+	if (ch->flood_ev != NULL)
+		event_free(ch->flood_ev);
 	while ((c = TAILQ_FIRST(&ch->conns)) != NULL)
+		proxy_conn_free(c);
+	while ((c = TAILQ_FIRST(&ch->refused)) != NULL)
 		proxy_conn_free(c);
 	if (ch->listed) {
 		TAILQ_REMOVE(&ch->ed->channels, ch, entry);

@@ -20,6 +20,12 @@
  * trailer says (Host, Content-Length, Transfer-Encoding, anything) ever
  * reaches the upstream.  Identity and routing headers the sandbox wrote
  * (decide_header) are dropped from the rebuilt head as well.
+ *
+ * A response is relayed as the upstream sent it, so its cap counts what
+ * is on the wire: every byte after the head, chunk-size lines, chunk
+ * extensions and trailers included (a body of 1-byte chunks with long
+ * extensions is as large as it is long), and a chunk-size line with its
+ * extensions, or the trailers, may be at most HTTP_CHUNK_LINE_MAX bytes.
  */
 #include <sys/types.h>
 
@@ -637,7 +643,17 @@ http_resp_on_body(http_parser *p, const char *at, size_t len)
 {
 	struct http_resp	*r = p->data;
 
-	(void)at;
+	/* The framing since the last body byte: a chunk's CRLF, the next
+	 * size line and its extensions. */
+	if (r->cursor != NULL && at > r->cursor)
+		r->framing_run += (size_t)(at - r->cursor);
+	r->cursor = at + len;
+	if (r->framing_run > HTTP_CHUNK_LINE_MAX) {
+		r->rule = RULE_RESP_SIZE;
+		r->why = "chunk-size line or extension over the cap";
+		return -1;
+	}
+	r->framing_run = 0;
 	r->body_bytes += len;
 	if (r->body_bytes > r->max_body) {
 		r->rule = RULE_RESP_SIZE;
@@ -687,15 +703,45 @@ http_resp_clear(struct http_resp *r)
 long
 http_resp_feed(struct http_resp *r, const char *buf, size_t len)
 {
-	size_t		 n;
+	size_t		 n, skip = 0;
 	enum http_errno	 e;
+	int		 body = r->headers_done;
 
 	if (HTTP_PARSER_ERRNO(&r->p) == HPE_PAUSED)
 		http_parser_pause(&r->p, 0);
+	if (body) {
+		/* The parser stops at the head's last LF and reads it
+		 * again on the next feed: that byte is still the head's. */
+		skip = r->head_left < len ? r->head_left : len;
+		r->head_left -= skip;
+		r->cursor = buf + skip;
+	}
 	n = http_parser_execute(&r->p, &http_resp_settings, buf, len);
 	e = HTTP_PARSER_ERRNO(&r->p);
-	if (e == HPE_OK || e == HPE_PAUSED)
+	if (body && (e == HPE_OK || e == HPE_PAUSED) && n > skip) {
+		r->wire_bytes += n - skip;
+		/* And the framing after this feed's last body byte. */
+		if (buf + n > r->cursor)
+			r->framing_run += (size_t)(buf + n - r->cursor);
+	}
+	r->cursor = NULL;
+	if (!body && r->headers_done)
+		r->head_left = len - n;
+	if (e == HPE_OK || e == HPE_PAUSED) {
+		if (r->wire_bytes > r->max_body) {
+			r->rule = RULE_RESP_SIZE;
+			r->why = "response over max_response_kb as sent "
+			    "(chunk framing included)";
+			return -1;
+		}
+		if (r->framing_run > HTTP_CHUNK_LINE_MAX) {
+			r->rule = RULE_RESP_SIZE;
+			r->why = "chunk-size line, extension or trailers over "
+			    "the cap";
+			return -1;
+		}
 		return (long)n;
+	}
 	if (r->rule == NULL) {
 		r->rule = RULE_UPSTREAM;
 		r->why = http_errno_description(e);

@@ -12,7 +12,9 @@
  *
  * Invariants: the SNI the sandbox sends must name the CONNECT host (the
  * handshake is refused with a fatal unrecognized_name alert and an
- * audited sni-mismatch otherwise), every Host inside must name it too,
+ * audited sni-mismatch otherwise; the alert is held back until the
+ * denial's record is on disk, as a 403 is), every Host inside must name
+ * it too,
  * and no request byte reaches an upstream whose certificate did not
  * verify for that host (upstream-tls-failed, 502).
  *
@@ -26,6 +28,7 @@
  */
 #include <sys/types.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +68,7 @@ static int
 proxy_tls_sni(SSL *ssl, int *al, void *arg)
 {
 	struct proxy_conn	*c = SSL_get_app_data(ssl);
+	BIO			*mem;
 	const char		*name, *why = NULL;
 	char			 canon[DECIDE_HOST_MAX], detail[600];
 	int			 ip;
@@ -86,9 +90,55 @@ proxy_tls_sni(SSL *ssl, int *al, void *arg)
 	else
 		return SSL_TLSEXT_ERR_OK;
 	c->sni_denied = 1;
-	proxy_audit_deny(c->ch, RULE_SNI, detail);
+	/*
+	 * The alert is the denial's answer, so it must wait for the
+	 * record like a 403: OpenSSL writes it into memory instead of
+	 * the socket, and proxy_tls_hold_alert() takes it from there.
+	 * (Without the memory BIO the alert goes out at once.)
+	 */
+	if ((mem = BIO_new(BIO_s_mem())) != NULL) {
+		SSL_set0_wbio(ssl, mem);
+		c->alert_bio = mem;
+	}
+	proxy_deny_alert(c, RULE_SNI, detail);
 	*al = SSL_AD_UNRECOGNIZED_NAME;
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+/*
+ * The handshake refused for the SNI has failed: keep the alert and a
+ * descriptor of the socket, give the socket back to libevent (which
+ * closes it through the SSL's write BIO), and answer once the record
+ * is in (proxy_deny_release).
+ */
+static void
+proxy_tls_hold_alert(struct proxy_conn *c)
+{
+	SSL		*ssl = c->client_ssl;
+	BIO		*rb;
+	char		*p;
+	long		 n;
+	evutil_socket_t	 fd = bufferevent_getfd(c->cbev);
+
+	if (c->alert_bio != NULL &&
+	    (n = BIO_get_mem_data(c->alert_bio, &p)) > 0) {
+		c->alert = xmalloc((size_t)n);
+		memcpy(c->alert, p, (size_t)n);
+		c->alert_len = (size_t)n;
+		log_debug("execution %s: a %zu-byte alert waits for its "
+		    "record", c->ch->grant->execution_id, c->alert_len);
+	}
+	if (fd != -1)
+		c->alert_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (c->alert_bio != NULL && ssl != NULL &&
+	    (rb = SSL_get_rbio(ssl)) != NULL && BIO_up_ref(rb) == 1)
+		SSL_set0_wbio(ssl, rb);
+	c->alert_bio = NULL;
+	bufferevent_free(c->cbev);
+	c->cbev = NULL;
+	c->client_ssl = NULL;
+	if (c->deny_done)
+		proxy_deny_release(c);
 }
 
 /* HTTP/1.1 only inside a tunnel: that is what egressd parses. */
@@ -118,6 +168,10 @@ proxy_tls_client_event(struct bufferevent *bev, short what, void *arg)
 		    c->ch->grant->execution_id, c->tls_host,
 		    SSL_get_version(c->client_ssl));
 		proxy_tunnel_ready(c);
+		return;
+	}
+	if (c->deny_alert) {
+		proxy_tls_hold_alert(c);
 		return;
 	}
 	if (!c->sni_denied) {

@@ -25,6 +25,10 @@ JSON), /v1/redirect?to=URL (302), /v1/big?n=N (N bytes, Content-Length),
 /v1/chunked?n=N (N bytes, chunked), /v1/slow (never answers),
 /v1/badhead?name=NAME (a 200 whose head has a field named NAME, by
 default "X-Bad Name": not a token).
+/v1/stream?n=N&id=ID (N bytes with Content-Length, written as fast as the
+socket takes them; how many it has written so far is in LOG.stream-ID,
+rewritten at least every MiB and when it ends), /v1/chunkext?n=K&ext=E
+(K one-byte chunks, each with an E-byte chunk extension).
 """
 import http.server
 import json
@@ -96,8 +100,50 @@ def cmd_server(port, log, cert=None, key=None):
                     q.get("name", ["X-Bad Name"])[0]: "1"})
             elif u.path == "/v1/slow":
                 time.sleep(30)
+            elif u.path == "/v1/stream":
+                self.stream(int(q["n"][0]), q["id"][0])
+            elif u.path == "/v1/chunkext":
+                self.send_response(200)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                ext = b";x=" + b"e" * int(q["ext"][0])
+                for _ in range(int(q["n"][0])):
+                    self.wfile.write(b"1%s\r\nz\r\n" % ext)
+                self.wfile.write(b"0\r\n\r\n")
             else:
                 self.send(404, b'{"error": "not found"}')
+
+        def stream(self, n, ident):
+            # Report progress through a file the test reads while the
+            # write blocks: that is what backpressure looks like here.
+            prog = "%s.stream-%s" % (log, ident)
+            block = b"s" * 65536
+            written, told = 0, -1
+
+            def tell(state):
+                with open(prog + ".tmp", "w") as f:
+                    f.write("%d %s\n" % (written, state))
+                os.replace(prog + ".tmp", prog)
+
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            self.wfile.flush()
+            tell("started")
+            try:
+                while written < n:
+                    c = block[:min(len(block), n - written)]
+                    self.wfile.write(c)
+                    written += len(c)
+                    if written - told >= 1 << 20:
+                        told = written
+                        tell("writing")
+                self.wfile.flush()
+                tell("done")
+            except (OSError, ssl.SSLError):
+                tell("broken")
+                raise
 
         do_GET = do_POST = do_PUT = do_HEAD = do_DELETE = handle_any
 
