@@ -28,7 +28,7 @@ strip(const char *in)
 	size_t	 len = strlen(in), n;
 	uint8_t	*out = xmalloc(len + 1);
 
-	n = text_strip((const uint8_t *)in, len, out);
+	n = text_strip((const uint8_t *)in, len, out, NULL);
 	cr_assert_leq(n, len);
 	out[n] = '\0';
 	return (char *)out;
@@ -159,7 +159,7 @@ Test(truncate, clean_strips_before_counting)
 	size_t	 n;
 	int	 t;
 	uint8_t	*o = text_clean((const uint8_t *)"\033[2J\033[2Jabc", 11, 3,
-	    &n, &t);
+	    TEXT_LINKS_NEUTRALISE, &n, &t, NULL);
 
 	cr_assert_eq(t, 0, "escape bytes must not count toward the cap");
 	cr_assert_str_eq((char *)o, "abc");
@@ -206,7 +206,8 @@ Test(label, attributes_cannot_be_escaped)
 
 Test(names, clean_neutralises_control)
 {
-	char	*c = text_name_clean("evil\033[2J\302\233x\nname");
+	char	*c = text_name_clean("evil\033[2J\302\233x\nname",
+	    GATED_NAME_MAX, TEXT_LINKS_NEUTRALISE, NULL);
 
 	cr_assert_str_eq(c, "evil?[2J?x?name");
 	free(c);
