@@ -52,6 +52,7 @@ COMMON_SRCS += common/util.c
 COMMON_SRCS += common/config.c
 COMMON_SRCS += common/daemon.c
 COMMON_SRCS += common/admin.c
+COMMON_SRCS += common/utf8.c
 
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c
@@ -117,7 +118,17 @@ GATED_SRCS += gated/release.c
 GATED_SRCS += gated/sniff.c
 GATED_SRCS += gated/text.c
 GATED_SRCS += gated/store.c
+GATED_SRCS += gated/markdown.c
+GATED_SRCS += gated/csv.c
+GATED_SRCS += gated/archive.c
+GATED_SRCS += gated/image.c
 MAGIC_LIBS := $(shell pkg-config --libs libmagic 2>/dev/null || echo -lmagic)
+# gated reads archives (libarchive) and image headers (libpng, libjpeg,
+# giflib) it releases.
+GATED_PKGS  = libarchive libpng libjpeg libgif
+GATED_CFLAGS := $(shell pkg-config --cflags $(GATED_PKGS) 2>/dev/null)
+GATED_LIBS := $(MAGIC_LIBS) $(shell pkg-config --libs $(GATED_PKGS) 2>/dev/null)
+ALLCFLAGS += $(GATED_CFLAGS)
 
 PROGS = policyd sbxctl
 PROGS += launchd-sbx
@@ -215,7 +226,7 @@ $(B)/lib/libgated.a: $(call obj,$(GATED_LIB_SRCS))
 
 $(B)/bin/gated: $(call obj,gated/gated.c) $(B)/lib/libgated.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(MAGIC_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(GATED_LIBS)
 
 $(B)/lib/libegressd.a: $(call obj,$(EGRESSD_LIB_SRCS))
 	@mkdir -p $(dir $@)
@@ -273,7 +284,7 @@ TESTLIB_gated         = $(B)/lib/libgated.a
 .SECONDEXPANSION:
 $(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $$(TESTLIB_$$*) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(MAGIC_LIBS) $(CRIT_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(CRIT_LIBS)
 
 TEST_HELPERS = $(B)/bin/frameprobe
 TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
@@ -486,11 +497,12 @@ fuzz-seeds:
 	python3 tests/differential/corpus.py --seeds tests/fuzz/seeds/forward_fuzz a.internal 8080
 
 # gated's output-name and manifest handling: release.c and what it uses.
-RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c
+RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c \
+    gated/markdown.c gated/csv.c gated/archive.c gated/image.c
 build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
-	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(MAGIC_LIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(GATED_CFLAGS) \
+	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \

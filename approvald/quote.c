@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
 #include "util.h"
 #include "approvald/approvald.h"
 
@@ -43,63 +44,13 @@ aquote_puts(struct aquote_buf *b, const char *s)
 	aquote_put(b, s, strlen(s));
 }
 
-/*
- * The length of the well-formed UTF-8 sequence at s (2..4) with its code
- * point in *cp, or 0 when it is not one: overlong forms, surrogates and
- * values past U+10FFFF are not.
- */
-static size_t
-aquote_utf8(const unsigned char *s, size_t n, unsigned *cp)
-{
-	unsigned	 c = s[0], v, min;
-	size_t		 len, i;
-
-	if (c >= 0xc2 && c <= 0xdf) {
-		len = 2;
-		v = c & 0x1f;
-		min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		v = c & 0x0f;
-		min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		v = c & 0x07;
-		min = 0x10000;
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		v = (v << 6) | (s[i] & 0x3f);
-	}
-	if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-		return 0;
-	*cp = v;
-	return len;
-}
-
-/* Code points shown by number: C1 controls, and those that are invisible
- * or change the direction or shape of the text around them. */
-static int
-aquote_hidden(unsigned cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad ||
-	    cp == 0x061c || (cp >= 0x200b && cp <= 0x200f) ||
-	    (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x206f) ||
-	    cp == 0xfeff || (cp >= 0xfff9 && cp <= 0xfffb) ||
-	    (cp >= 0xe0000 && cp <= 0xe007f);
-}
-
 char *
 aquote(const void *buf, size_t len, const char *prefix)
 {
 	const unsigned char	*s = buf;
 	struct aquote_buf	 b = { NULL, 0, 0 };
 	char			 tmp[16];
-	unsigned		 cp;
+	uint32_t		 cp;
 	size_t			 i, n;
 
 	aquote_put(&b, "", 0);
@@ -128,14 +79,15 @@ aquote(const void *buf, size_t len, const char *prefix)
 			aquote_puts(&b, "^?");
 		else if (s[i] < 0x80)
 			aquote_put(&b, (const char *)s + i, 1);
-		else if ((n = aquote_utf8(s + i, len - i, &cp)) == 0) {
+		else if ((n = utf8_decode(s + i, len - i, &cp)) == 0) {
 			/* Not UTF-8: a raw 0x9b would be a CSI to an
 			 * 8-bit terminal. */
 			n = 1;
 			snprintf(tmp, sizeof(tmp), "\\x%02x", s[i]);
 			aquote_puts(&b, tmp);
-		} else if (aquote_hidden(cp)) {
-			snprintf(tmp, sizeof(tmp), "\\u{%04X}", cp);
+		} else if (utf8_hidden(cp)) {
+			/* The list gated removes from released text. */
+			snprintf(tmp, sizeof(tmp), "\\u{%04X}", (unsigned)cp);
 			aquote_puts(&b, tmp);
 		} else
 			aquote_put(&b, (const char *)s + i, n);

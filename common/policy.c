@@ -532,6 +532,30 @@ policy_subset_norm(const Sbx__V1__Policy *n, const Sbx__V1__Policy *w,
 		return policy_why(why, whylen, "outputs.destination: %s "
 		    "differs from %s", policy_destination_name(no->destination),
 		    policy_destination_name(wo->destination));
+	if (no->remote_links == SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP &&
+	    wo->remote_links != SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP)
+		return policy_why(why, whylen, "outputs.remote_links: keep, "
+		    "the wider policy neutralises them");
+	if (no->csv_formulas == SBX__V1__CSV_FORMULAS__CSV_FORMULAS_FLAG &&
+	    wo->csv_formulas != SBX__V1__CSV_FORMULAS__CSV_FORMULAS_FLAG)
+		return policy_why(why, whylen, "outputs.csv_formulas: flag, "
+		    "the wider policy neutralises them");
+#define OCAP(f, dflt, key) \
+	if (policy_dflt(no->f, dflt) > policy_dflt(wo->f, dflt)) \
+		return policy_why(why, whylen, "outputs." key ": %u is larger " \
+		    "than %u", policy_dflt(no->f, dflt), policy_dflt(wo->f, dflt))
+	OCAP(archive_max_expanded_mb, POLICY_DEFAULT_ARCHIVE_EXPANDED_MB,
+	    "archives.max_expanded_mb");
+	OCAP(archive_max_ratio, POLICY_DEFAULT_ARCHIVE_RATIO,
+	    "archives.max_ratio");
+	OCAP(archive_max_entries, POLICY_DEFAULT_ARCHIVE_ENTRIES,
+	    "archives.max_entries");
+	OCAP(archive_max_nesting, POLICY_DEFAULT_ARCHIVE_NESTING,
+	    "archives.max_nesting");
+	OCAP(image_max_side, POLICY_DEFAULT_IMAGE_SIDE, "images.max_side");
+	OCAP(image_max_pixels, POLICY_DEFAULT_IMAGE_PIXELS,
+	    "images.max_pixels");
+#undef OCAP
 	if (n->executions_per_task > w->executions_per_task)
 		return policy_why(why, whylen, "executions_per_task: %u is "
 		    "larger than %u", n->executions_per_task,

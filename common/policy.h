@@ -20,6 +20,14 @@ struct yerrs;
 #define POLICY_DEFAULT_MAX_RESPONSE_KB	1024
 #define POLICY_DEFAULT_MAX_OUT_KB	256
 #define POLICY_DEFAULT_MAX_TEXT_KB	64
+/* What gated holds archives and images to when a template says nothing
+ * (outputs.archives, outputs.images; sbx-template(5)). */
+#define POLICY_DEFAULT_ARCHIVE_EXPANDED_MB	64
+#define POLICY_DEFAULT_ARCHIVE_RATIO		100
+#define POLICY_DEFAULT_ARCHIVE_ENTRIES		10000
+#define POLICY_DEFAULT_ARCHIVE_NESTING		0
+#define POLICY_DEFAULT_IMAGE_SIDE		16384
+#define POLICY_DEFAULT_IMAGE_PIXELS		67108864	/* 8192 x 8192 */
 
 /* ---- policy.c ---- */
 

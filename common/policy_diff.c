@@ -5,7 +5,9 @@
  * listed and marked as a widening, so a reviewer who reads only the
  * "(widening)" lines still sees every new door -- a new host, method,
  * path, cidr, port or credential binding, a larger limit or size, a new
- * output type or destination, a weaker isolation tier, another image.
+ * output type or destination, remote links kept, CSV formulas left
+ * as written, larger archive or image caps, a weaker isolation tier,
+ * another image.
  * Both policies are compared normalised, so order and case never show up
  * as changes.
  */
@@ -282,6 +284,20 @@ pd_credentials(struct pd_list *l, const Sbx__V1__Policy *a,
 	}
 }
 
+static const char *
+pd_links(Sbx__V1__RemoteLinks v)
+{
+	return v == SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP ? "keep" :
+	    "neutralise";
+}
+
+static const char *
+pd_formulas(Sbx__V1__CsvFormulas v)
+{
+	return v == SBX__V1__CSV_FORMULAS__CSV_FORMULAS_NEUTRALISE ?
+	    "neutralise" : "flag";
+}
+
 static void
 pd_outputs(struct pd_list *l, const Sbx__V1__Outputs *a,
     const Sbx__V1__Outputs *b)
@@ -306,6 +322,38 @@ pd_outputs(struct pd_list *l, const Sbx__V1__Outputs *a,
 		pd_add(l, 1, "~ outputs.destination: %s -> %s",
 		    policy_destination_name(a->destination),
 		    policy_destination_name(b->destination));
+	/* Kept links are a way out through the chat; formulas left as
+	 * they are run in the spreadsheet of whoever opens the file. */
+	if (a->remote_links != b->remote_links)
+		pd_add(l, b->remote_links ==
+		    SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP,
+		    "~ outputs.remote_links: %s -> %s", pd_links(a->remote_links),
+		    pd_links(b->remote_links));
+	if (a->csv_formulas != b->csv_formulas)
+		pd_add(l, b->csv_formulas ==
+		    SBX__V1__CSV_FORMULAS__CSV_FORMULAS_FLAG,
+		    "~ outputs.csv_formulas: %s -> %s",
+		    pd_formulas(a->csv_formulas), pd_formulas(b->csv_formulas));
+	pd_num(l, "outputs.archives.max_expanded_mb",
+	    pd_dflt(a->archive_max_expanded_mb,
+	    POLICY_DEFAULT_ARCHIVE_EXPANDED_MB),
+	    pd_dflt(b->archive_max_expanded_mb,
+	    POLICY_DEFAULT_ARCHIVE_EXPANDED_MB), 1);
+	pd_num(l, "outputs.archives.max_ratio", pd_dflt(a->archive_max_ratio,
+	    POLICY_DEFAULT_ARCHIVE_RATIO), pd_dflt(b->archive_max_ratio,
+	    POLICY_DEFAULT_ARCHIVE_RATIO), 1);
+	pd_num(l, "outputs.archives.max_entries",
+	    pd_dflt(a->archive_max_entries, POLICY_DEFAULT_ARCHIVE_ENTRIES),
+	    pd_dflt(b->archive_max_entries, POLICY_DEFAULT_ARCHIVE_ENTRIES),
+	    1);
+	pd_num(l, "outputs.archives.max_nesting", a->archive_max_nesting,
+	    b->archive_max_nesting, 1);
+	pd_num(l, "outputs.images.max_side", pd_dflt(a->image_max_side,
+	    POLICY_DEFAULT_IMAGE_SIDE), pd_dflt(b->image_max_side,
+	    POLICY_DEFAULT_IMAGE_SIDE), 1);
+	pd_num(l, "outputs.images.max_pixels", pd_dflt(a->image_max_pixels,
+	    POLICY_DEFAULT_IMAGE_PIXELS), pd_dflt(b->image_max_pixels,
+	    POLICY_DEFAULT_IMAGE_PIXELS), 1);
 }
 
 static void

@@ -53,8 +53,18 @@ static const char *const py_cred_keys[] = {
 static const char *const py_cred_req[] = { "host", "secret", "header", NULL };
 static const char *const py_out_keys[] = {
 	"allowed_types", "max_total_kb", "max_file_kb", "oversize",
-	"max_text_kb", "destination", NULL
+	"max_text_kb", "destination", "remote_links", "csv_formulas",
+	"archives", "images", NULL
 };
+static const char *const py_archive_keys[] = {
+	"max_expanded_mb", "max_ratio", "max_entries", "max_nesting", NULL
+};
+static const char *const py_image_keys[] = {
+	"max_side", "max_pixels", NULL
+};
+/* Index is the proto enum value. */
+static const char *const py_remote_links[] = { "neutralise", "keep", NULL };
+static const char *const py_csv_formulas[] = { "flag", "neutralise", NULL };
 static const char *const py_out_req[] = {
 	"allowed_types", "max_total_kb", "destination", NULL
 };
@@ -716,6 +726,40 @@ next:
 	}
 }
 
+/* outputs.archives: what gated reads an archive through to. */
+static void
+py_archives(struct ydoc *doc, const struct ynode *m, Sbx__V1__Outputs *o)
+{
+	if (m == NULL)
+		return;
+	if (ymap_check(doc, m, "outputs.archives", py_archive_keys, NULL) >
+	    0 && m->type != YN_MAP)
+		return;
+	py_uint32(doc, m, "outputs.archives", "max_expanded_mb", 1, 1048576,
+	    &o->archive_max_expanded_mb);
+	py_uint32(doc, m, "outputs.archives", "max_ratio", 1, 1000000,
+	    &o->archive_max_ratio);
+	py_uint32(doc, m, "outputs.archives", "max_entries", 1, 10000000,
+	    &o->archive_max_entries);
+	py_uint32(doc, m, "outputs.archives", "max_nesting", 0, 16,
+	    &o->archive_max_nesting);
+}
+
+/* outputs.images: the dimensions gated lets an image claim. */
+static void
+py_images(struct ydoc *doc, const struct ynode *m, Sbx__V1__Outputs *o)
+{
+	if (m == NULL)
+		return;
+	if (ymap_check(doc, m, "outputs.images", py_image_keys, NULL) > 0 &&
+	    m->type != YN_MAP)
+		return;
+	py_uint32(doc, m, "outputs.images", "max_side", 1, 1000000,
+	    &o->image_max_side);
+	py_uint32(doc, m, "outputs.images", "max_pixels", 1, 4000000000U,
+	    &o->image_max_pixels);
+}
+
 static void
 py_outputs(struct ydoc *doc, const struct ynode *m, Sbx__V1__Policy *p)
 {
@@ -766,6 +810,14 @@ py_outputs(struct ydoc *doc, const struct ynode *m, Sbx__V1__Policy *p)
 	if (yget_enum(doc, ymap_get(m, "destination"), "outputs.destination",
 	    py_destinations, &idx) == 0 && ymap_get(m, "destination") != NULL)
 		o->destination = (Sbx__V1__Destination)(idx + 1);
+	if (yget_enum(doc, ymap_get(m, "remote_links"), "outputs.remote_links",
+	    py_remote_links, &idx) == 0 && ymap_get(m, "remote_links") != NULL)
+		o->remote_links = (Sbx__V1__RemoteLinks)idx;
+	if (yget_enum(doc, ymap_get(m, "csv_formulas"), "outputs.csv_formulas",
+	    py_csv_formulas, &idx) == 0 && ymap_get(m, "csv_formulas") != NULL)
+		o->csv_formulas = (Sbx__V1__CsvFormulas)idx;
+	py_archives(doc, ymap_get(m, "archives"), o);
+	py_images(doc, ymap_get(m, "images"), o);
 }
 
 static Sbx__V1__Policy *
@@ -933,6 +985,13 @@ py_emit_milli(FILE *f, uint32_t m)
 		fprintf(f, "%u.%03u", m / 1000, frac);
 }
 
+static void
+py_emit_nonzero(FILE *f, const char *key, uint32_t v)
+{
+	if (v != 0)
+		fprintf(f, "    %s: %u\n", key, v);
+}
+
 char *
 policy_to_yaml(const Sbx__V1__Policy *p)
 {
@@ -1030,6 +1089,29 @@ policy_to_yaml(const Sbx__V1__Policy *p)
 			fprintf(f, "  max_text_kb: %u\n", o->max_text_kb);
 		fprintf(f, "  destination: %s\n",
 		    policy_destination_name(o->destination));
+		if (o->remote_links != 0)
+			fprintf(f, "  remote_links: %s\n",
+			    py_remote_links[o->remote_links == 1]);
+		if (o->csv_formulas != 0)
+			fprintf(f, "  csv_formulas: %s\n",
+			    py_csv_formulas[o->csv_formulas == 1]);
+		if (o->archive_max_expanded_mb != 0 ||
+		    o->archive_max_ratio != 0 || o->archive_max_entries != 0 ||
+		    o->archive_max_nesting != 0) {
+			fputs("  archives:\n", f);
+			py_emit_nonzero(f, "max_expanded_mb",
+			    o->archive_max_expanded_mb);
+			py_emit_nonzero(f, "max_ratio", o->archive_max_ratio);
+			py_emit_nonzero(f, "max_entries",
+			    o->archive_max_entries);
+			py_emit_nonzero(f, "max_nesting",
+			    o->archive_max_nesting);
+		}
+		if (o->image_max_side != 0 || o->image_max_pixels != 0) {
+			fputs("  images:\n", f);
+			py_emit_nonzero(f, "max_side", o->image_max_side);
+			py_emit_nonzero(f, "max_pixels", o->image_max_pixels);
+		}
 	}
 	fprintf(f, "executions_per_task: %u\n", p->executions_per_task);
 	if (fclose(f) != 0) {

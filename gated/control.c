@@ -125,12 +125,26 @@ gcontrol_refuse(struct gated *gd, struct frame_conn *c, uint64_t rid,
 	frame_conn_send_error(c, rid, code, rule, "%s", msg);
 }
 
+/* ", 3 invisible removed, 1 link neutralised" for an audit record. */
+static void
+gcontrol_text_note(char *buf, size_t len, const Sbx__V1__TextReport *t)
+{
+	buf[0] = '\0';
+	if (t == NULL)
+		return;
+	gcontrol_fmt(buf, len, " (removed: %u control, %u invisible; %u "
+	    "invalid bytes; %u remote links neutralised)",
+	    t->controls_removed, t->invisible_removed, t->invalid_replaced,
+	    t->links_neutralised);
+}
+
 /* Every release and drop of res, in one transaction. */
 static int
 gcontrol_audit_result(struct gated *gd, const char *actor,
     const Sbx__V1__PolicyGrant *g, const Sbx__V1__ReleaseResult *res)
 {
-	char	detail[2 * GATED_NAME_MAX + 256];
+	char	detail[2 * GATED_NAME_MAX + 512], tnote[160], cnote[160];
+	char	onote[160], enote[160], unote[160];
 	size_t	i;
 
 	if (audit_begin(gd->audit) == -1)
@@ -138,12 +152,20 @@ gcontrol_audit_result(struct gated *gd, const char *actor,
 	for (i = 0; i < res->n_outputs; i++) {
 		const Sbx__V1__ReleasedOutput *r = res->outputs[i];
 
+		gcontrol_text_note(tnote, sizeof(tnote), r->text);
+		cnote[0] = '\0';
+		if (r->csv != NULL)
+			gcontrol_fmt(cnote, sizeof(cnote), " (%u formula cells "
+			    "%s, the first at row %u column %u)",
+			    r->csv->formula_cells, r->csv->neutralised ?
+			    "neutralised" : "flagged", r->csv->first_row,
+			    r->csv->first_column);
 		gcontrol_fmt(detail, sizeof(detail), "output %s type %s bytes "
-		    "%llu%s to %s at %s sha256 %s", r->name, r->type,
+		    "%llu%s to %s at %s sha256 %s%s%s", r->name, r->type,
 		    (unsigned long long)r->bytes,
 		    r->truncated ? " (truncated)" : "",
 		    gcontrol_dest_name(g->policy->outputs), r->where,
-		    r->sha256);
+		    r->sha256, tnote, cnote);
 		if (gcontrol_audit_add(gd, actor, "release", g, NULL,
 		    detail) == -1)
 			goto fail;
@@ -157,10 +179,19 @@ gcontrol_audit_result(struct gated *gd, const char *actor,
 		    detail) == -1)
 			goto fail;
 	}
-	gcontrol_fmt(detail, sizeof(detail), "stdout %zu bytes%s, stderr %zu "
-	    "bytes%s", res->stdout.len, res->stdout_truncated ?
-	    " (truncated)" : "", res->stderr.len, res->stderr_truncated ?
-	    " (truncated)" : "");
+	gcontrol_text_note(onote, sizeof(onote), res->stdout_report);
+	gcontrol_text_note(enote, sizeof(enote), res->stderr_report);
+	unote[0] = '\0';
+	if (res->dropped_unlisted != NULL)
+		gcontrol_fmt(unote, sizeof(unote), "; %u more undeclared "
+		    "entries not listed (%llu bytes of names, %llu bytes)",
+		    res->dropped_unlisted->entries, (unsigned long long)
+		    res->dropped_unlisted->name_bytes, (unsigned long long)
+		    res->dropped_unlisted->bytes);
+	gcontrol_fmt(detail, sizeof(detail), "stdout %zu bytes%s%s, stderr "
+	    "%zu bytes%s%s%s", res->stdout.len, res->stdout_truncated ?
+	    " (truncated)" : "", onote, res->stderr.len,
+	    res->stderr_truncated ? " (truncated)" : "", enote, unote);
 	if (gcontrol_audit_add(gd, actor, "release", g, NULL, detail) == -1)
 		goto fail;
 	if (audit_commit(gd->audit) == -1)

@@ -6,12 +6,16 @@
  * stderr.  The invariant everything here serves: nothing leaves a sandbox
  * but declared regular files, opened beneath that descriptor without
  * following a link, whose content type is allowed by the policy and agrees
- * with their name, within the policy's caps; text reaches the agent without
- * terminal control sequences and labelled as data; every release and
- * every drop is audited before the result is sent.
+ * with their name, within the policy's caps; archives and images whose
+ * expansion stays within caps; text reaches the agent without terminal
+ * control sequences or invisible characters, without remote images and
+ * links (unless the policy keeps them), and labelled as data; CSV cells a
+ * spreadsheet would evaluate are reported or neutralised; every release
+ * and every drop is audited before the result is sent.
  *
- * Module prefixes: gparse_, gcontrol_, release_, sniff_, text_, gstore_
- * (libgated links beside the other daemons' modules in the unit tests).
+ * Module prefixes: gparse_, gcontrol_, release_, sniff_, text_, markdown_,
+ * csv_, archive_, image_, gstore_ (libgated links beside the other
+ * daemons' modules in the unit tests).
  */
 #ifndef SBX_GATED_H
 #define SBX_GATED_H
@@ -32,7 +36,8 @@
 #define GATED_TEXT_KB_DEFAULT	64	/* outputs.max_text_kb 0 */
 #define GATED_NAME_MAX		1024	/* a declared name, bytes */
 #define GATED_OUTPUTS_MAX	256	/* declared names per request */
-#define GATED_WALK_MAX		4096	/* undeclared entries listed */
+#define GATED_WALK_MAX		64	/* undeclared entries listed */
+#define GATED_WALK_NAME		160	/* bytes of an undeclared name listed */
 #define GATED_WALK_DEPTH	16
 
 /* Rule ids of refused requests (Error.rule and the audit record). */
@@ -56,6 +61,13 @@
 #define DROP_DUPLICATE		"duplicate"
 #define DROP_UNREADABLE		"unreadable"
 #define DROP_DESTINATION	"destination-failed"
+#define DROP_ARCHIVE_ENTRY	"archive-unsafe-entry"
+#define DROP_ARCHIVE_LARGE	"archive-too-large"
+#define DROP_ARCHIVE_ENTRIES	"archive-too-many-entries"
+#define DROP_ARCHIVE_NESTED	"archive-nested"
+#define DROP_ARCHIVE_BAD	"archive-unreadable"
+#define DROP_IMAGE_LARGE	"image-too-large"
+#define DROP_IMAGE_BAD		"image-unreadable"
 
 struct yerrs;
 
@@ -80,14 +92,28 @@ void		 gparse_config_free(struct gated_conf *);
 
 /* ---- text.c (pure) ---- */
 
+/* What text_strip and markdown_neutralise took out (TextReport). */
+struct text_counts {
+	uint32_t	 controls;	/* escape sequences, C0/C1, DEL */
+	uint32_t	 invisible;	/* utf8_hidden() code points */
+	uint32_t	 invalid;	/* bytes not UTF-8, as '?' */
+	uint32_t	 links;		/* remote links neutralised */
+};
+
+/* Remote links: the policy's outputs.remote_links. */
+#define TEXT_LINKS_NEUTRALISE	0
+#define TEXT_LINKS_KEEP		1
+
 /*
  * Remove terminal control: CSI (ESC [ and 8-bit U+009B), OSC (ESC ], up
  * to BEL or ST), DCS, SOS, PM and APC strings, other two- and three-byte
- * ESC sequences, C0 controls but \n and \t, DEL and C1 controls.  A byte
- * that is not part of valid UTF-8 becomes '?'.  out holds at least len
- * bytes; returns the length written (never more than len).
+ * ESC sequences, C0 controls but \n and \t, DEL and C1 controls; and the
+ * code points utf8_hidden() lists.  A byte that is not part of valid
+ * UTF-8 becomes '?'.  out holds at least len bytes; returns the length
+ * written (never more than len).  tc (may be NULL) counts what went.
  */
-size_t		 text_strip(const uint8_t *in, size_t len, uint8_t *out);
+size_t		 text_strip(const uint8_t *in, size_t len, uint8_t *out,
+		    struct text_counts *tc);
 /*
  * Cut to at most max bytes at a UTF-8 character boundary and append
  * "\n[sbx: truncated N bytes]" when anything was cut.  Returns malloc'd
@@ -99,9 +125,11 @@ uint8_t		*text_truncate(const uint8_t *in, size_t len, size_t max,
  * read only up to its cap): the marker counts from whole. */
 uint8_t		*text_truncate_of(const uint8_t *in, size_t len, size_t whole,
 		    size_t max, size_t *outlen, int *truncated);
-/* text_strip, then text_truncate. */
+/* text_strip, markdown_neutralise unless links is TEXT_LINKS_KEEP, then
+ * text_truncate. */
 uint8_t		*text_clean(const uint8_t *in, size_t len, size_t max,
-		    size_t *outlen, int *truncated);
+		    int links, size_t *outlen, int *truncated,
+		    struct text_counts *tc);
 /*
  * Wrap as labelled tool output: <tool-output source="sbx" execution="ID"
  * stream="S">\n ... </tool-output>, the
@@ -113,8 +141,77 @@ uint8_t		*text_clean(const uint8_t *in, size_t len, size_t max,
 char		*text_label(const char *execution, const char *stream,
 		    const uint8_t *body, size_t len, size_t *outlen);
 /* A name as it may appear in a result, a log or the audit log: control
- * bytes and invalid UTF-8 as '?', at most GATED_NAME_MAX bytes. */
-char		*text_name_clean(const char *name);
+ * bytes, invalid UTF-8 and hidden code points as '?', remote links
+ * neutralised unless links is TEXT_LINKS_KEEP, at most max bytes (never
+ * more than GATED_NAME_MAX read), cut at a character; *cut (may be NULL)
+ * says whether it was. */
+char		*text_name_clean(const char *name, size_t max, int links,
+		    int *cut);
+
+/* ---- markdown.c (pure) ---- */
+
+/*
+ * Neutralise what a Markdown or HTML renderer would fetch or link from
+ * another host: inline images and links, reference definitions,
+ * autolinks (URL and e-mail) and HTML tags with attributes, each replaced
+ * by a visible marker such as " (sbx: remote image removed)".  Local
+ * destinations ("#part", "dir/file.png", "/path") stay.  Returns malloc'd
+ * NUL-terminated bytes; *count (may be NULL) adds what was neutralised.
+ */
+uint8_t		*markdown_neutralise(const uint8_t *in, size_t len,
+		    size_t *outlen, uint32_t *count);
+
+/* ---- csv.c (pure) ---- */
+
+struct csv_report {
+	uint32_t	 cells;		/* cells a spreadsheet would evaluate */
+	uint32_t	 row;		/* the first one's, 1-based */
+	uint32_t	 col;
+};
+
+/*
+ * Find the cells of a CSV (sep ',') or TSV (sep '\t') that begin with =,
+ * +, -, @, TAB or CR and are not plain numbers, parsing quoted fields
+ * (embedded separators, newlines, "" quotes) as spreadsheets do.  With
+ * neutralise, returns a malloc'd copy in which each such cell is written
+ * quoted with a ' before its text (OWASP), everything else byte for
+ * byte; otherwise NULL.
+ */
+uint8_t		*csv_check(const uint8_t *in, size_t len, int sep,
+		    int neutralise, size_t *outlen, struct csv_report *);
+
+/* ---- archive.c ---- */
+
+struct archive_caps {
+	uint64_t	 max_expanded;	/* bytes, every entry of every level */
+	uint32_t	 max_ratio;	/* expanded / archive bytes */
+	uint32_t	 max_entries;	/* every level */
+	uint32_t	 max_nesting;	/* archive levels inside the archive */
+};
+
+/*
+ * Read a zip or gzip through with libarchive: every entry's path (no
+ * absolute path, "..", backslash, drive or control byte), its type (no
+ * symbolic or hard link, device, FIFO or socket, no set-id bits), the
+ * bytes it really expands to (counted, not taken from headers), the entry
+ * count, and archives inside it up to the nesting cap.  NULL if it may be
+ * released, else the DROP_ARCHIVE_ reason with a sentence in why.
+ */
+const char	*archive_check(const uint8_t *buf, size_t len,
+		    const struct archive_caps *, char *why, size_t whylen);
+
+/* ---- image.c ---- */
+
+/*
+ * The dimensions a decoder would allocate for: PNG (libpng), JPEG
+ * (libjpeg), GIF (giflib: the screen and every frame).  NULL if within
+ * max_side (width and height) and max_pixels (width x height, summed over
+ * a GIF's frames), else DROP_IMAGE_LARGE or DROP_IMAGE_BAD with why.
+ * Types other than these three are not images to it: NULL.
+ */
+const char	*image_check(const char *type, const uint8_t *buf, size_t len,
+		    uint32_t max_side, uint64_t max_pixels, char *why,
+		    size_t whylen);
 
 /* ---- sniff.c ---- */
 

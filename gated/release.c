@@ -8,9 +8,16 @@
  * and decides from the bytes it read: the content type (libmagic) must
  * agree with the name and be allowed, each file and the total are capped
  * by bytes actually read, and text over the cap is truncated only when the
- * policy says so.  Everything else in the directory is listed as dropped,
- * never opened.  stdout and stderr are cleaned of terminal control,
- * truncated visibly and labelled.
+ * policy says so.  An archive is read through and an image's dimensions
+ * checked (archive.c, image.c) against the policy's caps.  A CSV or TSV
+ * is searched for cells a spreadsheet would evaluate (csv.c): reported,
+ * or neutralised when the policy says so, whatever the destination.
+ * Everything else in the directory is listed as dropped, never opened: at
+ * most GATED_WALK_MAX names, each cut to GATED_WALK_NAME bytes, the rest
+ * counted.  stdout, stderr and text outputs for the agent are cleaned of
+ * terminal control and invisible characters, their remote images and
+ * links neutralised unless the policy keeps them, truncated visibly and
+ * labelled, and what was removed is counted in the result.
  *
  * Names come from the sandbox: they are cleaned (text_name_clean) before
  * they appear in a result, a log or the audit log.
@@ -31,14 +38,97 @@
 #include <sodium.h>
 
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 #include "gated/gated.h"
 
 struct release_acc {
 	Sbx__V1__ReleaseResult	*res;
+	int			 links;		/* TEXT_LINKS_ */
 	size_t			 listed;	/* undeclared entries */
-	size_t			 unlisted;
+	uint64_t		 unlisted;
+	uint64_t		 unlisted_names;	/* bytes */
+	uint64_t		 unlisted_bytes;
 };
+
+static uint32_t
+release_dflt(uint32_t v, uint32_t dflt)
+{
+	return v != 0 ? v : dflt;
+}
+
+static int
+release_links(const Sbx__V1__Outputs *o)
+{
+	return o != NULL &&
+	    o->remote_links == SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP ?
+	    TEXT_LINKS_KEEP : TEXT_LINKS_NEUTRALISE;
+}
+
+/* A TextReport when anything was taken out, else NULL. */
+static Sbx__V1__TextReport *
+release_text_report(const struct text_counts *tc)
+{
+	Sbx__V1__TextReport	*t;
+
+	if (tc->controls == 0 && tc->invisible == 0 && tc->invalid == 0 &&
+	    tc->links == 0)
+		return NULL;
+	t = xmalloc(sizeof(*t));
+	sbx__v1__text_report__init(t);
+	t->controls_removed = tc->controls;
+	t->invisible_removed = tc->invisible;
+	t->invalid_replaced = tc->invalid;
+	t->links_neutralised = tc->links;
+	return t;
+}
+
+/* The separator of a type a spreadsheet opens, or 0. */
+static int
+release_csv_sep(const char *type)
+{
+	if (strcmp(type, "text/csv") == 0)
+		return ',';
+	if (strcmp(type, "text/tab-separated-values") == 0)
+		return '\t';
+	return 0;
+}
+
+/*
+ * Look for formula cells in a CSV or TSV; neutralise them when the
+ * policy says so (*buf, *len replaced).  Fills r->csv when there are any.
+ */
+static void
+release_csv(const Sbx__V1__Outputs *o, const char *type, uint8_t **buf,
+    size_t *len, Sbx__V1__ReleasedOutput *r)
+{
+	struct csv_report	 rep;
+	uint8_t			*nb;
+	size_t			 nlen;
+	int			 sep, neut;
+
+	if ((sep = release_csv_sep(type)) == 0)
+		return;
+	neut = o != NULL &&
+	    o->csv_formulas == SBX__V1__CSV_FORMULAS__CSV_FORMULAS_NEUTRALISE;
+	nb = csv_check(*buf, *len, sep, neut, &nlen, &rep);
+	if (rep.cells > 0) {
+		r->csv = xmalloc(sizeof(*r->csv));
+		sbx__v1__csv_report__init(r->csv);
+		r->csv->formula_cells = rep.cells;
+		r->csv->first_row = rep.row;
+		r->csv->first_column = rep.col;
+		r->csv->neutralised = neut;
+	}
+	if (nb == NULL)
+		return;
+	if (rep.cells > 0) {
+		free(*buf);
+		*buf = nb;
+		*len = nlen;
+	} else
+		free(nb);
+}
 
 int
 release_name_ok(const char *name)
@@ -140,18 +230,27 @@ release_read(int fd, uint8_t *buf, size_t max, size_t *n)
 }
 
 static void
-release_drop(struct release_acc *a, const char *name, const char *reason)
+release_drop_as(struct release_acc *a, const char *name, size_t max,
+    const char *reason)
 {
 	Sbx__V1__ReleaseResult	*res = a->res;
 	Sbx__V1__DroppedOutput	*d;
+	int			 cut;
 
 	d = xmalloc(sizeof(*d));
 	sbx__v1__dropped_output__init(d);
-	d->name = text_name_clean(name);
+	d->name = text_name_clean(name, max, a->links, &cut);
+	d->name_truncated = cut;
 	d->reason = xstrdup(reason);
 	res->dropped = xreallocarray(res->dropped, res->n_dropped + 1,
 	    sizeof(*res->dropped));
 	res->dropped[res->n_dropped++] = d;
+}
+
+static void
+release_drop(struct release_acc *a, const char *name, const char *reason)
+{
+	release_drop_as(a, name, GATED_NAME_MAX, reason);
 }
 
 static int
@@ -175,15 +274,20 @@ release_declared(const Sbx__V1__ReleaseRequest *req, size_t upto,
 	return 0;
 }
 
-/* The bytes of one file to their destination; fills r->where/content. */
+/*
+ * The bytes of one file to their destination; fills r->where/content and,
+ * for the agent, r->text and r->csv.  A CSV for the user or a bucket has
+ * been through release_csv already.
+ */
 static int
 release_deliver(const struct release_ctx *ctx, Sbx__V1__Destination dest,
     const char *name, const char *type, const uint8_t *buf, size_t len,
     const char *hex, Sbx__V1__ReleasedOutput *r)
 {
-	char	 err[512], stream[GATED_NAME_MAX + 16], *lab;
-	uint8_t	*clean;
-	size_t	 n, lablen;
+	struct text_counts	 tc;
+	char			 err[512], stream[GATED_NAME_MAX + 16], *lab;
+	uint8_t			*clean, *md;
+	size_t			 n, lablen;
 
 	switch (dest) {
 	case SBX__V1__DESTINATION__DESTINATION_USER:
@@ -215,16 +319,57 @@ release_deliver(const struct release_ctx *ctx, Sbx__V1__Destination dest,
 		r->content.len = len;
 		return 0;
 	}
-	/* Text for the agent: data, never terminal control or a way out
-	 * of its label. */
+	/* Text for the agent: data, never terminal control, hidden
+	 * characters, a remote image or a way out of its label. */
+	memset(&tc, 0, sizeof(tc));
 	clean = xmalloc(len + 1);
-	n = text_strip(buf, len, clean);
+	n = text_strip(buf, len, clean, &tc);
+	if (release_links(ctx->outputs) == TEXT_LINKS_NEUTRALISE) {
+		md = markdown_neutralise(clean, n, &n, &tc.links);
+		free(clean);
+		clean = md;
+	}
+	/* Cells as the agent will read them, after the strip. */
+	release_csv(ctx->outputs, type, &clean, &n, r);
+	r->text = release_text_report(&tc);
 	snprintf(stream, sizeof(stream), "output:%s", name);
 	lab = text_label(ctx->execution_id, stream, clean, n, &lablen);
 	free(clean);
 	r->content.data = (uint8_t *)lab;
 	r->content.len = lablen;
 	return 0;
+}
+
+/* An archive or an image within the policy's caps?  NULL or a reason. */
+static const char *
+release_contents(const struct release_ctx *ctx, const char *name,
+    const char *type, const uint8_t *buf, size_t len)
+{
+	const Sbx__V1__Outputs	*o = ctx->outputs;
+	struct archive_caps	 caps;
+	const char		*reason = NULL;
+	char			 why[512];
+
+	if (strcmp(type, "application/zip") == 0 ||
+	    strcmp(type, "application/gzip") == 0) {
+		caps.max_expanded = (uint64_t)release_dflt(o != NULL ?
+		    o->archive_max_expanded_mb : 0,
+		    POLICY_DEFAULT_ARCHIVE_EXPANDED_MB) * 1024 * 1024;
+		caps.max_ratio = release_dflt(o != NULL ? o->archive_max_ratio :
+		    0, POLICY_DEFAULT_ARCHIVE_RATIO);
+		caps.max_entries = release_dflt(o != NULL ?
+		    o->archive_max_entries : 0, POLICY_DEFAULT_ARCHIVE_ENTRIES);
+		caps.max_nesting = o != NULL ? o->archive_max_nesting :
+		    POLICY_DEFAULT_ARCHIVE_NESTING;
+		reason = archive_check(buf, len, &caps, why, sizeof(why));
+	} else
+		reason = image_check(type, buf, len, release_dflt(o != NULL ?
+		    o->image_max_side : 0, POLICY_DEFAULT_IMAGE_SIDE),
+		    release_dflt(o != NULL ? o->image_max_pixels : 0,
+		    POLICY_DEFAULT_IMAGE_PIXELS), why, sizeof(why));
+	if (reason != NULL)
+		log_info("output %.64s: %s: %s", name, reason, why);
+	return reason;
 }
 
 static void
@@ -281,6 +426,11 @@ release_one(const struct release_ctx *ctx, struct release_acc *a,
 		goto out;
 	}
 	text = sniff_is_text(type);
+	if (!text && n <= max_file && (reason = release_contents(ctx, name,
+	    type, buf, n)) != NULL) {
+		release_drop(a, name, reason);
+		goto out;
+	}
 	room = max_total - *used;
 	limit = n;
 	if (limit > max_file)
@@ -302,12 +452,16 @@ release_one(const struct release_ctx *ctx, struct release_acc *a,
 	}
 	/* The total counts bytes read and kept, not the marker. */
 	*used += limit;
+	r = xmalloc(sizeof(*r));
+	sbx__v1__released_output__init(r);
+	/* A file for a person: the cells as they will open them.  For the
+	 * agent, release_deliver looks after the strip. */
+	if (dest != SBX__V1__DESTINATION__DESTINATION_AGENT)
+		release_csv(o, type, &kept, &keptlen, r);
 	crypto_hash_sha256(sum, kept, keptlen);
 	hex_encode(sum, sizeof(sum), hex);
 
-	r = xmalloc(sizeof(*r));
-	sbx__v1__released_output__init(r);
-	r->name = text_name_clean(name);
+	r->name = text_name_clean(name, GATED_NAME_MAX, a->links, NULL);
 	r->type = xstrdup(type);
 	r->bytes = keptlen;
 	r->truncated = truncated;
@@ -373,11 +527,19 @@ release_walk(const Sbx__V1__ReleaseRequest *req, struct release_acc *a,
 			free(rel);
 			continue;	/* decided above, with its reason */
 		}
+		/* Names the sandbox chose, outside any label: a few, cut
+		 * short; the rest only counted. */
 		if (a->listed < GATED_WALK_MAX) {
-			release_drop(a, rel, DROP_UNDECLARED);
+			release_drop_as(a, rel, GATED_WALK_NAME,
+			    DROP_UNDECLARED);
 			a->listed++;
-		} else
+		} else {
 			a->unlisted++;
+			a->unlisted_names += strlen(rel);
+			if (fstatat(dirfd(d), de->d_name, &st,
+			    AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > 0)
+				a->unlisted_bytes += (uint64_t)st.st_size;
+		}
 		free(rel);
 	}
 	closedir(d);
@@ -387,17 +549,21 @@ release_walk(const Sbx__V1__ReleaseRequest *req, struct release_acc *a,
 static void
 release_stream(const struct release_ctx *ctx, const ProtobufCBinaryData *in,
     const char *stream, size_t max, ProtobufCBinaryData *out,
-    protobuf_c_boolean *truncated)
+    protobuf_c_boolean *truncated, Sbx__V1__TextReport **report)
 {
-	uint8_t	*clean;
-	size_t	 n, lablen;
-	int	 t;
+	struct text_counts	 tc;
+	uint8_t			*clean;
+	size_t			 n, lablen;
+	int			 t;
 
-	clean = text_clean(in->data, in->len, max, &n, &t);
+	memset(&tc, 0, sizeof(tc));
+	clean = text_clean(in->data, in->len, max, release_links(ctx->outputs),
+	    &n, &t, &tc);
 	out->data = (uint8_t *)text_label(ctx->execution_id, stream, clean, n,
 	    &lablen);
 	out->len = lablen;
 	*truncated = t;
+	*report = release_text_report(&tc);
 	free(clean);
 }
 
@@ -410,7 +576,7 @@ release_run(const struct release_ctx *ctx, int dirfd,
 	struct release_acc	 a;
 	struct stat		 st;
 	size_t			 used = 0, max_text, i, nout;
-	char			 more[64];
+	Sbx__V1__DroppedSummary	*sum;
 
 	sbx__v1__release_result__init(res);
 	if (fstat(dirfd, &st) == -1 || !S_ISDIR(st.st_mode)) {
@@ -420,6 +586,7 @@ release_run(const struct release_ctx *ctx, int dirfd,
 	}
 	memset(&a, 0, sizeof(a));
 	a.res = res;
+	a.links = release_links(o);
 	nout = req->n_outputs < GATED_OUTPUTS_MAX ? req->n_outputs :
 	    GATED_OUTPUTS_MAX;
 	for (i = 0; i < nout; i++) {
@@ -435,16 +602,20 @@ release_run(const struct release_ctx *ctx, int dirfd,
 	}
 	release_walk(req, &a, dirfd, "", 0);
 	if (a.unlisted > 0) {
-		snprintf(more, sizeof(more), "(%zu more not listed)",
-		    a.unlisted);
-		release_drop(&a, more, DROP_UNDECLARED);
+		sum = xmalloc(sizeof(*sum));
+		sbx__v1__dropped_summary__init(sum);
+		sum->entries = a.unlisted > UINT32_MAX ? UINT32_MAX :
+		    (uint32_t)a.unlisted;
+		sum->name_bytes = a.unlisted_names;
+		sum->bytes = a.unlisted_bytes;
+		res->dropped_unlisted = sum;
 	}
 	max_text = (size_t)(o != NULL && o->max_text_kb != 0 ? o->max_text_kb :
 	    GATED_TEXT_KB_DEFAULT) * 1024;
 	release_stream(ctx, &req->stdout, "stdout", max_text, &res->stdout,
-	    &res->stdout_truncated);
+	    &res->stdout_truncated, &res->stdout_report);
 	release_stream(ctx, &req->stderr, "stderr", max_text, &res->stderr,
-	    &res->stderr_truncated);
+	    &res->stderr_truncated, &res->stderr_report);
 	return 0;
 }
 
@@ -459,5 +630,12 @@ release_result_clear(Sbx__V1__ReleaseResult *res)
 	free(res->dropped);
 	free(res->stdout.data);
 	free(res->stderr.data);
+	if (res->stdout_report != NULL)
+		sbx__v1__text_report__free_unpacked(res->stdout_report, NULL);
+	if (res->stderr_report != NULL)
+		sbx__v1__text_report__free_unpacked(res->stderr_report, NULL);
+	if (res->dropped_unlisted != NULL)
+		sbx__v1__dropped_summary__free_unpacked(res->dropped_unlisted,
+		    NULL);
 	sbx__v1__release_result__init(res);
 }

@@ -6,59 +6,26 @@
  * their 7-bit and 8-bit (UTF-8 encoded U+0080..U+009F) forms; a byte that
  * is not valid UTF-8 becomes '?', so a raw 8-bit CSI cannot reach a
  * terminal either.  Truncation is visible ("[sbx: truncated N bytes]") and
- * never splits a character.  The label marks the text as data from the
- * sandbox, and the body cannot close that label.
+ * never splits a character.  Code points a reader does not see but a
+ * model does -- bidirectional controls, tag characters, zero-width
+ * characters, the line and paragraph separators: the list in
+ * common/utf8.c that approvald's quoting uses too -- are removed, so text
+ * cannot carry instructions a person reviewing it would miss.  Remote
+ * images and links are neutralised (markdown.c) unless the policy keeps
+ * them.  What was removed is counted for the result.  The label marks the
+ * text as data from the sandbox, and the body cannot close that label.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "utf8.h"
 #include "util.h"
 #include "gated/gated.h"
 
 #define ESC	0x1b
 #define BEL	0x07
-
-/*
- * Length of the valid UTF-8 character at s (up to n bytes) with *cp its
- * code point, or 0 when it is not valid (overlong, surrogate, beyond
- * U+10FFFF, cut short).
- */
-static size_t
-text_utf8(const uint8_t *s, size_t n, uint32_t *cp)
-{
-	uint32_t	c;
-	size_t		len, i;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		len = 2;
-		c = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		len = 3;
-		c = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		len = 4;
-		c = s[0] & 0x07;
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
-	    (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
-		return 0;
-	*cp = c;
-	return len;
-}
 
 /* A CSI's parameters, intermediates and final byte, from j. */
 static size_t
@@ -124,19 +91,25 @@ text_skip_esc(const uint8_t *s, size_t len, size_t i)
 }
 
 size_t
-text_strip(const uint8_t *in, size_t len, uint8_t *out)
+text_strip(const uint8_t *in, size_t len, uint8_t *out, struct text_counts *tc)
 {
-	size_t		i = 0, o = 0, n;
-	uint32_t	cp;
+	struct text_counts	 dummy;
+	size_t			 i = 0, o = 0, n;
+	uint32_t		 cp;
 
+	if (tc == NULL)
+		tc = &dummy;
 	while (i < len) {
 		if (in[i] == ESC) {
 			i = text_skip_esc(in, len, i);
+			tc->controls++;
 			continue;
 		}
 		if (in[i] < 0x20 || in[i] == 0x7f) {
 			if (in[i] == '\n' || in[i] == '\t')
 				out[o++] = in[i];
+			else
+				tc->controls++;
 			i++;
 			continue;
 		}
@@ -144,8 +117,13 @@ text_strip(const uint8_t *in, size_t len, uint8_t *out)
 			out[o++] = in[i++];
 			continue;
 		}
-		if ((n = text_utf8(in + i, len - i, &cp)) == 0) {
+		if ((n = utf8_decode(in + i, len - i, &cp)) == 0) {
+			/* Overlong forms, surrogates and a character cut
+			 * short (at a capture or read cap) land here: each
+			 * byte is shown as '?', never decoded into what it
+			 * might have spelled. */
 			out[o++] = '?';
+			tc->invalid++;
 			i++;
 			continue;
 		}
@@ -158,6 +136,12 @@ text_strip(const uint8_t *in, size_t len, uint8_t *out)
 				i = text_skip_string(in, len, i + n);
 			else
 				i += n;
+			tc->controls++;
+			continue;
+		}
+		if (utf8_hidden(cp)) {
+			i += n;
+			tc->invisible++;
 			continue;
 		}
 		memcpy(out + o, in + i, n);
@@ -206,14 +190,22 @@ text_truncate_of(const uint8_t *in, size_t len, size_t whole, size_t max,
 }
 
 uint8_t *
-text_clean(const uint8_t *in, size_t len, size_t max, size_t *outlen,
-    int *truncated)
+text_clean(const uint8_t *in, size_t len, size_t max, int links,
+    size_t *outlen, int *truncated, struct text_counts *tc)
 {
-	uint8_t	*tmp, *out;
+	uint8_t	*tmp, *md, *out;
 	size_t	 n;
 
 	tmp = xmalloc(len + 1);
-	n = text_strip(in, len, tmp);
+	n = text_strip(in, len, tmp, tc);
+	/* After the strip: an ESC or a zero-width space inside "![" must
+	 * not hide an image from the check. */
+	if (links == TEXT_LINKS_NEUTRALISE) {
+		md = markdown_neutralise(tmp, n, &n, tc != NULL ? &tc->links :
+		    NULL);
+		free(tmp);
+		tmp = md;
+	}
 	out = text_truncate(tmp, n, max, outlen, truncated);
 	free(tmp);
 	return out;
@@ -286,24 +278,26 @@ text_label(const char *execution, const char *stream, const uint8_t *body,
 }
 
 char *
-text_name_clean(const char *name)
+text_name_clean(const char *name, size_t max, int links, int *cut)
 {
 	const uint8_t	*s = (const uint8_t *)name;
-	size_t		 len = strlen(name), i = 0, o = 0, n;
+	size_t		 len = strlen(name), i = 0, o = 0, n, mlen;
 	uint32_t	 cp;
-	char		*out;
+	uint8_t		*out, *md;
 
 	if (len > GATED_NAME_MAX)
 		len = GATED_NAME_MAX;
 	out = xmalloc(len + 1);
+	/* A name is shown, not read: what would be removed from text is
+	 * replaced, so two names never look the same. */
 	while (i < len) {
 		if (s[i] < 0x20 || s[i] == 0x7f) {
 			out[o++] = '?';
 			i++;
 			continue;
 		}
-		if ((n = text_utf8(s + i, len - i, &cp)) == 0 ||
-		    (cp >= 0x80 && cp <= 0x9f)) {
+		if ((n = utf8_decode(s + i, len - i, &cp)) == 0 ||
+		    utf8_hidden(cp)) {
 			out[o++] = '?';
 			i += n == 0 ? 1 : n;
 			continue;
@@ -312,6 +306,22 @@ text_name_clean(const char *name)
 		o += n;
 		i += n;
 	}
+	if (links == TEXT_LINKS_NEUTRALISE) {
+		md = markdown_neutralise(out, o, &mlen, NULL);
+		free(out);
+		out = md;
+		o = mlen;
+	}
+	if (cut != NULL)
+		*cut = 0;
+	if (o > max) {
+		/* Back to the start of the character the cut falls in. */
+		while (max > 0 && (out[max] & 0xc0) == 0x80)
+			max--;
+		o = max;
+		if (cut != NULL)
+			*cut = 1;
+	}
 	out[o] = '\0';
-	return out;
+	return (char *)out;
 }

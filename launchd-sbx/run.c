@@ -1341,6 +1341,9 @@ run_reply(struct run *r)
 		res.n_outputs = r->released->n_outputs;
 		res.dropped = r->released->dropped;
 		res.n_dropped = r->released->n_dropped;
+		res.stdout_report = r->released->stdout_report;
+		res.stderr_report = r->released->stderr_report;
+		res.dropped_unlisted = r->released->dropped_unlisted;
 	} else {
 		/* Withheld: nothing of the sandbox's text without the gate. */
 		res.dropped = r->nogate;

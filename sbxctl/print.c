@@ -528,6 +528,26 @@ print_json_strv(char **v, size_t n)
 	return a;
 }
 
+/* What gated took out of a text, as a JSON object (NULL: nothing). */
+static json_t *
+print_text_report(const Sbx__V1__TextReport *t)
+{
+	json_t	*o;
+
+	if (t == NULL)
+		return NULL;
+	o = json_object();
+	json_object_set_new(o, "controls_removed",
+	    json_integer(t->controls_removed));
+	json_object_set_new(o, "invisible_removed",
+	    json_integer(t->invisible_removed));
+	json_object_set_new(o, "invalid_replaced",
+	    json_integer(t->invalid_replaced));
+	json_object_set_new(o, "links_neutralised",
+	    json_integer(t->links_neutralised));
+	return o;
+}
+
 void
 print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 {
@@ -572,6 +592,12 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 	    json_boolean(r->stdout_truncated));
 	json_object_set_new(o, "stderr_truncated",
 	    json_boolean(r->stderr_truncated));
+	if (r->stdout_report != NULL)
+		json_object_set_new(o, "stdout_report",
+		    print_text_report(r->stdout_report));
+	if (r->stderr_report != NULL)
+		json_object_set_new(o, "stderr_report",
+		    print_text_report(r->stderr_report));
 	outs = json_array();
 	for (size_t i = 0; i < r->n_outputs; i++) {
 		const Sbx__V1__ReleasedOutput *ro = r->outputs[i];
@@ -587,6 +613,22 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 			    json_string(ro->sha256));
 		if (ro->truncated)
 			json_object_set_new(e, "truncated", json_true());
+		if (ro->text != NULL)
+			json_object_set_new(e, "text",
+			    print_text_report(ro->text));
+		if (ro->csv != NULL) {
+			json_t	*c = json_object();
+
+			json_object_set_new(c, "formula_cells",
+			    json_integer(ro->csv->formula_cells));
+			json_object_set_new(c, "first_row",
+			    json_integer(ro->csv->first_row));
+			json_object_set_new(c, "first_column",
+			    json_integer(ro->csv->first_column));
+			json_object_set_new(c, "neutralised",
+			    json_boolean(ro->csv->neutralised));
+			json_object_set_new(e, "csv_formulas", c);
+		}
 		/* Content delivered to the agent: text as gated labelled it,
 		 * anything else in base64. */
 		if (ro->content.len > 0 && print_is_text(ro->type))
@@ -605,9 +647,21 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 		json_object_set_new(e, "name", json_string(r->dropped[i]->name));
 		json_object_set_new(e, "reason",
 		    json_string(r->dropped[i]->reason));
+		if (r->dropped[i]->name_truncated)
+			json_object_set_new(e, "name_truncated", json_true());
 		json_array_append_new(drop, e);
 	}
 	json_object_set_new(o, "dropped", drop);
+	if (r->dropped_unlisted != NULL) {
+		e = json_object();
+		json_object_set_new(e, "entries",
+		    json_integer(r->dropped_unlisted->entries));
+		json_object_set_new(e, "name_bytes", json_integer(
+		    (json_int_t)r->dropped_unlisted->name_bytes));
+		json_object_set_new(e, "bytes", json_integer(
+		    (json_int_t)r->dropped_unlisted->bytes));
+		json_object_set_new(o, "dropped_unlisted", e);
+	}
 	den = json_array();
 	for (size_t i = 0; i < r->n_denials; i++) {
 		const Sbx__V1__Denial	*d = r->denials[i];

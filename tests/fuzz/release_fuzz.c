@@ -9,7 +9,9 @@
  * stdout.  The invariants checked on every result: release_run never
  * fails on a good directory; every name in the result is clean UTF-8
  * without control bytes; no ESC or BEL reaches stdout or a text output;
- * at most one result entry per declared name; the result encodes.
+ * at most one result entry per declared name; the result encodes; and
+ * stdout neutralised for links or CSV formulas gives nothing more to
+ * neutralise on a second pass.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -88,7 +90,7 @@ check_name(const char *s)
 	size_t	 len = strlen(s), n;
 	uint8_t	*out = xmalloc(len + 1);
 
-	n = text_strip((const uint8_t *)s, len, out);
+	n = text_strip((const uint8_t *)s, len, out, NULL);
 	if (n != len || memcmp(out, s, len) != 0 || strchr(s, '\t') != NULL ||
 	    strchr(s, '\n') != NULL)
 		abort();
@@ -101,6 +103,30 @@ check_text(const ProtobufCBinaryData *b)
 	if (memchr(b->data, 0x1b, b->len) != NULL ||
 	    memchr(b->data, 0x07, b->len) != NULL)
 		abort();
+}
+
+/* What markdown_neutralise and csv_check leave holds nothing they would
+ * take out on a second pass. */
+static void
+check_neutral(const uint8_t *in, size_t len)
+{
+	struct csv_report	 rep;
+	uint8_t			*md, *md2, *cv;
+	size_t			 n, n2, cn;
+	uint32_t		 count = 0;
+
+	md = markdown_neutralise(in, len, &n, &count);
+	count = 0;
+	md2 = markdown_neutralise(md, n, &n2, &count);
+	if (count != 0 || n2 != n || memcmp(md, md2, n) != 0)
+		abort();
+	free(md2);
+	free(md);
+	cv = csv_check(in, len, ',', 1, &cn, &rep);
+	free(csv_check(cv, cn, ',', 0, &n, &rep));
+	if (rep.cells != 0)
+		abort();
+	free(cv);
 }
 
 int
@@ -129,6 +155,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.allowed_types = types;
 	o.n_allowed_types = (data[0] >> 1) & 1 ? 4 : 3;
 	o.max_text_kb = (data[0] >> 2) & 3;
+	o.remote_links = (data[0] >> 4) & 1 ?
+	    SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP :
+	    SBX__V1__REMOTE_LINKS__REMOTE_LINKS_NEUTRALISE;
+	o.csv_formulas = (data[0] >> 5) & 1 ?
+	    SBX__V1__CSV_FORMULAS__CSV_FORMULAS_NEUTRALISE :
+	    SBX__V1__CSV_FORMULAS__CSV_FORMULAS_FLAG;
 	o.max_file_kb = data[1] % 16;
 	o.max_total_kb = data[2] % 32;
 	data += 3;
@@ -178,6 +210,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 	check_text(&res.stdout);
 	check_text(&res.stderr);
+	if (rq.stdout.len > 0)
+		check_neutral(rq.stdout.data, rq.stdout.len);
 	frame_env_init(&env, 1);
 	env.body_case = SBX__V1__ENVELOPE__BODY_RELEASED;
 	env.released = &res;
@@ -188,7 +222,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The name functions on their own, on the raw input. */
 	for (i = 0; i < n; i++) {
-		char	*c = text_name_clean(names[i]);
+		char	*c = text_name_clean(names[i], GATED_WALK_NAME,
+			    TEXT_LINKS_NEUTRALISE, NULL);
 
 		check_name(c);
 		free(c);

@@ -10,17 +10,25 @@
  *   gateclient release -s SOCK -k SK -d DIR [-w OUTDIR] [-t TASK] [-x EXEC]
  *       [-e TTL] [-B] [-N] [-T TYPE]... [-m MAX_TOTAL_KB] [-f MAX_FILE_KB]
  *       [-o refuse|truncate] [-D agent|user|storage-bucket]
- *       [-X MAX_TEXT_KB] [-O STDOUT_FILE] [-E STDERR_FILE] NAME...
+ *       [-X MAX_TEXT_KB] [-O STDOUT_FILE] [-E STDERR_FILE] [-K] [-F]
+ *       [-Y ARCHIVE_MB] [-R RATIO] [-n ENTRIES] [-z NESTING] [-W SIDE]
+ *       [-P PIXELS] NAME...
  *   gateclient admin -s ADMIN audit|verify|metrics
  *
  * release prints "released NAME type=T bytes=N truncated=0|1 where=W
- * sha256=H" and "dropped NAME reason=R" lines, then "streams
- * stdout_truncated=0|1 stderr_truncated=0|1", and exits 0; with -w, the
+ * sha256=H" lines, each followed by "text NAME controls=N invisible=N
+ * invalid=N links=N" and "csv NAME cells=N row=R col=C neutralised=0|1"
+ * when gated reported them, "dropped NAME reason=R[ cut=1]" lines, then
+ * "streams stdout_truncated=0|1 stderr_truncated=0|1", "report stdout|
+ * stderr ..." and "unlisted entries=N name_bytes=N bytes=N" when present,
+ * and exits 0; with -w, the
  * i-th released content goes to OUTDIR/out.i and the streams to
  * OUTDIR/stdout and OUTDIR/stderr.  A refusal prints "error code=N rule=R:
  * message" and exits 3; no reply at all prints "noreply" and exits 4.
  * -e with a negative TTL signs an expired grant; -B flips a bit of the
- * signature; -N sends no descriptor.
+ * signature; -N sends no descriptor.  -K keeps remote links, -F
+ * neutralises CSV formulas; -Y -R -n -z -W -P set the archive and image
+ * caps of the policy (outputs.archives, outputs.images).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +54,9 @@ usage(void)
 	    "[-t TASK] [-x EXEC] [-e TTL]\n"
 	    "           [-B] [-N] [-T TYPE]... [-m KB] [-f KB] "
 	    "[-o refuse|truncate] [-D DEST]\n"
-	    "           [-X KB] [-O FILE] [-E FILE] NAME...\n"
+	    "           [-X KB] [-O FILE] [-E FILE] [-K] [-F] [-Y MB] [-R N] "
+	    "[-n N] [-z N]\n"
+	    "           [-W N] [-P N] NAME...\n"
 	    "       gateclient admin -s ADMIN audit|verify|metrics\n");
 	exit(2);
 }
@@ -89,6 +99,14 @@ spill(const char *dir, const char *name, const ProtobufCBinaryData *b)
 	fclose(f);
 }
 
+static void
+print_report(const char *what, const char *name, const Sbx__V1__TextReport *t)
+{
+	printf("%s %s controls=%u invisible=%u invalid=%u links=%u\n", what,
+	    name, t->controls_removed, t->invisible_removed,
+	    t->invalid_replaced, t->links_neutralised);
+}
+
 static int
 cmd_release(int argc, char **argv)
 {
@@ -117,8 +135,8 @@ cmd_release(int argc, char **argv)
 	o->max_total_kb = 1024;
 	o->destination = SBX__V1__DESTINATION__DESTINATION_AGENT;
 	snprintf(xid, sizeof(xid), "exec-gate-1");
-	while ((ch = getopt(argc, argv, "Bd:D:e:E:f:k:m:No:O:s:t:T:w:x:X:"))
-	    != -1) {
+	while ((ch = getopt(argc, argv,
+	    "Bd:D:e:E:f:Fk:Km:n:No:O:P:R:s:t:T:w:W:x:X:Y:z:")) != -1) {
 		switch (ch) {
 		case 'B': badsig = 1; break;
 		case 'd': dir = optarg; break;
@@ -137,6 +155,22 @@ cmd_release(int argc, char **argv)
 		case 'e': ttl = num(optarg); break;
 		case 'E': slurp(optarg, &rr.stderr); break;
 		case 'f': o->max_file_kb = (uint32_t)num(optarg); break;
+		case 'F':
+			o->csv_formulas =
+			    SBX__V1__CSV_FORMULAS__CSV_FORMULAS_NEUTRALISE;
+			break;
+		case 'K':
+			o->remote_links =
+			    SBX__V1__REMOTE_LINKS__REMOTE_LINKS_KEEP;
+			break;
+		case 'n': o->archive_max_entries = (uint32_t)num(optarg); break;
+		case 'P': o->image_max_pixels = (uint32_t)num(optarg); break;
+		case 'R': o->archive_max_ratio = (uint32_t)num(optarg); break;
+		case 'W': o->image_max_side = (uint32_t)num(optarg); break;
+		case 'Y':
+			o->archive_max_expanded_mb = (uint32_t)num(optarg);
+			break;
+		case 'z': o->archive_max_nesting = (uint32_t)num(optarg); break;
 		case 'k': sk = optarg; break;
 		case 'm': o->max_total_kb = (uint32_t)num(optarg); break;
 		case 'N': nofd = 1; break;
@@ -223,16 +257,32 @@ cmd_release(int argc, char **argv)
 		    "sha256=%s\n", r->name, r->type,
 		    (unsigned long long)r->bytes, (int)r->truncated, r->where,
 		    r->sha256);
+		if (r->text != NULL)
+			print_report("text", r->name, r->text);
+		if (r->csv != NULL)
+			printf("csv %s cells=%u row=%u col=%u neutralised=%d\n",
+			    r->name, r->csv->formula_cells, r->csv->first_row,
+			    r->csv->first_column, (int)r->csv->neutralised);
 		if (outdir != NULL) {
 			snprintf(name, sizeof(name), "out.%zu", i);
 			spill(outdir, name, &r->content);
 		}
 	}
 	for (size_t i = 0; i < res->n_dropped; i++)
-		printf("dropped %s reason=%s\n", res->dropped[i]->name,
-		    res->dropped[i]->reason);
+		printf("dropped %s reason=%s%s\n", res->dropped[i]->name,
+		    res->dropped[i]->reason, res->dropped[i]->name_truncated ?
+		    " cut=1" : "");
 	printf("streams stdout_truncated=%d stderr_truncated=%d\n",
 	    (int)res->stdout_truncated, (int)res->stderr_truncated);
+	if (res->stdout_report != NULL)
+		print_report("report", "stdout", res->stdout_report);
+	if (res->stderr_report != NULL)
+		print_report("report", "stderr", res->stderr_report);
+	if (res->dropped_unlisted != NULL)
+		printf("unlisted entries=%u name_bytes=%llu bytes=%llu\n",
+		    res->dropped_unlisted->entries, (unsigned long long)
+		    res->dropped_unlisted->name_bytes, (unsigned long long)
+		    res->dropped_unlisted->bytes);
 	if (outdir != NULL) {
 		spill(outdir, "stdout", &res->stdout);
 		spill(outdir, "stderr", &res->stderr);

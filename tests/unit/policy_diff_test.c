@@ -1,7 +1,8 @@
 /*
  * policy_diff_test.c: template diffs.  Every kind of widening -- new host,
  * method, path, cidr, port, credential binding, larger limit or size, new
- * output type, other destination, weaker isolation, other image -- shows
+ * output type, other destination, remote links kept, CSV formulas left,
+ * larger archive or image caps, weaker isolation, other image -- shows
  * up as its own line marked "(widening)", and narrowings show up unmarked.
  */
 #include <criterion/criterion.h>
@@ -196,6 +197,26 @@ static const struct {
 	  "~ outputs.max_text_kb: 64 -> 1024 (widening)", 1 },
 	{ "destination: agent", "destination: storage-bucket",
 	  "~ outputs.destination: agent -> storage-bucket (widening)", 1 },
+	{ "destination: agent", "destination: agent\n  remote_links: keep",
+	  "~ outputs.remote_links: neutralise -> keep (widening)", 1 },
+	{ "destination: agent",
+	  "destination: agent\n  csv_formulas: neutralise",
+	  "~ outputs.csv_formulas: flag -> neutralise", 0 },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_expanded_mb: 512}",
+	  "~ outputs.archives.max_expanded_mb: 64 -> 512 (widening)", 1 },
+	{ "destination: agent", "destination: agent\n  archives: "
+	  "{max_ratio: 50, max_entries: 20000}",
+	  "~ outputs.archives.max_entries: 10000 -> 20000 (widening)", 1 },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_nesting: 2}",
+	  "~ outputs.archives.max_nesting: 0 -> 2 (widening)", 1 },
+	{ "destination: agent",
+	  "destination: agent\n  images: {max_side: 65535}",
+	  "~ outputs.images.max_side: 16384 -> 65535 (widening)", 1 },
+	{ "destination: agent",
+	  "destination: agent\n  images: {max_pixels: 1000}",
+	  "~ outputs.images.max_pixels: 67108864 -> 1000", 0 },
 	{ "isolation: gvisor", "isolation: container",
 	  "~ isolation: gvisor -> container (widening)", 1 },
 	{ "isolation: gvisor", "isolation: microvm",

@@ -107,6 +107,11 @@ static const char full_yaml[] =
     "  oversize: truncate\n"
     "  max_text_kb: 32\n"
     "  destination: storage-bucket\n"
+    "  remote_links: keep\n"
+    "  csv_formulas: neutralise\n"
+    "  archives: {max_expanded_mb: 8, max_ratio: 20, max_entries: 50, "
+    "max_nesting: 2}\n"
+    "  images: {max_side: 4096, max_pixels: 1000000}\n"
     "executions_per_task: 100\n";
 
 static Sbx__V1__Policy *
@@ -540,6 +545,24 @@ static const struct mutation {
 	  'W' },
 	{ "destination: agent", "destination: user", 0, 'W' },
 	{ "destination: agent", "destination: storage-bucket", 0, 'W' },
+	{ "destination: agent", "destination: agent\n  remote_links: keep", 0,
+	  'W' },
+	{ "destination: agent",
+	  "destination: agent\n  csv_formulas: neutralise", 0, 'N' },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_expanded_mb: 65}", 0, 'W' },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_expanded_mb: 1}", 0, 'N' },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_ratio: 101}", 0, 'W' },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_entries: 10001}", 0, 'W' },
+	{ "destination: agent",
+	  "destination: agent\n  archives: {max_nesting: 1}", 0, 'W' },
+	{ "destination: agent",
+	  "destination: agent\n  images: {max_side: 16385}", 0, 'W' },
+	{ "destination: agent",
+	  "destination: agent\n  images: {max_pixels: 99}", 0, 'N' },
 	{ "executions_per_task: 15", "executions_per_task: 16", 0, 'W' },
 	{ "executions_per_task: 15", "executions_per_task: 14", 0, 'N' },
 	{ "limits: {cpus: 1, memory_mb: 1024, pids: 128, wall_seconds: 60, "
