@@ -274,6 +274,14 @@ struct http_req {
 	int		 chunked;
 	int		 keep_alive;
 	int		 expect_continue;
+	/* The bytes the parser took for this message, read again by
+	 * http_frame_check (proxy_http.c): the head's end, then a chunked
+	 * body's framing, strictly (RFC 9112 section 7.1). */
+	int		 fv_state;
+	unsigned	 fv_match;	/* of "\r\n\r\n", in the head */
+	uint64_t	 fv_size;	/* chunk size, then data still due */
+	size_t		 fv_digits;
+	size_t		 fv_run;	/* bytes of this chunk line / trailers */
 	struct evbuffer	*body;		/* decoded */
 	uint64_t	 body_bytes;
 	const char	*rule;		/* set on a refusal */

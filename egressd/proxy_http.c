@@ -92,6 +92,14 @@ http_name_check(const char *what, const char *name, size_t len, char *buf,
 	return buf;
 }
 
+/* Content-Length or Transfer-Encoding, the fields that frame a body. */
+static int
+http_framing_name(const char *name, size_t len)
+{
+	return (len == 14 && strncasecmp(name, "Content-Length", 14) == 0) ||
+	    (len == 17 && strncasecmp(name, "Transfer-Encoding", 17) == 0);
+}
+
 /* The field names of a head's complete lines: after the start line (and
  * the empty lines a server skips before it), up to the empty line.  The
  * caller has refused bare CR and LF, so every LF ends a line with CRLF. */
@@ -115,6 +123,16 @@ http_head_names(const char *h, size_t len, const char **why)
 		if ((w = http_name_check("header name", p,
 		    (size_t)(colon - p), buf, sizeof(buf))) != NULL)
 			return (*why = w, -1);
+		/* nginx refuses a tab around a framing value; Node and
+		 * Python (and libhttp-parser) skip it: the two would
+		 * part.  libhttp-parser drops the leading whitespace before
+		 * its callbacks, so it is looked for here. */
+		if (http_framing_name(p, (size_t)(colon - p)) &&
+		    memchr(colon, '\t', (size_t)(eol - colon)) != NULL) {
+			snprintf(buf, sizeof(buf), "tab in the %.*s value",
+			    (int)(colon - p), p);
+			return (*why = buf, -1);
+		}
 	}
 	return 0;
 }
@@ -326,6 +344,11 @@ http_req_on_headers(http_parser *p)
 			    "value");
 	}
 	r->method = http_method_str((enum http_method)p->method);
+	/* HTTP/0.9, 1.2 and 2.0 named in a request line: each server reads
+	 * them its own way (505, 400, or as 1.1). */
+	if (p->http_major != 1 || p->http_minor > 1)
+		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
+		    "HTTP version other than 1.0 and 1.1");
 	h = http_req_header(r, "Content-Length", &n);
 	if (n > 1)
 		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
@@ -346,18 +369,33 @@ http_req_on_headers(http_parser *p)
 			return http_refuse(&r->rule, &r->why,
 			    RULE_BAD_REQUEST, "Transfer-Encoding other than "
 			    "chunked");
+		/* HTTP/1.0 has no chunked coding: nginx refuses it, Node
+		 * and Python decode it. */
+		if (p->http_minor == 0)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "Transfer-Encoding in an "
+			    "HTTP/1.0 request");
 		r->chunked = 1;
 	}
 	http_req_header(r, "Host", &n);
 	if (n > 1)
 		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
 		    "more than one Host");
+	/* RFC 9112 section 3.2: an HTTP/1.1 request without Host is a 400
+	 * (nginx and Node refuse it, Python takes it).  CONNECT names its
+	 * authority in its target. */
+	if (n == 0 && p->http_minor == 1 && p->method != HTTP_CONNECT)
+		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST,
+		    "HTTP/1.1 request without Host");
 	if (http_req_header(r, "Upgrade", NULL) != NULL || p->upgrade)
 		if (p->method != HTTP_CONNECT)
 			return http_refuse(&r->rule, &r->why,
 			    RULE_BAD_REQUEST, "protocol upgrades cannot be "
 			    "decided per request");
-	if ((h = http_req_header(r, "Expect", NULL)) != NULL) {
+	if ((h = http_req_header(r, "Expect", &n)) != NULL) {
+		if (n > 1)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, "more than one Expect");
 		if (strcasecmp(h->value, "100-continue") != 0)
 			return http_refuse(&r->rule, &r->why,
 			    RULE_BAD_REQUEST, "unsupported Expect");
@@ -397,12 +435,22 @@ http_req_on_complete(http_parser *p)
 	 * forgotten, so that nothing built from the headers later (the
 	 * rebuilt head, its Content-Length, the hop-by-hop list) sees
 	 * them. */
-	for (size_t i = r->nhead; i < r->nhdrs; i++)
+	for (size_t i = r->nhead; i < r->nhdrs; i++) {
 		if ((w = http_name_check("trailer field name",
 		    r->hdrs[i].name, r->hdrs[i].nlen, r->why_buf,
 		    sizeof(r->why_buf))) != NULL)
 			return http_refuse(&r->rule, &r->why,
 			    RULE_BAD_REQUEST, w);
+		/* Node refuses framing fields in trailers; nginx and
+		 * Python ignore them. */
+		if (strcasecmp(r->hdrs[i].name, "Content-Length") == 0 ||
+		    strcasecmp(r->hdrs[i].name, "Transfer-Encoding") == 0) {
+			snprintf(r->why_buf, sizeof(r->why_buf), "%s in the "
+			    "trailers", r->hdrs[i].name);
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, r->why_buf);
+		}
+	}
 	r->nhdrs = r->nhead;
 	r->complete = 1;
 	http_parser_pause(p, 1);
@@ -474,18 +522,227 @@ http_req_clear(struct http_req *r)
 	r->body = NULL;
 }
 
+/*
+ * The framing of a request, read a second time and strictly, over the
+ * bytes libhttp-parser took for it.  libhttp-parser is lenient where the
+ * servers behind egressd are not, or lenient differently: it takes
+ * spaces after a chunk size or around an extension's "=", empty and
+ * NUL-bearing extensions, anything in place of the CRLF after chunk
+ * data, a bare LF ending the trailers, obs-fold in a trailer, and empty
+ * lines before a request line (which Python's http.server does not
+ * skip).  Where one server reads such bytes one way and another another,
+ * egressd cannot forward them and know what the upstream read, so
+ * anything outside the grammar of RFC 9112 (with no optional
+ * whitespace, which llhttp refuses) is refused:
+ *
+ *   chunk      = 1*HEXDIG *( ";" token [ "=" ( token / quoted-string ) ] )
+ *                CRLF data CRLF
+ *   last-chunk = 1*"0" *( ext ) CRLF *( field-line CRLF ) CRLF
+ *
+ * where a field line neither starts with SP or HTAB nor holds a control
+ * byte other than HTAB.  A chunk line, or the trailer section, may be at
+ * most HTTP_CHUNK_LINE_MAX bytes.  A message's head ends at its first
+ * CRLF CRLF (http_head_check has refused bare CR and LF in it).
+ */
+enum {
+	FV_START,	/* the message's first byte */
+	FV_HEAD,
+	FV_OFF,		/* not chunked: nothing more to check */
+	FV_SIZE,
+	FV_EXT_NAME0, FV_EXT_NAME, FV_EXT_VAL0, FV_EXT_VAL,
+	FV_EXT_QS, FV_EXT_QP, FV_EXT_QEND,
+	FV_SIZE_LF,
+	FV_DATA, FV_DATA_CR, FV_DATA_LF,
+	FV_TRL0, FV_TRL, FV_TRL_LF, FV_END_LF,
+	FV_DONE
+};
+
+static const char *
+http_frame_check(struct http_req *r, const char *buf, size_t n)
+{
+	static const char	 crlf2[] = "\r\n\r\n";
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char	 c = (unsigned char)buf[i];
+		int		 hex;
+
+		switch (r->fv_state) {
+		case FV_START:
+			if (c == '\r' || c == '\n')
+				return "empty line before the request line";
+			r->fv_state = FV_HEAD;
+			/* FALLTHROUGH */
+		case FV_HEAD:
+			r->fv_match = c == (unsigned char)crlf2[r->fv_match] ?
+			    r->fv_match + 1 : (c == '\r' ? 1 : 0);
+			if (r->fv_match == 4)
+				r->fv_state = r->chunked ? FV_SIZE : FV_OFF;
+			continue;
+		case FV_OFF:
+		case FV_DONE:
+			return NULL;
+		case FV_DATA: {
+			size_t	 take = n - i;
+
+			if (take > r->fv_size)
+				take = (size_t)r->fv_size;
+			r->fv_size -= take;
+			i += take - 1;
+			if (r->fv_size == 0)
+				r->fv_state = FV_DATA_CR;
+			continue;
+		}
+		default:
+			break;
+		}
+		if (++r->fv_run > HTTP_CHUNK_LINE_MAX)
+			return r->fv_state >= FV_TRL0 ? "chunked trailers over "
+			    "4 KiB" : "chunk-size line over 4 KiB";
+		switch (r->fv_state) {
+		case FV_SIZE:
+			hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+			    (c >= 'A' && c <= 'F');
+			if (hex) {
+				if (r->fv_size > (UINT64_MAX >> 4))
+					return "chunk size too large";
+				r->fv_size = r->fv_size * 16 + (uint64_t)(c <=
+				    '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+				r->fv_digits++;
+				break;
+			}
+			if (r->fv_digits == 0)
+				return "chunk size is not a hex number";
+			if (c == ';')
+				r->fv_state = FV_EXT_NAME0;
+			else if (c == '\r')
+				r->fv_state = FV_SIZE_LF;
+			else
+				return "chunk size followed by other than "
+				    "\";\" or CRLF";
+			break;
+		case FV_EXT_NAME0:
+		case FV_EXT_NAME:
+			if (http_tchar(c))
+				r->fv_state = FV_EXT_NAME;
+			else if (r->fv_state == FV_EXT_NAME0)
+				return "chunk extension without a name";
+			else if (c == '=')
+				r->fv_state = FV_EXT_VAL0;
+			else if (c == ';')
+				r->fv_state = FV_EXT_NAME0;
+			else if (c == '\r')
+				r->fv_state = FV_SIZE_LF;
+			else
+				return "chunk extension name is not a token";
+			break;
+		case FV_EXT_VAL0:
+			if (c == '"')
+				r->fv_state = FV_EXT_QS;
+			else if (http_tchar(c))
+				r->fv_state = FV_EXT_VAL;
+			else
+				return "chunk extension without a value after "
+				    "\"=\"";
+			break;
+		case FV_EXT_VAL:
+		case FV_EXT_QEND:
+			if (c == ';')
+				r->fv_state = FV_EXT_NAME0;
+			else if (c == '\r')
+				r->fv_state = FV_SIZE_LF;
+			else if (r->fv_state != FV_EXT_VAL || !http_tchar(c))
+				return "chunk extension value is not a token "
+				    "or a quoted string";
+			break;
+		case FV_EXT_QS:
+			if (c == '"')
+				r->fv_state = FV_EXT_QEND;
+			else if (c == '\\')
+				r->fv_state = FV_EXT_QP;
+			else if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return "control byte in a chunk extension";
+			break;
+		case FV_EXT_QP:
+			if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return "control byte in a chunk extension";
+			r->fv_state = FV_EXT_QS;
+			break;
+		case FV_SIZE_LF:
+			if (c != '\n')
+				return "bare CR in a chunk-size line";
+			r->fv_run = 0;
+			r->fv_digits = 0;
+			r->fv_state = r->fv_size == 0 ? FV_TRL0 : FV_DATA;
+			break;
+		case FV_DATA_CR:
+			if (c != '\r')
+				return "chunk data not followed by CRLF";
+			r->fv_state = FV_DATA_LF;
+			break;
+		case FV_DATA_LF:
+			if (c != '\n')
+				return "chunk data not followed by CRLF";
+			r->fv_run = 0;
+			r->fv_state = FV_SIZE;
+			break;
+		case FV_TRL0:
+			if (c == ' ' || c == '\t')
+				return "obs-fold line in the trailers";
+			if (c == '\r') {
+				r->fv_state = FV_END_LF;
+				break;
+			}
+			r->fv_state = FV_TRL;
+			/* FALLTHROUGH */
+		case FV_TRL:
+			if (c == '\r')
+				r->fv_state = FV_TRL_LF;
+			else if (c == '\n')
+				return "bare LF in the trailers";
+			else if ((c < 0x20 && c != '\t') || c == 0x7f)
+				return "control byte in the trailers";
+			break;
+		case FV_TRL_LF:
+			if (c != '\n')
+				return "bare CR in the trailers";
+			r->fv_state = FV_TRL0;
+			break;
+		case FV_END_LF:
+			if (c != '\n')
+				return "bare CR ending the trailers";
+			r->fv_state = FV_DONE;
+			break;
+		}
+	}
+	return NULL;
+}
+
 long
 http_req_feed(struct http_req *r, const char *buf, size_t len)
 {
 	size_t	 n;
 	enum http_errno e;
+	const char *w;
+	size_t	 pre;
 
 	if (HTTP_PARSER_ERRNO(&r->p) == HPE_PAUSED)
 		http_parser_pause(&r->p, 0);
+	/* An empty line where a request line belongs is refused before the
+	 * parser, which would skip it, sees it. */
+	pre = r->fv_state == FV_START && len > 0;
+	if (pre && (w = http_frame_check(r, buf, 1)) != NULL)
+		return http_refuse(&r->rule, &r->why, RULE_BAD_REQUEST, w);
 	n = http_parser_execute(&r->p, &http_req_settings, buf, len);
 	e = HTTP_PARSER_ERRNO(&r->p);
-	if (e == HPE_OK || e == HPE_PAUSED)
+	if ((e == HPE_OK || e == HPE_PAUSED) && r->rule == NULL) {
+		/* The first byte was read above. */
+		if (n > pre && (w = http_frame_check(r, buf + pre,
+		    n - pre)) != NULL)
+			return http_refuse(&r->rule, &r->why,
+			    RULE_BAD_REQUEST, w);
 		return (long)n;
+	}
 	if (r->rule == NULL) {
 		r->rule = RULE_BAD_REQUEST;
 		r->why = http_errno_description(e);
