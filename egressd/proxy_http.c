@@ -65,6 +65,18 @@ http_name_check(const char *what, const char *name, size_t len, char *buf,
 
 	for (i = 0; i < len && http_tchar((unsigned char)name[i]); i++)
 		;
+	/* libhttp-parser marks a message as transfer-coded as soon as a
+	 * name's first 17 bytes match, before the name ends: it reads
+	 * "Transfer-Encodingx: 1" as a Transfer-Encoding for its framing
+	 * checks and a server built on it would refuse what egressd
+	 * forwards.  Found by forward_fuzz. */
+	if (len > 0 && i == len && len > 17 &&
+	    strncasecmp(name, "Transfer-Encoding", 17) == 0) {
+		snprintf(buf, buflen, "%s \"%.*s%s\" starts with "
+		    "Transfer-Encoding", what, HTTP_NAME_SHOWN, name,
+		    len > HTTP_NAME_SHOWN ? "..." : "");
+		return buf;
+	}
 	if (len > 0 && i == len)
 		return NULL;
 	if (len == 0) {

@@ -421,6 +421,13 @@ def te_cl():
         "Content-Length: 5\r\n\r\nhello")
     add("te-cl", "POST with neither Content-Length nor TE, then bytes",
         post("", "hello"))
+    # Found by forward_fuzz: libhttp-parser takes a name that starts with
+    # Transfer-Encoding for one as soon as its 17th byte matches.
+    add("te-cl", "a field named Transfer-Encoding and more, chunked",
+        post("Transfer-Encodingst: a\r\nTransfer-Encoding: chunked\r\n",
+             chunked))
+    add("te-cl", "a field named Transfer-Encoding and more, alone",
+        post("Transfer-Encoding-X: chunked\r\n", "hello"))
 
 
 # ---- chunk sizes and extensions ------------------------------------------
