@@ -409,29 +409,37 @@ pid1_state(void)
 static int
 t_pid1_signal(const char *n, const char *a)
 {
-	static const int	 sigs[] = { SIGSTOP, SIGKILL, SIGSEGV, SIGTSTP };
-	char			 st;
-	size_t			 i;
-	int			 refused = 0;
+	static const int	 sigs[] = { SIGSTOP, SIGTSTP, SIGSEGV, SIGKILL };
+	char			 st = 0, what[256];
+	size_t			 i, len = 0;
+	int			 refused = 0, holes = 0;
 
 	(void)a;
 	if (getpid() == 1)
 		return say(n, V_FAILED, "the probe is PID 1");
+	what[0] = '\0';
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		if (kill(1, sigs[i]) == -1)
+		if (kill(1, sigs[i]) == -1) {
 			refused++;
+			continue;
+		}
 		usleep(50 * 1000);
 		if ((st = pid1_state()) == 'T' || st == 't') {
 			(void)kill(1, SIGCONT);
-			return say(n, V_ALLOWED, "SIG%s stopped PID 1",
-			    sigabbrev_np(sigs[i]));
-		}
-		if (st == 0 || st == 'Z' || st == 'X')
-			return say(n, V_ALLOWED, "PID 1 is gone after SIG%s",
-			    sigabbrev_np(sigs[i]));
+			holes++;
+			len += (size_t)snprintf(what + len, sizeof(what) - len,
+			    " SIG%s stopped it;", sigabbrev_np(sigs[i]));
+		} else if (st == 0 || st == 'Z' || st == 'X')
+			return say(n, V_ALLOWED, "%s PID 1 is gone after SIG%s",
+			    what, sigabbrev_np(sigs[i]));
+		if (len >= sizeof(what))
+			len = sizeof(what) - 1;
 	}
+	if (holes > 0)
+		return say(n, V_ALLOWED, "%s", what);
 	return say(n, V_DENIED, "%d of %zu refused, the rest had no effect "
-	    "(state %c)", refused, sizeof(sigs) / sizeof(sigs[0]), st);
+	    "(state %c)", refused, sizeof(sigs) / sizeof(sigs[0]),
+	    st ? st : '?');
 }
 
 static int
