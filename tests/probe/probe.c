@@ -400,17 +400,71 @@ pid1_state(void)
 	return p[2];
 }
 
+/* Send sig to PID 1 by one of the routes the kernel offers. */
+static int
+pid1_send(int how, int sig)
+{
+	siginfo_t	 si;
+	pid_t		 pid;
+	int		 fd, r, st;
+
+	switch (how) {
+	case 0:
+		return kill(1, sig);
+	case 1:
+		return (int)syscall(SYS_tgkill, 1, 1, sig);
+	case 2:
+		return (int)syscall(SYS_tkill, 1, sig);
+	case 3:
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = getpid();
+		si.si_uid = getuid();
+		return (int)syscall(SYS_rt_sigqueueinfo, 1, sig, &si);
+	case 4:
+	case 5:
+		fd = how == 4 ? (int)syscall(SYS_pidfd_open, 1, 0) :
+		    open("/proc/1", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd == -1)
+			return -1;
+		r = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+		close(fd);
+		return r;
+	case 6:
+		/* kill(-1): everyone but ourselves (and, in Linux, PID 1);
+		 * a child sends it, so only the probe is stopped a while. */
+		if ((pid = fork()) == -1)
+			return -1;
+		if (pid == 0) {
+			r = kill(-1, sig);
+			usleep(50 * 1000);
+			st = r == -1 ? 1 : (pid1_state() == 'T' ||
+			    pid1_state() == 't') ? 2 : 0;
+			(void)kill(-1, SIGCONT);
+			_exit(st);
+		}
+		if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st))
+			return -1;
+		return WEXITSTATUS(st) == 1 ? -1 : 0;
+	}
+	return -1;
+}
+
 /*
- * The kernel drops a signal that PID 1 of a namespace has no handler for
- * when it comes from inside: kill(2) says 0 and nothing happens.  Either
- * a refusal or no effect is a denial; a stopped PID 1 is a hole (and is
- * continued again), a killed one ends the sandbox and every verdict.
+ * Signals PID 1 has no handler for must not reach it from the code, by
+ * any route: Linux drops them for a namespace's init, gVisor does not,
+ * and outside a pid namespace nothing would.  A refused send or one
+ * without effect is a denial; a stopped PID 1 is a hole (continued
+ * again), a killed one ends the sandbox and every verdict after this.
  */
 static int
 t_pid1_signal(const char *n, const char *a)
 {
-	static const int	 sigs[] = { SIGSTOP, SIGTSTP, SIGSEGV, SIGKILL };
-	char			 st = 0, what[256];
+	static const char *const routes[] = { "kill", "tgkill", "tkill",
+	    "rt_sigqueueinfo", "pidfd_open", "/proc/1 pidfd", "kill(-1)" };
+	static const int	 sigs[] = { SIGTSTP, SIGSEGV, SIGKILL };
+	char			 st = 0, what[512];
 	size_t			 i, len = 0;
 	int			 refused = 0, holes = 0;
 
@@ -418,28 +472,57 @@ t_pid1_signal(const char *n, const char *a)
 	if (getpid() == 1)
 		return say(n, V_FAILED, "the probe is PID 1");
 	what[0] = '\0';
-	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		if (kill(1, sigs[i]) == -1) {
+	if (getpgid(0) == getpgid(1)) {
+		holes++;
+		len += (size_t)snprintf(what, sizeof(what),
+		    " in PID 1's process group;");
+	}
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (pid1_send((int)i, SIGSTOP) == -1) {
+			printf("# pid1-signal: SIGSTOP by %s: %s\n", routes[i],
+			    ename(errno));
 			refused++;
 			continue;
 		}
 		usleep(50 * 1000);
+		printf("# pid1-signal: SIGSTOP by %s: sent, state %c\n",
+		    routes[i], pid1_state());
+		if ((st = pid1_state()) == 'T' || st == 't') {
+			(void)kill(1, SIGCONT);
+			holes++;
+			len += (size_t)snprintf(what + len, sizeof(what) - len,
+			    " SIGSTOP by %s stopped it;", routes[i]);
+			if (len >= sizeof(what))
+				len = sizeof(what) - 1;
+		}
+	}
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		fflush(stdout);
+		if (kill(1, sigs[i]) == -1) {
+			printf("# pid1-signal: SIG%s: %s\n",
+			    sigabbrev_np(sigs[i]), ename(errno));
+			refused++;
+			continue;
+		}
+		usleep(50 * 1000);
+		printf("# pid1-signal: SIG%s: sent, state %c\n",
+		    sigabbrev_np(sigs[i]), pid1_state());
 		if ((st = pid1_state()) == 'T' || st == 't') {
 			(void)kill(1, SIGCONT);
 			holes++;
 			len += (size_t)snprintf(what + len, sizeof(what) - len,
 			    " SIG%s stopped it;", sigabbrev_np(sigs[i]));
+			if (len >= sizeof(what))
+				len = sizeof(what) - 1;
 		} else if (st == 0 || st == 'Z' || st == 'X')
 			return say(n, V_ALLOWED, "%s PID 1 is gone after SIG%s",
 			    what, sigabbrev_np(sigs[i]));
-		if (len >= sizeof(what))
-			len = sizeof(what) - 1;
 	}
 	if (holes > 0)
 		return say(n, V_ALLOWED, "%s", what);
 	return say(n, V_DENIED, "%d of %zu refused, the rest had no effect "
-	    "(state %c)", refused, sizeof(sigs) / sizeof(sigs[0]),
-	    st ? st : '?');
+	    "(state %c)", refused, sizeof(routes) / sizeof(routes[0]) +
+	    sizeof(sigs) / sizeof(sigs[0]), st ? st : '?');
 }
 
 static int
