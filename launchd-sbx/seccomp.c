@@ -229,8 +229,9 @@ seccomp_socket(json_t *rules, const char *name, int domain, int type,
  * The calls of seccomp_not_pid1 when the low 32 bits of their first
  * argument are not 1: even, or odd with some other of those bits set.
  * The kernel reads a pid_t from the low half of the register only, so a
- * plain "not equal to 1" would let 0x100000001 through.  A rule's conditions may not test the same
- * argument twice (runc would OR them), hence one rule per bit.
+ * plain "not equal to 1" would let 0x100000001 through.  A rule's
+ * conditions may not test the same argument twice (runc would OR them),
+ * hence one rule per bit.
  */
 static void
 seccomp_signals(json_t *rules)
@@ -293,8 +294,8 @@ seccomp_profile(enum spec_flavor flavor)
 	 * (SCTP, MPTCP, UDP-Lite, DCCP), whose first socket may load a
 	 * kernel module.  Anything else meets the default EPERM, which
 	 * ordinary code reads as "not available" (Go's MPTCP probe, Python's
-	 * tests).  socketpair creates its sockets the same way but works
-	 * only for AF_UNIX, the only domain Unix sockets leave to protocol 0.
+	 * tests).  socketpair creates its sockets the same way (a module
+	 * may load before it fails) and works only for AF_UNIX anyway.
 	 */
 	seccomp_socket(rules, "socket", AF_UNIX, -1, 0);
 	seccomp_socket(rules, "socket", AF_INET, SOCK_STREAM, 0);
