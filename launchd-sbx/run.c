@@ -275,8 +275,9 @@ run_scratch_mount(const char *dir, uint32_t mb, gid_t gid)
 	 * Mode 0755 as the sandbox's own tmpfs had: the staging dir above is
 	 * root's (0700), and gated, another user, must walk this one.
 	 */
-	run_fmt(opts, sizeof(opts), "size=%um,mode=0755,uid=%d,gid=%lu", mb,
-	    SPEC_UID, (unsigned long)gid);
+	run_fmt(opts, sizeof(opts), "size=%um,nr_inodes=%llu,mode=0755,uid=%d,"
+	    "gid=%lu", mb, SPEC_SCRATCH_INODES(mb), SPEC_UID,
+	    (unsigned long)gid);
 	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	    opts) == -1) {
 		int	 e = errno;

@@ -11,12 +11,16 @@
  * instead of reaching a second, unfiltered syscall table.
  *
  * Invariant: nothing in seccomp_must_deny is allowed unconditionally, and
- * the three conditional rules (clone, socket, personality) never admit a
- * namespace flag, a raw, packet or netlink socket, or an exotic persona.
+ * the conditional rules (clone, socket and socketpair, personality, the
+ * signals of seccomp_not_pid1) never admit a namespace flag, a raw, packet
+ * or netlink socket or a protocol besides TCP and UDP, an exotic persona,
+ * or a signal to PID 1.
  * tests/unit/spec_test.c checks the profile against that list and
  * tests/probe/run-spec checks it against a real kernel.
  */
 #include <sys/socket.h>
+
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <sched.h>
@@ -55,7 +59,10 @@
  * skipped by runc, so x86_64 names that aarch64 lacks (open, stat, ...) do
  * no harm there.  Left out on purpose, besides seccomp_must_deny: io_uring
  * (a second syscall interface the filter cannot see into), modify_ldt,
- * memfd_secret, fanotify, the NUMA policy calls and the 32-bit compat names.
+ * memfd_secret, fanotify, the NUMA policy calls, the 32-bit compat names,
+ * and mq_open: a POSIX message queue is kernel memory outside every file
+ * system cap (spec.c also sets RLIMIT_MSGQUEUE to 0 for /dev/mqueue), and
+ * gVisor, which ignores that limit, refuses it here too.
  */
 static const char *const seccomp_allow[] = {
 	"accept", "accept4", "access", "adjtimex", "alarm", "arch_prctl",
@@ -81,27 +88,26 @@ static const char *const seccomp_allow[] = {
 	"inotify_rm_watch", "io_cancel", "ioctl", "io_destroy",
 	"io_getevents", "io_pgetevents", "ioprio_get", "ioprio_set",
 	"io_setup", "io_submit",
-	"kill", "landlock_add_rule", "landlock_create_ruleset",
+	"landlock_add_rule", "landlock_create_ruleset",
 	"landlock_restrict_self", "lchown", "lgetxattr", "link", "linkat",
 	"listen", "listxattr", "llistxattr", "lremovexattr", "lseek",
 	"lsetxattr", "lstat",
 	"madvise", "membarrier", "memfd_create", "mincore", "mkdir",
 	"mkdirat", "mknod", "mknodat", "mlock", "mlock2", "mlockall", "mmap",
-	"mprotect", "mq_getsetattr", "mq_notify", "mq_open",
+	"mprotect", "mq_getsetattr", "mq_notify",
 	"mq_timedreceive", "mq_timedsend", "mq_unlink", "mremap", "msgctl",
 	"msgget", "msgrcv", "msgsnd", "msync", "munlock", "munlockall",
 	"munmap",
 	"nanosleep", "newfstatat", "open", "openat", "openat2",
-	"pause", "pidfd_open", "pidfd_send_signal", "pipe", "pipe2",
+	"pause", "pidfd_send_signal", "pipe", "pipe2",
 	"pkey_alloc", "pkey_free", "pkey_mprotect", "poll", "ppoll", "prctl",
 	"pread64", "preadv", "preadv2", "prlimit64", "process_mrelease",
 	"pselect6", "pwrite64", "pwritev", "pwritev2",
 	"read", "readahead", "readlink", "readlinkat", "readv", "recvfrom",
 	"recvmmsg", "recvmsg", "remap_file_pages", "removexattr", "rename",
 	"renameat", "renameat2", "restart_syscall", "rmdir", "rseq",
-	"rt_sigaction", "rt_sigpending", "rt_sigprocmask", "rt_sigqueueinfo",
-	"rt_sigreturn", "rt_sigsuspend", "rt_sigtimedwait",
-	"rt_tgsigqueueinfo",
+	"rt_sigaction", "rt_sigpending", "rt_sigprocmask", "rt_sigreturn",
+	"rt_sigsuspend", "rt_sigtimedwait",
 	"sched_getaffinity", "sched_getattr", "sched_getparam",
 	"sched_get_priority_max", "sched_get_priority_min",
 	"sched_getscheduler", "sched_rr_get_interval", "sched_setaffinity",
@@ -113,16 +119,29 @@ static const char *const seccomp_allow[] = {
 	"setreuid", "setrlimit", "set_robust_list", "setsid", "setsockopt",
 	"set_thread_area", "set_tid_address", "setuid", "setxattr", "shmat",
 	"shmctl", "shmdt", "shmget", "shutdown", "sigaltstack", "signalfd",
-	"signalfd4", "socketpair", "splice", "stat", "statfs", "statx",
+	"signalfd4", "splice", "stat", "statfs", "statx",
 	"symlink", "symlinkat", "sync", "sync_file_range", "syncfs",
 	"sysinfo",
-	"tee", "tgkill", "time", "timer_create", "timer_delete",
+	"tee", "time", "timer_create", "timer_delete",
 	"timer_getoverrun", "timer_gettime", "timer_settime",
 	"timerfd_create", "timerfd_gettime", "timerfd_settime", "times",
-	"tkill", "truncate",
+	"truncate",
 	"umask", "uname", "unlink", "unlinkat", "utime", "utimensat",
 	"utimes", "vfork", "vmsplice", "wait4", "waitid", "write", "writev",
 	NULL
+};
+
+/*
+ * The calls that signal one process (or open a pidfd to it) by number,
+ * allowed for every number but 1: PID 1 is sbx-init, the egress bridge,
+ * and gVisor, unlike Linux, lets a namespace's init be stopped or killed
+ * from inside (sbx-init blocks every other signal).  kill(-1) spares
+ * PID 1 in both kernels, and kill(0) the code's process group, which
+ * sbx-init does not share.
+ */
+static const char *const seccomp_not_pid1[] = {
+	"kill", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+	"pidfd_open", NULL
 };
 
 const char *const seccomp_must_deny[] = {
@@ -182,8 +201,14 @@ seccomp_arg(unsigned idx, uint64_t value, uint64_t value2, const char *op)
 	    "op", op);
 }
 
+/*
+ * socket(domain, type, protocol), or with type < 0 any type and protocol.
+ * Equality on the whole register: a value with stray high bits matches
+ * nothing and is refused.
+ */
 static void
-seccomp_socket(json_t *rules, int domain, int type)
+seccomp_socket(json_t *rules, const char *name, int domain, int type,
+    int protocol)
 {
 	json_t	*args;
 
@@ -191,12 +216,36 @@ seccomp_socket(json_t *rules, int domain, int type)
 		args = json_pack("[o]", seccomp_arg(0, (uint64_t)domain, 0,
 		    "SCMP_CMP_EQ"));
 	else
-		args = json_pack("[o, o]",
+		args = json_pack("[o, o, o]",
 		    seccomp_arg(0, (uint64_t)domain, 0, "SCMP_CMP_EQ"),
 		    seccomp_arg(1, SECCOMP_SOCK_TYPE_MASK, (uint64_t)type,
-		    "SCMP_CMP_MASKED_EQ"));
-	seccomp_push(rules, json_pack("{s:[s], s:s, s:o}", "names", "socket",
+		    "SCMP_CMP_MASKED_EQ"),
+		    seccomp_arg(2, (uint64_t)protocol, 0, "SCMP_CMP_EQ"));
+	seccomp_push(rules, json_pack("{s:[s], s:s, s:o}", "names", name,
 	    "action", "SCMP_ACT_ALLOW", "args", args));
+}
+
+/*
+ * The calls of seccomp_not_pid1 when the low 32 bits of their first
+ * argument are not 1: even, or odd with some other of those bits set.
+ * The kernel reads a pid_t from the low half of the register only, so a
+ * plain "not equal to 1" would let 0x100000001 through.  A rule's
+ * conditions may not test the same argument twice (runc would OR them),
+ * hence one rule per bit.
+ */
+static void
+seccomp_signals(json_t *rules)
+{
+	unsigned	k;
+
+	seccomp_push(rules, json_pack("{s:o, s:s, s:[o]}", "names",
+	    seccomp_names(seccomp_not_pid1), "action", "SCMP_ACT_ALLOW",
+	    "args", seccomp_arg(0, 1, 0, "SCMP_CMP_MASKED_EQ")));
+	for (k = 1; k < 32; k++)
+		seccomp_push(rules, json_pack("{s:o, s:s, s:[o]}", "names",
+		    seccomp_names(seccomp_not_pid1), "action",
+		    "SCMP_ACT_ALLOW", "args", seccomp_arg(0,
+		    (1ULL << k) | 1, (1ULL << k) | 1, "SCMP_CMP_MASKED_EQ")));
 }
 
 json_t *
@@ -238,13 +287,28 @@ seccomp_profile(enum spec_flavor flavor)
 		    "clone3", "action", "SCMP_ACT_ERRNO", "errnoRet",
 		    ENOSYS));
 
-	/* Unix sockets (the egress channel), and TCP and UDP for loopback
-	 * (sbx-init's proxy bridge): never raw, packet or netlink. */
-	seccomp_socket(rules, AF_UNIX, -1);
-	seccomp_socket(rules, AF_INET, SOCK_STREAM);
-	seccomp_socket(rules, AF_INET, SOCK_DGRAM);
-	seccomp_socket(rules, AF_INET6, SOCK_STREAM);
-	seccomp_socket(rules, AF_INET6, SOCK_DGRAM);
+	/*
+	 * Unix sockets (the egress channel) of any type, and TCP and UDP
+	 * for loopback (sbx-init's proxy bridge), with protocol 0 or its
+	 * own number: never raw, packet or netlink, nor another protocol
+	 * (SCTP, MPTCP, UDP-Lite, DCCP), whose first socket may load a
+	 * kernel module.  Anything else meets the default EPERM, which
+	 * ordinary code reads as "not available" (Go's MPTCP probe, Python's
+	 * tests).  socketpair creates its sockets the same way (a module
+	 * may load before it fails) and works only for AF_UNIX anyway.
+	 */
+	seccomp_socket(rules, "socket", AF_UNIX, -1, 0);
+	seccomp_socket(rules, "socket", AF_INET, SOCK_STREAM, 0);
+	seccomp_socket(rules, "socket", AF_INET, SOCK_STREAM, IPPROTO_TCP);
+	seccomp_socket(rules, "socket", AF_INET, SOCK_DGRAM, 0);
+	seccomp_socket(rules, "socket", AF_INET, SOCK_DGRAM, IPPROTO_UDP);
+	seccomp_socket(rules, "socket", AF_INET6, SOCK_STREAM, 0);
+	seccomp_socket(rules, "socket", AF_INET6, SOCK_STREAM, IPPROTO_TCP);
+	seccomp_socket(rules, "socket", AF_INET6, SOCK_DGRAM, 0);
+	seccomp_socket(rules, "socket", AF_INET6, SOCK_DGRAM, IPPROTO_UDP);
+	seccomp_socket(rules, "socketpair", AF_UNIX, -1, 0);
+
+	seccomp_signals(rules);
 
 	for (i = 0; i < sizeof(personas) / sizeof(personas[0]); i++)
 		seccomp_push(rules, json_pack("{s:[s], s:s, s:[o]}", "names",

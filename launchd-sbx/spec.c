@@ -44,7 +44,10 @@
 static const char *const spec_masked[] = {
 	"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
 	"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
-	"/proc/sched_debug", "/sys/firmware", "/proc/scsi", NULL
+	"/proc/sched_debug", "/sys/firmware", "/proc/scsi",
+	/* The host's kernel command line; energy counters, a side channel
+	 * (masked by Docker too). */
+	"/proc/cmdline", "/sys/devices/virtual/powercap", NULL
 };
 static const char *const spec_readonly[] = {
 	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
@@ -286,6 +289,14 @@ spec_process(const struct spec_params *sp)
 	spec_push(rl, spec_rlimit("RLIMIT_CORE", 0));
 	spec_push(rl, spec_rlimit("RLIMIT_FSIZE",
 	    ((json_int_t)l->scratch_mb + 1) * MIB));
+	/*
+	 * POSIX message queues are kernel memory outside every file system
+	 * cap, and RLIMIT_MSGQUEUE counts per host uid, which every runc
+	 * sandbox shares: any cap above 0 is one sandbox's to exhaust for
+	 * the others.  0: a queue created in /dev/mqueue fails (EMFILE);
+	 * mq_open(3) meets the seccomp profile first (seccomp.c).
+	 */
+	spec_push(rl, spec_rlimit("RLIMIT_MSGQUEUE", 0));
 	if (sp->flavor == SPEC_RUNSC)
 		spec_push(rl, spec_rlimit("RLIMIT_NPROC", l->pids));
 
@@ -320,7 +331,7 @@ spec_mounts(const struct spec_params *sp)
 	static const char *const o_pts[] = { "nosuid", "noexec",
 	    "newinstance", "ptmxmode=0666", "mode=0620", NULL };
 	static const char *const o_shm[] = { "nosuid", "noexec", "nodev",
-	    "mode=1777", "size=16m", NULL };
+	    "mode=1777", SPEC_SHM_SIZE, SPEC_SHM_INODES, NULL };
 	static const char *const o_mq[] = { "nosuid", "noexec", "nodev",
 	    NULL };
 	static const char *const o_tmp[] = { "ro", "nosuid", "noexec",
@@ -346,12 +357,14 @@ spec_mounts(const struct spec_params *sp)
 	 * mode of an existing mount point onto a tmpfs, so only the owner
 	 * is certain to survive whatever the image's /scratch looks like.
 	 */
-	char			 gid[32];
+	char			 gid[32], inodes[48];
 	const char		*o_scratch[] = { "nosuid", "noexec", "nodev",
-	    "mode=0755", "uid=65534", gid, size, NULL };
+	    "mode=0755", "uid=65534", gid, size, inodes, NULL };
 	json_t			*m;
 
 	snprintf(size, sizeof(size), "size=%um", l->scratch_mb);
+	snprintf(inodes, sizeof(inodes), "nr_inodes=%llu",
+	    SPEC_SCRATCH_INODES(l->scratch_mb));
 	snprintf(gid, sizeof(gid), "gid=%lu", (unsigned long)spec_gid(sp));
 	m = spec_must(json_array());
 	spec_push(m, spec_mount("/proc", "proc", "proc", o_proc));

@@ -35,6 +35,17 @@
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SPEC_CPU_PERIOD		100000	/* microseconds */
 #define SPEC_NOFILE		1024
+/*
+ * The scratch tmpfs's inode cap: one inode per 4 KiB page of its size, so
+ * a scratch filled with files of at least a page each never meets it, and
+ * empty files, directories and symlinks (which take no page) stop there.
+ */
+#define SPEC_SCRATCH_INODES_PER_MB	256
+#define SPEC_SCRATCH_INODES(mb)	((unsigned long long)(mb) * \
+				    SPEC_SCRATCH_INODES_PER_MB)
+/* /dev/shm, outside the scratch: a small fixed size and inode cap. */
+#define SPEC_SHM_SIZE		"size=16m"
+#define SPEC_SHM_INODES		"nr_inodes=1024"
 /* runsc: the host pids cgroup bounds the sentry, not the sandbox. */
 #define SPEC_RUNSC_PIDS_BASE	256
 #define SPEC_RUNSC_PIDS_PER_PROC	16

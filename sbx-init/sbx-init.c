@@ -175,6 +175,7 @@ static pid_t	init_spawn(char **);
 static void	init_child_env(void);
 static char	**init_argv_file(const char *);
 static int	init_status(int);
+static bool	init_forwarded(int);
 static void	init_accept(int);
 static bool	init_relay_connect(struct init_relay *);
 static void	init_relay_close(struct init_relay *, bool);
@@ -253,7 +254,20 @@ main(int argc, char *argv[])
 	bool			 pid1;
 	pid_t			 child;
 	int			 ch, sfd, lfd, status, i;
-	size_t			 k;
+
+	/*
+	 * The code runs under our uid: while we are dumpable it may open
+	 * /proc/1/mem (and /proc/1/fd, /proc/1/environ) and rewrite the
+	 * egress bridge, or trace us.  Not dumpable, only CAP_SYS_PTRACE
+	 * could, and the sandbox has no capability.  The runtime's execve of
+	 * us made us dumpable; we never exec or change credentials after
+	 * this, so it holds (checked, not assumed).  Children are dumpable
+	 * again after their own execve, as a fresh program expects.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		init_fatal("prctl PR_SET_DUMPABLE: %s", strerror(errno));
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+		init_fatal("prctl PR_SET_DUMPABLE: still dumpable");
 
 	while ((ch = getopt(argc, argv, "+a:c:p:s:vw:")) != -1) {
 		switch (ch) {
@@ -335,14 +349,17 @@ main(int argc, char *argv[])
 	}
 
 	/*
-	 * Block the signals we handle before anything else, so none is lost
-	 * between here and the loop: as PID 1 a signal with the default
-	 * action would be dropped, a blocked one waits in the signalfd.
+	 * Block every signal that can be blocked before anything else, so
+	 * none is lost between here and the loop and none acts by its
+	 * default: they all wait in the signalfd, where SIGCHLD and the
+	 * forwarded ones are handled and the rest dropped.  As PID 1 under
+	 * Linux the kernel drops a signal without a handler anyway, but
+	 * gVisor does not, and outside a pid namespace nothing would: the
+	 * code (our uid) could stop us or kill us with SIGSEGV.  SIGKILL and
+	 * SIGSTOP cannot be blocked; launchd-sbx's seccomp profile keeps
+	 * the code from sending signals to PID 1 at all.
 	 */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	for (k = 0; k < INIT_NFWD; k++)
-		sigaddset(&mask, init_fwd_signals[k]);
+	sigfillset(&mask);
 	if (sigprocmask(SIG_BLOCK, &mask, NULL) == -1)
 		init_fatal("sigprocmask: %s", strerror(errno));
 	if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1)
@@ -371,6 +388,17 @@ main(int argc, char *argv[])
 	init_debug("pid %ld exited, status 0x%x", (long)child, status);
 	init_kill_rest(pid1);
 	return init_status(status);
+}
+
+static bool
+init_forwarded(int sig)
+{
+	size_t	 k;
+
+	for (k = 0; k < INIT_NFWD; k++)
+		if (init_fwd_signals[k] == sig)
+			return true;
+	return false;
 }
 
 /*
@@ -457,13 +485,18 @@ init_loop(int sfd, int lfd, pid_t child)
 		if (!sigready)
 			continue;
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-			if (si.ssi_signo != SIGCHLD) {
+			if (init_forwarded((int)si.ssi_signo)) {
 				init_debug("forwarding signal %u to pid %ld",
 				    si.ssi_signo, (long)child);
 				if (kill(child, (int)si.ssi_signo) == -1 &&
 				    errno != ESRCH)
 					init_log("kill %ld: %s", (long)child,
 					    strerror(errno));
+				continue;
+			}
+			if (si.ssi_signo != SIGCHLD) {
+				init_debug("dropped signal %u from pid %u",
+				    si.ssi_signo, si.ssi_pid);
 				continue;
 			}
 			/* SIGCHLDs merge: reap until nothing is left. */
@@ -550,6 +583,9 @@ init_spawn(char **argv)
 	signal(SIGCHLD, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Its own process group: kill(0, sig) in the code must not reach
+	 * PID 1, which gVisor would not protect. */
+	(void)setpgid(0, 0);
 
 	init_child_env();
 	execvp(argv[0], argv);
@@ -683,6 +719,7 @@ init_warm_start(const char *interp, int *wfd)
 		av[3] = fdarg;
 		av[4] = NULL;
 		signal(SIGPIPE, SIG_DFL);
+		(void)setpgid(0, 0);	/* as init_spawn's */
 		init_child_env();
 		execvp(av[0], av);
 		_exit(INIT_EXIT_EXEC);

@@ -20,6 +20,7 @@
  */
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -38,8 +39,11 @@
 #include <netinet/in.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <mqueue.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -64,6 +68,10 @@
 #define KEY_SPEC_PROCESS_KEYRING	(-2)
 #define KEYCTL_GET_KEYRING_ID		0
 #define UFFD_USER_MODE_ONLY		1
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP			262
+#endif
+#define INODES_MAX			10000	/* "inodes": ALLOWED at this */
 
 extern char **environ;
 
@@ -319,6 +327,204 @@ t_process_vm_readv(const char *n, const char *a)
 	return verdict(n, process_vm_readv(getpid(), &l, 1, &r, 1, 0));
 }
 
+/*
+ * PID 1 is sbx-init, the sandbox's only bridge to the egress socket: the
+ * code (the same uid) must not be able to read or rewrite its memory,
+ * trace it, or stop or kill it.  Only meaningful under the real sbx-init;
+ * as PID 1 ourselves there is nothing to test.
+ */
+static int
+t_pid1_mem(const char *n, const char *a)
+{
+	int	fd;
+
+	(void)a;
+	if (getpid() == 1)
+		return say(n, V_FAILED, "the probe is PID 1");
+	if ((fd = open("/proc/1/mem", O_RDWR | O_CLOEXEC)) == -1)
+		return say(n, V_DENIED, "/proc/1/mem %s", ename(errno));
+	close(fd);
+	return say(n, V_ALLOWED, "opened /proc/1/mem read-write");
+}
+
+static int
+t_pid1_ptrace(const char *n, const char *a)
+{
+	(void)a;
+	if (getpid() == 1)
+		return say(n, V_FAILED, "the probe is PID 1");
+	if (ptrace(PTRACE_ATTACH, 1, NULL, NULL) == -1)
+		return say(n, V_DENIED, "%s", ename(errno));
+	(void)ptrace(PTRACE_DETACH, 1, NULL, NULL);
+	return say(n, V_ALLOWED, "attached to PID 1");
+}
+
+/*
+ * To address 0, never mapped: EFAULT means the access check passed (a
+ * hole, though nothing was written), a refusal says EPERM or ENOSYS.
+ */
+static int
+t_pid1_vm_write(const char *n, const char *a)
+{
+	char		 byte = 0;
+	struct iovec	 l = { &byte, 1 };
+	struct iovec	 r = { NULL, 1 };
+
+	(void)a;
+	if (getpid() == 1)
+		return say(n, V_FAILED, "the probe is PID 1");
+	if (process_vm_writev(1, &l, 1, &r, 1, 0) != -1)
+		return say(n, V_ALLOWED, "wrote PID 1's memory");
+	if (errno == EFAULT)
+		return say(n, V_ALLOWED, "EFAULT: the access check passed");
+	return say(n, V_DENIED, "%s", ename(errno));
+}
+
+/* PID 1's state letter from /proc/1/stat, or 0. */
+static char
+pid1_state(void)
+{
+	char	 buf[512], *p;
+	ssize_t	 r;
+	int	 fd;
+
+	if ((fd = open("/proc/1/stat", O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	r = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	buf[r] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ')
+		return 0;
+	return p[2];
+}
+
+/* Send sig to PID 1 by one of the routes the kernel offers. */
+static int
+pid1_send(int how, int sig)
+{
+	siginfo_t	 si;
+	pid_t		 pid;
+	int		 fd, r, st;
+
+	switch (how) {
+	case 0:
+		return kill(1, sig);
+	case 1:
+		return (int)syscall(SYS_tgkill, 1, 1, sig);
+	case 2:
+		return (int)syscall(SYS_tkill, 1, sig);
+	case 3:
+		memset(&si, 0, sizeof(si));
+		si.si_signo = sig;
+		si.si_code = SI_QUEUE;
+		si.si_pid = getpid();
+		si.si_uid = getuid();
+		return (int)syscall(SYS_rt_sigqueueinfo, 1, sig, &si);
+	case 4:
+	case 5:
+		fd = how == 4 ? (int)syscall(SYS_pidfd_open, 1, 0) :
+		    open("/proc/1", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd == -1)
+			return -1;
+		r = (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+		close(fd);
+		return r;
+	case 6:
+		/* kill(-1): everyone but ourselves (and, in Linux, PID 1);
+		 * a child sends it, so only the probe is stopped a while. */
+		if ((pid = fork()) == -1)
+			return -1;
+		if (pid == 0) {
+			r = kill(-1, sig);
+			usleep(50 * 1000);
+			st = r == -1 ? 1 : (pid1_state() == 'T' ||
+			    pid1_state() == 't') ? 2 : 0;
+			(void)kill(-1, SIGCONT);
+			_exit(st);
+		}
+		if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st))
+			return -1;
+		return WEXITSTATUS(st) == 1 ? -1 : 0;
+	}
+	return -1;
+}
+
+/*
+ * Signals PID 1 has no handler for must not reach it from the code, by
+ * any route: Linux drops them for a namespace's init, gVisor does not,
+ * and outside a pid namespace nothing would.  A refused send or one
+ * without effect is a denial; a stopped PID 1 is a hole (continued
+ * again), a killed one ends the sandbox and every verdict after this.
+ */
+static int
+t_pid1_signal(const char *n, const char *a)
+{
+	static const char *const routes[] = { "kill", "tgkill", "tkill",
+	    "rt_sigqueueinfo", "pidfd_open", "/proc/1 pidfd", "kill(-1)" };
+	static const int	 sigs[] = { SIGTSTP, SIGSEGV, SIGKILL };
+	char			 st = 0, what[512];
+	size_t			 i, len = 0;
+	int			 refused = 0, holes = 0;
+
+	(void)a;
+	if (getpid() == 1)
+		return say(n, V_FAILED, "the probe is PID 1");
+	what[0] = '\0';
+	if (getpgid(0) == getpgid(1)) {
+		holes++;
+		len += (size_t)snprintf(what, sizeof(what),
+		    " in PID 1's process group;");
+	}
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (pid1_send((int)i, SIGSTOP) == -1) {
+			printf("# pid1-signal: SIGSTOP by %s: %s\n", routes[i],
+			    ename(errno));
+			refused++;
+			continue;
+		}
+		usleep(50 * 1000);
+		printf("# pid1-signal: SIGSTOP by %s: sent, state %c\n",
+		    routes[i], pid1_state());
+		if ((st = pid1_state()) == 'T' || st == 't') {
+			(void)kill(1, SIGCONT);
+			holes++;
+			len += (size_t)snprintf(what + len, sizeof(what) - len,
+			    " SIGSTOP by %s stopped it;", routes[i]);
+			if (len >= sizeof(what))
+				len = sizeof(what) - 1;
+		}
+	}
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		fflush(stdout);
+		if (kill(1, sigs[i]) == -1) {
+			printf("# pid1-signal: SIG%s: %s\n",
+			    sigabbrev_np(sigs[i]), ename(errno));
+			refused++;
+			continue;
+		}
+		usleep(50 * 1000);
+		printf("# pid1-signal: SIG%s: sent, state %c\n",
+		    sigabbrev_np(sigs[i]), pid1_state());
+		if ((st = pid1_state()) == 'T' || st == 't') {
+			(void)kill(1, SIGCONT);
+			holes++;
+			len += (size_t)snprintf(what + len, sizeof(what) - len,
+			    " SIG%s stopped it;", sigabbrev_np(sigs[i]));
+			if (len >= sizeof(what))
+				len = sizeof(what) - 1;
+		} else if (st == 0 || st == 'Z' || st == 'X')
+			return say(n, V_ALLOWED, "%s PID 1 is gone after SIG%s",
+			    what, sigabbrev_np(sigs[i]));
+	}
+	if (holes > 0)
+		return say(n, V_ALLOWED, "%s", what);
+	return say(n, V_DENIED, "%d of %zu refused, the rest had no effect "
+	    "(state %c)", refused, sizeof(routes) / sizeof(routes[0]) +
+	    sizeof(sigs) / sizeof(sigs[0]), st ? st : '?');
+}
+
 static int
 t_init_module(const char *n, const char *a)
 {
@@ -370,6 +576,88 @@ t_socket_netlink(const char *n, const char *a)
 {
 	(void)a;
 	return t_socket(n, AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+}
+
+/*
+ * socket(2) with a protocol the sandbox does not need: the filter must
+ * refuse it (EPERM) before the kernel sees it, since a protocol the kernel
+ * does not know yet may load its module.  Another errno means the call
+ * reached the kernel; so does socketpair, which creates a socket too.
+ */
+static int
+t_socket_proto(const char *n, const char *a)
+{
+	static const struct {
+		const char	*name;
+		int		 dom, type, proto, pair;
+	} c[] = {
+		{ "inet-sctp", AF_INET, SOCK_STREAM, IPPROTO_SCTP, 0 },
+		{ "inet-sctp-seq", AF_INET, SOCK_SEQPACKET, IPPROTO_SCTP, 0 },
+		{ "inet6-sctp", AF_INET6, SOCK_STREAM, IPPROTO_SCTP, 0 },
+		{ "inet-mptcp", AF_INET, SOCK_STREAM, IPPROTO_MPTCP, 0 },
+		{ "inet6-mptcp", AF_INET6, SOCK_STREAM, IPPROTO_MPTCP, 0 },
+		{ "inet-udplite", AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE, 0 },
+		{ "inet-dccp", AF_INET, SOCK_DCCP, IPPROTO_DCCP, 0 },
+		{ "inet-stream-udp", AF_INET, SOCK_STREAM, IPPROTO_UDP, 0 },
+		{ "pair-inet-sctp", AF_INET, SOCK_STREAM, IPPROTO_SCTP, 1 },
+	};
+	size_t	 i;
+	int	 fd, sv[2];
+
+	(void)a;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if (c[i].pair)
+			fd = socketpair(c[i].dom, c[i].type | SOCK_CLOEXEC,
+			    c[i].proto, sv);
+		else
+			fd = socket(c[i].dom, c[i].type | SOCK_CLOEXEC,
+			    c[i].proto);
+		if (fd != -1)
+			return say(n, V_ALLOWED, "%s: created", c[i].name);
+		if (errno != EPERM)
+			return say(n, V_ALLOWED, "%s: reached the kernel (%s)",
+			    c[i].name, ename(errno));
+	}
+	return say(n, V_DENIED, "EPERM for all %zu", sizeof(c) / sizeof(c[0]));
+}
+
+/* What ordinary code creates must still work. */
+static int
+t_socket_ordinary(const char *n, const char *a)
+{
+	static const struct {
+		const char	*name;
+		int		 dom, type, proto;
+	} c[] = {
+		{ "inet-stream", AF_INET, SOCK_STREAM, 0 },
+		{ "inet-tcp", AF_INET, SOCK_STREAM, IPPROTO_TCP },
+		{ "inet-dgram", AF_INET, SOCK_DGRAM, 0 },
+		{ "inet-udp", AF_INET, SOCK_DGRAM, IPPROTO_UDP },
+		{ "inet6-stream", AF_INET6, SOCK_STREAM, 0 },
+		{ "inet6-tcp", AF_INET6, SOCK_STREAM, IPPROTO_TCP },
+		{ "inet6-dgram", AF_INET6, SOCK_DGRAM, 0 },
+		{ "inet6-udp", AF_INET6, SOCK_DGRAM, IPPROTO_UDP },
+		{ "unix-stream", AF_UNIX, SOCK_STREAM, 0 },
+		{ "unix-dgram", AF_UNIX, SOCK_DGRAM, 0 },
+		{ "unix-seqpacket", AF_UNIX, SOCK_SEQPACKET, 0 },
+	};
+	size_t	 i;
+	int	 fd, sv[2];
+
+	(void)a;
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		if ((fd = socket(c[i].dom, c[i].type | SOCK_CLOEXEC,
+		    c[i].proto)) == -1)
+			return say(n, V_FAILED, "%s: %s", c[i].name,
+			    ename(errno));
+		close(fd);
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == -1)
+		return say(n, V_FAILED, "socketpair: %s", ename(errno));
+	close(sv[0]);
+	close(sv[1]);
+	return say(n, V_OK, "%zu kinds and socketpair",
+	    sizeof(c) / sizeof(c[0]));
 }
 
 /* connect with a deadline; 0 or an errno. */
@@ -540,6 +828,85 @@ t_masked(const char *n, const char *a)
 	if (r <= 0)
 		return say(n, V_DENIED, "%s reads empty", a);
 	return say(n, V_ALLOWED, "%s read %zd bytes", a, r);
+}
+
+/* A masked directory lists nothing (or is not there at all). */
+static int
+t_masked_dir(const char *n, const char *a)
+{
+	struct dirent	*de;
+	DIR		*d;
+	int		 k = 0;
+
+	if (a == NULL)
+		return say(n, V_FAILED, "usage: masked-dir PATH");
+	if ((d = opendir(a)) == NULL)
+		return say(n, V_DENIED, "%s %s", a, ename(errno));
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+			k++;
+	closedir(d);
+	if (k == 0)
+		return say(n, V_DENIED, "%s lists nothing", a);
+	return say(n, V_ALLOWED, "%s lists %d entries", a, k);
+}
+
+/*
+ * Empty files cost no space but an inode each: create them under PATH
+ * (PATH.0, PATH.1, ...) until the file system refuses, then remove them.
+ * ENOSPC is a denial and says after how many; INODES_MAX files is a hole.
+ */
+static int
+t_inodes(const char *n, const char *a)
+{
+	char	 path[PATH_MAX];
+	long	 i, k;
+	int	 fd, e = 0;
+
+	if (a == NULL)
+		return say(n, V_FAILED, "usage: inodes PATH");
+	for (i = 0; i < INODES_MAX; i++) {
+		snprintf(path, sizeof(path), "%s.%ld", a, i);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0600)) == -1) {
+			e = errno;
+			break;
+		}
+		close(fd);
+	}
+	for (k = 0; k < i; k++) {
+		snprintf(path, sizeof(path), "%s.%ld", a, k);
+		(void)unlink(path);
+	}
+	if (e == ENOSPC)
+		return say(n, V_DENIED, "%s ENOSPC after %ld files", a, i);
+	if (e != 0)
+		return say(n, V_FAILED, "%s %s after %ld files", a, ename(e),
+		    i);
+	return say(n, V_ALLOWED, "%s %ld files", a, i);
+}
+
+/* A POSIX message queue: kernel memory outside every file system cap. */
+static int
+t_mqueue(const char *n, const char *a)
+{
+	struct rlimit	 rl;
+	mqd_t		 q;
+
+	(void)a;
+	q = mq_open("/probe", O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600,
+	    NULL);
+	if (q == (mqd_t)-1) {
+		int	 e = errno;
+
+		if (getrlimit(RLIMIT_MSGQUEUE, &rl) == 0)
+			return say(n, V_DENIED, "%s (RLIMIT_MSGQUEUE %llu)",
+			    ename(e), (unsigned long long)rl.rlim_cur);
+		return say(n, V_DENIED, "%s", ename(e));
+	}
+	mq_close(q);
+	(void)mq_unlink("/probe");
+	return say(n, V_ALLOWED, "created a message queue");
 }
 
 /* A 32-bit system call through int $0x80: getpid is i386 number 20. */
@@ -796,17 +1163,26 @@ static const struct test tests[] = {
 	{ "io_uring_setup", 0, t_io_uring },
 	{ "ptrace", 0, t_ptrace },
 	{ "process_vm_readv", 0, t_process_vm_readv },
+	{ "pid1-mem", 0, t_pid1_mem },
+	{ "pid1-ptrace", 0, t_pid1_ptrace },
+	{ "pid1-vm-write", 0, t_pid1_vm_write },
+	{ "pid1-signal", 0, t_pid1_signal },
 	{ "init_module", 0, t_init_module },
 	{ "kexec_load", 0, t_kexec_load },
 	{ "socket-raw", 0, t_socket_raw },
 	{ "socket-packet", 0, t_socket_packet },
 	{ "socket-netlink", 0, t_socket_netlink },
+	{ "socket-proto", 0, t_socket_proto },
+	{ "socket-ordinary", 0, t_socket_ordinary },
 	{ "int80", 0, t_int80 },
 	{ "x32", 0, t_x32 },
 	{ "tcp-connect", 1, t_tcp_connect },
 	{ "tcp-loopback", 0, t_tcp_loopback },
 	{ "write", 1, t_write },
 	{ "masked", 1, t_masked },
+	{ "masked-dir", 1, t_masked_dir },
+	{ "inodes", 1, t_inodes },
+	{ "mqueue", 0, t_mqueue },
 	{ "writable", 1, t_writable },
 	{ "read", 1, t_read },
 	{ "unix-connect", 1, t_unix_connect },

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <netinet/in.h>
+
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <sched.h>
@@ -311,6 +313,10 @@ Test(spec, rlimits)
 	    100LL * 1024 * 1024);
 	/* Per host uid under runc: shared by every sandbox, so absent. */
 	cr_assert_null(rlimit(s, "RLIMIT_NPROC"));
+	/* No POSIX message queues: kernel memory outside every cap. */
+	cr_assert_not_null(r = rlimit(s, "RLIMIT_MSGQUEUE"));
+	cr_assert_eq(json_integer_value(json_object_get(r, "hard")), 0);
+	cr_assert_eq(json_integer_value(json_object_get(r, "soft")), 0);
 	json_decref(s);
 }
 
@@ -326,10 +332,27 @@ Test(spec, scratch_is_a_sized_noexec_tmpfs)
 	    "tmpfs");
 	o = json_object_get(m, "options");
 	cr_assert(has_string(o, "size=100m"));
+	/* One inode per 4 KiB page. */
+	cr_assert(has_string(o, "nr_inodes=25600"));
 	cr_assert(has_string(o, "noexec"));
 	cr_assert(has_string(o, "nosuid"));
 	cr_assert(has_string(o, "nodev"));
 	cr_assert(has_string(o, "uid=65534"));
+	json_decref(s);
+}
+
+Test(spec, dev_shm_has_a_fixed_size_and_inode_cap)
+{
+	struct fx	 f;
+	json_t		*s, *m, *o;
+
+	fx_init(&f);
+	s = build(&f);
+	cr_assert_not_null(m = mount_at(s, "/dev/shm"));
+	o = json_object_get(m, "options");
+	cr_assert(has_string(o, "size=16m"));
+	cr_assert(has_string(o, "nr_inodes=1024"));
+	cr_assert(has_string(o, "noexec"));
 	json_decref(s);
 }
 
@@ -406,7 +429,8 @@ Test(spec, oci_default_masked_and_read_only_paths)
 	static const char *const masked[] = { "/proc/acpi", "/proc/asound",
 	    "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	    "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-	    "/sys/firmware", "/proc/scsi" };
+	    "/sys/firmware", "/proc/scsi", "/proc/cmdline",
+	    "/sys/devices/virtual/powercap" };
 	static const char *const ro[] = { "/proc/bus", "/proc/fs",
 	    "/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
 	struct fx	 f;
@@ -615,6 +639,132 @@ Test(seccomp, socket_never_raw_packet_or_netlink)
 		}
 	}
 	json_decref(sc);
+}
+
+/*
+ * Whether the profile lets name(args) through: some ALLOW rule naming it
+ * whose every condition holds, as libseccomp reads them (MASKED_EQ:
+ * value is the mask, valueTwo the datum).
+ */
+static int
+allows(json_t *sc, const char *name, const uint64_t *args)
+{
+	json_t		*r, *c;
+	size_t		 i, k;
+
+	json_array_foreach(json_object_get(sc, "syscalls"), i, r) {
+		int	 ok = 1;
+
+		if (!has_string(json_object_get(r, "names"), name) ||
+		    strcmp(json_string_value(json_object_get(r, "action")),
+		    "SCMP_ACT_ALLOW") != 0)
+			continue;
+		json_array_foreach(json_object_get(r, "args"), k, c) {
+			uint64_t	 a = args[json_integer_value(
+			    json_object_get(c, "index"))];
+			uint64_t	 v = (uint64_t)json_integer_value(
+			    json_object_get(c, "value"));
+			uint64_t	 v2 = (uint64_t)json_integer_value(
+			    json_object_get(c, "valueTwo"));
+			const char	*op = json_string_value(
+			    json_object_get(c, "op"));
+
+			if (strcmp(op, "SCMP_CMP_EQ") == 0)
+				ok = ok && a == v;
+			else if (strcmp(op, "SCMP_CMP_MASKED_EQ") == 0)
+				ok = ok && (a & v) == v2;
+			else
+				cr_assert_fail("unexpected op %s for %s", op,
+				    name);
+		}
+		if (ok)
+			return 1;
+	}
+	return 0;
+}
+
+Test(seccomp, socket_only_tcp_udp_and_unix)
+{
+	static const struct {
+		uint64_t	 a[3];
+		int		 ok;
+	} c[] = {
+		{ { AF_INET, SOCK_STREAM, 0 }, 1 },
+		{ { AF_INET, SOCK_STREAM | SOCK_NONBLOCK, IPPROTO_TCP }, 1 },
+		{ { AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0 }, 1 },
+		{ { AF_INET, SOCK_DGRAM, IPPROTO_UDP }, 1 },
+		{ { AF_INET6, SOCK_STREAM, IPPROTO_TCP }, 1 },
+		{ { AF_INET6, SOCK_DGRAM, IPPROTO_UDP }, 1 },
+		{ { AF_UNIX, SOCK_SEQPACKET, 0 }, 1 },
+		{ { AF_INET, SOCK_STREAM, IPPROTO_SCTP }, 0 },
+		{ { AF_INET, SOCK_SEQPACKET, IPPROTO_SCTP }, 0 },
+		{ { AF_INET6, SOCK_STREAM, IPPROTO_SCTP }, 0 },
+		{ { AF_INET, SOCK_STREAM, 262 /* MPTCP */ }, 0 },
+		{ { AF_INET6, SOCK_STREAM, 262 }, 0 },
+		{ { AF_INET, SOCK_DGRAM, IPPROTO_UDPLITE }, 0 },
+		{ { AF_INET, SOCK_STREAM, IPPROTO_UDP }, 0 },
+		{ { AF_INET, SOCK_DGRAM, IPPROTO_ICMP }, 0 },
+		{ { AF_INET, SOCK_STREAM, (1ULL << 32) | IPPROTO_TCP }, 0 },
+	};
+	uint64_t	 a[6] = { 0 };
+	json_t		*sc;
+	size_t		 i;
+	int		 fl;
+
+	for (fl = SPEC_RUNC; fl <= SPEC_RUNSC; fl++) {
+		sc = seccomp_profile((enum spec_flavor)fl);
+		for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+			memcpy(a, c[i].a, sizeof(c[i].a));
+			cr_assert_eq(allows(sc, "socket", a), c[i].ok,
+			    "flavor %d: socket(%llu, %llu, %llu)", fl,
+			    (unsigned long long)a[0],
+			    (unsigned long long)a[1],
+			    (unsigned long long)a[2]);
+		}
+		/* socketpair creates sockets too: AF_UNIX only. */
+		a[0] = AF_UNIX; a[1] = SOCK_STREAM; a[2] = 0;
+		cr_assert(allows(sc, "socketpair", a));
+		a[0] = AF_INET; a[1] = SOCK_STREAM; a[2] = IPPROTO_SCTP;
+		cr_assert_not(allows(sc, "socketpair", a));
+		json_decref(sc);
+	}
+}
+
+Test(seccomp, no_signal_or_pidfd_reaches_pid1)
+{
+	static const char *const names[] = { "kill", "tkill", "tgkill",
+	    "rt_sigqueueinfo", "rt_tgsigqueueinfo", "pidfd_open" };
+	static const uint64_t	 yes[] = { 0, 2, 3, 7, 100, 65535, 0x7fffffff,
+	    (uint64_t)-1, (uint64_t)-2, (uint64_t)-100, 0xffffffffULL };
+	static const uint64_t	 no[] = { 1, 0x100000001ULL,
+	    0xffffffff00000001ULL, 0x8000000000000001ULL };
+	uint64_t		 a[6] = { 0, 9, 9, 0, 0, 0 };
+	json_t			*sc;
+	size_t			 i, k;
+	int			 fl;
+
+	for (fl = SPEC_RUNC; fl <= SPEC_RUNSC; fl++) {
+		sc = seccomp_profile((enum spec_flavor)fl);
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			cr_assert_str_eq(verdict(sc, names[i]), "conditional",
+			    "%s", names[i]);
+			for (k = 0; k < sizeof(yes) / sizeof(yes[0]); k++) {
+				a[0] = yes[k];
+				cr_assert(allows(sc, names[i], a), "%s(%#llx) "
+				    "refused", names[i],
+				    (unsigned long long)yes[k]);
+			}
+			for (k = 0; k < sizeof(no) / sizeof(no[0]); k++) {
+				a[0] = no[k];
+				cr_assert_not(allows(sc, names[i], a), "%s(%#llx)"
+				    " allowed", names[i],
+				    (unsigned long long)no[k]);
+			}
+		}
+		/* No POSIX message queues. */
+		cr_assert_str_eq(verdict(sc, "mq_open"), "SCMP_ACT_ERRNO");
+		json_decref(sc);
+	}
 }
 
 Test(seccomp, personality_only_the_ordinary_personas)
