@@ -775,7 +775,10 @@ t_balloon(const char *n, const char *a)
  * A file in PATH (a noexec mount) mapped executable: Linux refuses the
  * mapping (EPERM), and an mprotect to PROT_EXEC of a readable mapping of
  * it (EACCES), so code written there can run neither by execve nor by a
- * loader of its own.
+ * loader of its own.  gVisor releases before late 2023 map it all the
+ * same; there the host's noexec mount under a bind still refuses to run
+ * it, and the call faults (SIGSEGV, a denial: run_one).  So a mapping
+ * that works is called, and only code that returns is ALLOWED.
  */
 static int
 t_mmap_exec(const char *n, const char *a)
@@ -795,6 +798,7 @@ t_mmap_exec(const char *n, const char *a)
 		close(fd);
 		return say(n, V_FAILED, "%s write %s", a, ename(e));
 	}
+	(void)unlink(a);
 	if (strcmp(n, "mprotect-exec") == 0) {
 		p = mmap(NULL, (size_t)pg, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p == MAP_FAILED) {
@@ -805,24 +809,18 @@ t_mmap_exec(const char *n, const char *a)
 		}
 		e = mprotect(p, (size_t)pg, PROT_READ | PROT_EXEC) == -1 ?
 		    errno : 0;
-		munmap(p, (size_t)pg);
 	} else {
 		p = mmap(NULL, (size_t)pg, PROT_READ | PROT_EXEC, MAP_PRIVATE,
 		    fd, 0);
 		e = p == MAP_FAILED ? errno : 0;
-		if (p != MAP_FAILED && getenv("PROBE_CALL") != NULL) {
-			printf("PROBE %s calling\n", n); fflush(stdout);
-			((void (*)(void))p)();
-			printf("PROBE %s called ok\n", n); fflush(stdout);
-		}
-		if (p != MAP_FAILED)
-			munmap(p, (size_t)pg);
 	}
 	close(fd);
-	(void)unlink(a);
 	if (e != 0)
 		return say(n, V_DENIED, "%s %s", a, ename(e));
-	return say(n, V_ALLOWED, "%s mapped executable", a);
+	printf("NOTE %s %s mapped executable; calling it\n", n, a);
+	fflush(stdout);
+	((void (*)(void))p)();
+	return say(n, V_ALLOWED, "%s mapped executable and ran", a);
 }
 
 /* A device node the sandbox must not have: open fails (ENOENT when /dev
