@@ -78,6 +78,12 @@ static const char *const image_mountpoints[] = {
 	"run/sbx", NULL
 };
 
+/* The runsc tier binds a file over these (spec.c): the gofer would
+ * otherwise create them in the shared rootfs at the first launch. */
+static const char *const image_mountfiles[] = {
+	"dev/fuse", NULL
+};
+
 static int
 image_hex_ok(const char *s)
 {
@@ -289,6 +295,29 @@ image_mountpoints_make(const char *rootfs, char *err, size_t errlen)
 			    image_mountpoints[i], strerror(errno));
 			return -1;
 		}
+	}
+	for (size_t i = 0; image_mountfiles[i] != NULL; i++) {
+		int	fd;
+
+		image_fmt(path, sizeof(path), "%s/%s", rootfs,
+		    image_mountfiles[i]);
+		if (lstat(path, &st) == 0) {
+			if (S_ISREG(st.st_mode))
+				continue;
+			image_fmt(err, errlen, "image: /%s is not a regular "
+			    "file (a mount point the sandbox needs)",
+			    image_mountfiles[i]);
+			return -1;
+		}
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0444)) == -1 || fchmod(fd, 0444) == -1) {
+			image_fmt(err, errlen, "image: create /%s: %s",
+			    image_mountfiles[i], strerror(errno));
+			if (fd != -1)
+				close(fd);
+			return -1;
+		}
+		close(fd);
 	}
 	return 0;
 }

@@ -13,10 +13,11 @@
  * and the seccomp profile of seccomp.c.  There is no user namespace: the
  * sandbox has no root to map.  Bad parameters are refused, never defaulted.
  *
- * gVisor (SPEC_RUNSC) differs in three places, each explained where it
+ * gVisor (SPEC_RUNSC) differs in four places, each explained where it
  * happens: RLIMIT_NPROC carries the pids limit because the host pids
  * cgroup also holds the sentry; /tmp gets an empty read-only tmpfs because
- * runsc would otherwise mount a writable one; no mqueue mount.  runsc must
+ * runsc would otherwise mount a writable one; /dev/net and /dev/fuse are
+ * covered because gVisor adds them to /dev; no mqueue mount.  runsc must
  * be started with --oci-seccomp (or it ignores linux.seccomp),
  * --network=none and --host-uds=open (to reach the egress socket).
  */
@@ -336,6 +337,8 @@ spec_mounts(const struct spec_params *sp)
 	    NULL };
 	static const char *const o_tmp[] = { "ro", "nosuid", "noexec",
 	    "nodev", "mode=755", "size=4k", NULL };
+	static const char *const o_null[] = { "bind", "ro", "nosuid",
+	    "noexec", NULL };
 	static const char *const o_sys[] = { "nosuid", "noexec", "nodev",
 	    "ro", NULL };
 	static const char *const o_run[] = { "nosuid", "noexec", "nodev",
@@ -382,6 +385,19 @@ spec_mounts(const struct spec_params *sp)
 	 */
 	if (sp->flavor == SPEC_RUNSC)
 		spec_push(m, spec_mount("/tmp", "tmpfs", "tmpfs", o_tmp));
+	/*
+	 * gVisor fills /dev with its own devices, whatever the spec says:
+	 * besides runc's set it adds /dev/fuse and /dev/net/tun, which open
+	 * for anyone.  An empty read-only tmpfs hides /dev/net, and the
+	 * host's /dev/null, read-only, covers /dev/fuse (a file: nothing
+	 * can be mounted over it to make it vanish, and runsc ignores
+	 * maskedPaths).
+	 */
+	if (sp->flavor == SPEC_RUNSC) {
+		spec_push(m, spec_mount("/dev/net", "tmpfs", "tmpfs", o_tmp));
+		spec_push(m, spec_mount("/dev/fuse", "bind", "/dev/null",
+		    o_null));
+	}
 	spec_push(m, spec_mount("/sys", "sysfs", "sysfs", o_sys));
 	/*
 	 * A host tmpfs (launchd-sbx mounted it with the size and owner

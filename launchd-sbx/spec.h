@@ -6,8 +6,9 @@
  *
  * The rootfs is shared and must stay unwritten: it must already hold the
  * directories /scratch, /in, /code and /run/sbx and the empty files
- * /run/sbx/init, /run/sbx/egress.sock and /run/sbx/ca.pem (the image store
- * creates them when it unpacks an image), because a runtime creates a
+ * /run/sbx/init, /run/sbx/egress.sock and /run/sbx/ca.pem, and /dev/fuse
+ * for runsc (the image store creates them when it unpacks an image),
+ * because a runtime creates a
  * missing mount point inside the rootfs directory itself: runc for the
  * directories, runsc's gofer for the files too (it ignores the tmpfs at
  * /run/sbx that keeps runc from doing so).

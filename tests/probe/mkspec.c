@@ -6,7 +6,10 @@
  *
  *   mkspec -b BUNDLE -r ROOTFS -i IN -c CODE -I INIT [-e SOCK] [-a CA]
  *       [-g CGROUP] [-t runc|runsc] [-x EXECID] [-C MILLICPUS] [-m MB]
- *       [-p PIDS] [-s SCRATCH_MB] -- PROGRAM [ARGS...]
+ *       [-p PIDS] [-s SCRATCH_MB] [-S SCRATCH_DIR] -- PROGRAM [ARGS...]
+ *
+ * -S binds a host directory (a noexec tmpfs, as launchd-sbx mounts) at
+ * /scratch instead of the sandbox's own tmpfs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,7 @@ usage(void)
 	fprintf(stderr, "usage: mkspec -b BUNDLE -r ROOTFS -i IN -c CODE "
 	    "-I INIT [-e SOCK] [-a CA] [-g CGROUP]\n"
 	    "    [-t runc|runsc] [-x EXECID] [-C MILLICPUS] [-m MB] [-p PIDS] "
-	    "[-s SCRATCH_MB]\n    -- PROGRAM [ARGS...]\n");
+	    "[-s SCRATCH_MB]\n    [-S SCRATCH_DIR] -- PROGRAM [ARGS...]\n");
 	exit(2);
 }
 
@@ -66,7 +69,7 @@ main(int argc, char **argv)
 	sp.execution_id = "exec-probe";
 	sp.flavor = SPEC_RUNC;
 
-	while ((ch = getopt(argc, argv, "a:b:c:C:e:g:i:I:m:p:r:s:t:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "a:b:c:C:e:g:i:I:m:p:r:s:S:t:x:")) != -1) {
 		switch (ch) {
 		case 'a': sp.ca_file = optarg; break;
 		case 'b': bundle = optarg; break;
@@ -80,6 +83,7 @@ main(int argc, char **argv)
 		case 'p': lim.pids = num(optarg); break;
 		case 'r': sp.rootfs = optarg; break;
 		case 's': lim.scratch_mb = num(optarg); break;
+		case 'S': sp.scratch_dir = optarg; break;
 		case 't':
 			if (strcmp(optarg, "runc") == 0)
 				sp.flavor = SPEC_RUNC;

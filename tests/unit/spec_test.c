@@ -822,6 +822,46 @@ Test(spec, runsc_limits_pids_inside_and_keeps_tmp_read_only)
 	json_decref(s);
 }
 
+/*
+ * runsc looks each name up in gVisor's own table and skips, silently, those
+ * it does not know: pselect6 is "pselect" there (issue 11: Python's
+ * select.select failed with EPERM).  And gVisor adds /dev/fuse and
+ * /dev/net/tun to /dev, which the spec must cover.
+ */
+Test(spec, runsc_allows_pselect6_by_gvisor_name_and_covers_its_devices)
+{
+	struct fx	 f;
+	json_t		*s, *m, *sc;
+
+	sc = seccomp_profile(SPEC_RUNSC);
+	cr_assert_str_eq(verdict(sc, "pselect6"), "SCMP_ACT_ALLOW");
+	cr_assert_str_eq(verdict(sc, "pselect"), "SCMP_ACT_ALLOW");
+	json_decref(sc);
+	/* runc's libseccomp knows no "pselect": the runc profile keeps to
+	 * the kernel's names. */
+	sc = seccomp_profile(SPEC_RUNC);
+	cr_assert_str_eq(verdict(sc, "pselect"), "SCMP_ACT_ERRNO");
+	json_decref(sc);
+
+	fx_init(&f);
+	f.sp.flavor = SPEC_RUNSC;
+	s = build(&f);
+	cr_assert_not_null(m = mount_at(s, "/dev/net"));
+	cr_assert_str_eq(json_string_value(json_object_get(m, "type")),
+	    "tmpfs");
+	cr_assert(has_string(json_object_get(m, "options"), "ro"));
+	cr_assert_not_null(m = mount_at(s, "/dev/fuse"));
+	cr_assert_str_eq(json_string_value(json_object_get(m, "source")),
+	    "/dev/null");
+	cr_assert(has_string(json_object_get(m, "options"), "ro"));
+	json_decref(s);
+	fx_init(&f);
+	s = build(&f);
+	cr_assert_null(mount_at(s, "/dev/fuse"));
+	cr_assert_null(mount_at(s, "/dev/net"));
+	json_decref(s);
+}
+
 /* ---- refusals ---- */
 
 Test(spec, refuses_a_zero_limit)
