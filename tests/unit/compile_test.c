@@ -178,7 +178,7 @@ compile(const Sbx__V1__Task *t, struct compile_out *out, Sbx__V1__Error *err)
 	int	 rc;
 
 	sbx__v1__error__init(err);
-	rc = compile_task(&pd, t, "uid:1000", out, err);
+	rc = compile_task(&pd, t, "uid:1000", 0, out, err);
 	if (store_in_batch(pd.store))
 		cr_assert_eq(store_commit(pd.store), 0, "commit failed");
 	return rc;
@@ -577,7 +577,7 @@ Test(compile, executions_cap_holds_inside_one_batch)
 	task_init(&t, "t-batch", "report", "acme", "alice", NULL);
 	/* Group commit: five compiles of one task before one commit. */
 	for (int i = 0; i < 5; i++) {
-		if (compile_task(&pd, &t, "uid:0", &out, &err) == 0) {
+		if (compile_task(&pd, &t, "uid:0", 0, &out, &err) == 0) {
 			okn++;
 			compile_out_clear(&out);
 		} else
@@ -599,7 +599,7 @@ Test(compile, nothing_is_kept_when_the_batch_rolls_back)
 
 	entitle("acme", "alice", alice_ds, fx_host, NULL);
 	task_init(&t, "t-rb", "analytics", "acme", "alice", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0);
 	snprintf(xid, sizeof(xid), "%s", out.execution_id);
 	compile_out_clear(&out);
 	store_poison(pd.store);
@@ -621,7 +621,7 @@ Test(compile, executions_cap_holds_across_a_batch_in_flight)
 	    NULL, NULL);
 	task_init(&t, "t-flight", "report", "acme", "alice", NULL);
 	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0,
+		cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0,
 		    "%s", err.message);
 		compile_out_clear(&out);
 	}
@@ -631,7 +631,7 @@ Test(compile, executions_cap_holds_across_a_batch_in_flight)
 	cr_assert(store_busy(pd.store));
 	cr_assert_eq(store_executions_count(pd.store, "t-flight"), 2);
 	for (int i = 0; i < 3; i++) {
-		if (compile_task(&pd, &t, "uid:0", &out, &err) == 0) {
+		if (compile_task(&pd, &t, "uid:0", 0, &out, &err) == 0) {
 			okn++;
 			compile_out_clear(&out);
 		} else
@@ -664,7 +664,7 @@ Test(compile, failed_batch_in_flight_is_taken_back)
 	entitle("acme", "alice", alice_ds, fx_host, NULL);
 	entitle("acme", "bob", alice_ds, fx_host, NULL);
 	task_init(&t, "t-fail", "analytics", "acme", "alice", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0, "%s",
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0, "%s",
 	    err.message);
 	snprintf(xid, sizeof(xid), "%s", out.execution_id);
 	compile_out_clear(&out);
@@ -673,11 +673,11 @@ Test(compile, failed_batch_in_flight_is_taken_back)
 	/* A second compile of the same task joins the next batch while the
 	 * first is in flight: still bound to alice. */
 	task_init(&t, "t-fail", "analytics", "acme", "bob", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), -1);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), -1);
 	cr_assert_str_eq(err.rule, "task-mismatch");
 	compile_error_clear(&err);
 	task_init(&t, "t-fail", "analytics", "acme", "alice", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0, "%s",
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0, "%s",
 	    err.message);
 	compile_out_clear(&out);
 	cr_assert_eq(store_executions_count(pd.store, "t-fail"), 2);
@@ -714,7 +714,7 @@ Test(compile, writer_thread_keeps_the_chain)
 	for (int i = 0; i < 200; i++) {
 		snprintf(id, sizeof(id), "t-w%d", i % 50);
 		task_init(&t, id, "analytics", "acme", "alice", alice_ds);
-		cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0,
+		cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0,
 		    "%s", err.message);
 		compile_out_clear(&out);
 		if (i % 7 == 0 && !store_busy(pd.store))
