@@ -967,3 +967,93 @@ Test(compile, audit_record_matches_the_reply)
 	sbx__v1__policy_grant__free_unpacked(g, NULL);
 	compile_out_clear(&out);
 }
+
+/* The egress_spent a compile signed into its grant. */
+static uint64_t
+signed_spent(const struct compile_out *out)
+{
+	Sbx__V1__PolicyGrant	*g;
+	uint64_t		 n;
+
+	g = sbx__v1__policy_grant__unpack(NULL, out->signed_.grant.len,
+	    out->signed_.grant.data);
+	cr_assert_not_null(g);
+	n = g->egress_spent;
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	cr_assert_eq(n, out->egress_spent);
+	return n;
+}
+
+/* Compile a run and commit it; its execution id in xid. */
+static uint64_t
+run_spent(const Sbx__V1__Task *t, char *xid, size_t xidlen)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	uint64_t		 n;
+
+	cr_assert_eq(compile_task(&pd, t, "uid:1000", 1, &out, &err), 0,
+	    "%s", err.message);
+	cr_assert_eq(store_commit(pd.store), 0);
+	n = signed_spent(&out);
+	if (xid != NULL)
+		snprintf(xid, xidlen, "%s", out.execution_id);
+	compile_out_clear(&out);
+	return n;
+}
+
+/*
+ * Issue 10, item 6: max_out_kb (256 KiB here) is the task's across all
+ * its executions, durably.  Each run's grant says what the earlier ones
+ * spent; one whose spend is not known counts as all it was allowed; a
+ * compile alone counts nothing (launchd-sbx runs only what policyd
+ * launches); and a restart of policyd forgets nothing.
+ */
+Test(compile, egress_budget_is_the_tasks_across_runs)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task		 t;
+	char			 x1[40], x2[40], x3[40], errs[256], db[300];
+	const uint64_t		 budget = 256 * 1024;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-egress", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(run_spent(&t, x1, sizeof(x1)), 0);
+	/* Still running: its whole allowance is spent for the next. */
+	cr_assert_eq(run_spent(&t, x2, sizeof(x2)), budget);
+	store_add_egress(pd.store, t.id, x1, "h", 1, 100000, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	/* x2 was allowed nothing, so only x1's spend counts now. */
+	cr_assert_eq(run_spent(&t, x3, sizeof(x3)), 100000);
+	store_add_egress(pd.store, t.id, x2, "h", 1, 0, "uid:0");
+	/* egressd died under x3: its allowance stays spent. */
+	store_add_egress(pd.store, t.id, x3, "h", 0, 0, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(run_spent(&t, x3, sizeof(x3)), budget);
+	store_add_egress(pd.store, t.id, x3, "h", 1, 0, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+
+	/* Compiles alone sign the count in but add nothing to it. */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+		cr_assert_eq(signed_spent(&out), budget);
+		compile_out_clear(&out);
+	}
+
+	/* policyd restarts: the same count, from the database. */
+	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
+	entitle_close(pd.ent);
+	store_close(pd.store);
+	cr_assert_not_null(pd.store = store_open(db, errs, sizeof(errs)),
+	    "%s", errs);
+	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), errs,
+	    sizeof(errs)), "%s", errs);
+	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), errs,
+	    sizeof(errs)), 0, "%s", errs);
+	cr_assert_eq(run_spent(&t, NULL, 0), budget);
+
+	/* Another task has its own budget. */
+	task_init(&t, "t-egress-2", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(run_spent(&t, NULL, 0), 0);
+}
