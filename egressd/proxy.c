@@ -895,6 +895,13 @@ proxy_request_ready(struct proxy_conn *c)
 		proxy_dial(c);
 		return;
 	}
+	/* decide_request() refused this already; the secret is never
+	 * fetched for a request it could only go out on in clear. */
+	if (!decide_credential_ok(cred, &c->target)) {
+		proxy_deny(c, RULE_CRED_TLS, 403, "the credential goes only "
+		    "over TLS");
+		return;
+	}
 	if (conf->broker_path == NULL) {
 		proxy_deny(c, RULE_CREDENTIAL, 403, "no credential broker is "
 		    "configured");
