@@ -502,6 +502,15 @@ policy_subset_norm(const Sbx__V1__Policy *n, const Sbx__V1__Policy *w,
 			    strcmp(nc->secret, wc->secret) == 0 &&
 			    strcmp(nc->header, wc->header) == 0 &&
 			    nc->kind == wc->kind;
+			/* Plain http is a widening of https: the secret
+			 * may then cross the network in clear. */
+			if (ok && nc->scheme ==
+			    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP &&
+			    wc->scheme !=
+			    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP)
+				return policy_why(why, whylen, "credentials[%s "
+				    "%s]: scheme http, the wider policy sends "
+				    "it over https only", nc->host, nc->header);
 		}
 		if (!ok)
 			return policy_why(why, whylen, "credentials[%s %s]: "

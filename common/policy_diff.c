@@ -243,6 +243,13 @@ pd_kind(Sbx__V1__CredentialKind k)
 	    "minted" : "static";
 }
 
+static const char *
+pd_scheme(Sbx__V1__CredentialScheme s)
+{
+	return s == SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP ?
+	    "http" : "https";
+}
+
 static const Sbx__V1__Credential *
 pd_cred_find(const Sbx__V1__Policy *p, const Sbx__V1__Credential *c)
 {
@@ -281,6 +288,13 @@ pd_credentials(struct pd_list *l, const Sbx__V1__Policy *a,
 			pd_add(l, 1, "~ credentials[%s %s].kind: %s -> %s",
 			    cb->host, cb->header, pd_kind(ca->kind),
 			    pd_kind(cb->kind));
+		/* https to http lets the secret cross in clear: widening. */
+		if (ca->scheme != cb->scheme)
+			pd_add(l, cb->scheme ==
+			    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP,
+			    "~ credentials[%s %s].scheme: %s -> %s", cb->host,
+			    cb->header, pd_scheme(ca->scheme),
+			    pd_scheme(cb->scheme));
 	}
 }
 

@@ -48,7 +48,7 @@ static const char *const py_rule_keys[] = {
 };
 static const char *const py_rule_req[] = { "host", "methods", NULL };
 static const char *const py_cred_keys[] = {
-	"host", "secret", "header", "kind", NULL
+	"host", "secret", "header", "kind", "scheme", NULL
 };
 static const char *const py_cred_req[] = { "host", "secret", "header", NULL };
 static const char *const py_out_keys[] = {
@@ -77,6 +77,8 @@ static const char *const py_destinations[] = {
 };
 static const char *const py_oversizes[] = { "refuse", "truncate", NULL };
 static const char *const py_kinds[] = { "static", "minted", NULL };
+/* In CredentialScheme's order: https (the default) first. */
+static const char *const py_schemes[] = { "https", "http", NULL };
 static const char *const py_methods[] = {
 	"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", NULL
 };
@@ -640,9 +642,10 @@ py_credentials(struct ydoc *doc, const struct ynode *s, Sbx__V1__Policy *p)
 		char			*sk = py_key("%s.secret", what);
 		char			*ek = py_key("%s.header", what);
 		char			*kk = py_key("%s.kind", what);
+		char			*xk = py_key("%s.scheme", what);
 		char			*ch = NULL, *lit;
 		Sbx__V1__Credential	*c;
-		int			 kind = 0, bad = 0, found = 0;
+		int			 kind = 0, scheme = 0, bad = 0, found = 0;
 
 		if (ymap_check(doc, it, what, py_cred_keys, py_cred_req) > 0) {
 			bad = 1;
@@ -694,6 +697,11 @@ py_credentials(struct ydoc *doc, const struct ynode *s, Sbx__V1__Policy *p)
 		if (yget_enum(doc, ymap_get(it, "kind"), kk, py_kinds,
 		    &kind) == -1)
 			bad = 1;
+		/* https (the default): the credential goes only over TLS
+		 * egressd verified; http must be asked for by name. */
+		if (yget_enum(doc, ymap_get(it, "scheme"), xk, py_schemes,
+		    &scheme) == -1)
+			bad = 1;
 		if (bad || ch == NULL)
 			goto next;
 		for (size_t j = 0; j < p->n_credentials; j++) {
@@ -713,6 +721,7 @@ py_credentials(struct ydoc *doc, const struct ynode *s, Sbx__V1__Policy *p)
 		c->secret = xstrdup(secret);
 		c->header = xstrdup(header);
 		c->kind = (Sbx__V1__CredentialKind)kind;
+		c->scheme = (Sbx__V1__CredentialScheme)scheme;
 		p->credentials = xreallocarray(p->credentials,
 		    p->n_credentials + 1, sizeof(*p->credentials));
 		p->credentials[p->n_credentials++] = c;
@@ -723,6 +732,7 @@ next:
 		free(sk);
 		free(ek);
 		free(kk);
+		free(xk);
 	}
 }
 
@@ -1074,6 +1084,9 @@ policy_to_yaml(const Sbx__V1__Policy *p)
 			fprintf(f, "\n    kind: %s\n", c->kind ==
 			    SBX__V1__CREDENTIAL_KIND__CREDENTIAL_MINTED ?
 			    "minted" : "static");
+			if (c->scheme ==
+			    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP)
+				fputs("    scheme: http\n", f);
 		}
 	}
 	if (o != NULL) {

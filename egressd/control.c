@@ -189,7 +189,7 @@ control_close(struct control *ctl, struct frame_conn *c,
 		return;
 	}
 	u.execution_id = ch->grant->execution_id;
-	u.bytes_out = ch->bytes_out;
+	u.bytes_out = ch->budget.sent;
 	u.bytes_in = ch->bytes_in;
 	u.requests = ch->requests;
 	for (int i = 0; i < EGRESS_NRULES; i++) {
@@ -206,7 +206,7 @@ control_close(struct control *ctl, struct frame_conn *c,
 	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	xasprintf(&detail, "%llu requests, %llu bytes out, %llu bytes in, "
 	    "%zu denial rule%s", (unsigned long long)ch->requests,
-	    (unsigned long long)ch->bytes_out,
+	    (unsigned long long)ch->budget.sent,
 	    (unsigned long long)ch->bytes_in, n, n == 1 ? "" : "s");
 	if (control_audit(ed, ch->grant, "close", detail, actor) == -1)
 		log_warnx("audit: cannot record closing execution %s",

@@ -698,6 +698,7 @@ decide_request(const Sbx__V1__Policy *pol, const struct decide_req *req,
 {
 	const struct decide_target	*t = req->target;
 	const Sbx__V1__AllowRule	*r;
+	const Sbx__V1__Credential	*cred;
 	const char			*why;
 	size_t				 i;
 	uint16_t			 want;
@@ -744,6 +745,14 @@ decide_request(const Sbx__V1__Policy *pol, const struct decide_req *req,
 		    "line's", req->override, t->path);
 		return;
 	}
+	if ((cred = decide_credential(pol, t->host)) != NULL &&
+	    !decide_credential_ok(cred, t)) {
+		decide_deny(d, RULE_CRED_TLS, 403, "host %s has a credential, "
+		    "which egressd adds only over TLS it verified: use "
+		    "https://%s (the credential does not say scheme: http)",
+		    t->host, t->host);
+		return;
+	}
 	if (req->body_bytes > decide_max_request(r)) {
 		decide_deny(d, RULE_REQ_SIZE, 413, "request body of %llu "
 		    "bytes is over max_request_kb (%llu bytes)",
@@ -751,7 +760,8 @@ decide_request(const Sbx__V1__Policy *pol, const struct decide_req *req,
 		    (unsigned long long)decide_max_request(r));
 		return;
 	}
-	if (bytes_out + req->out_bytes > decide_max_out(pol)) {
+	if (bytes_out > decide_max_out(pol) ||
+	    req->out_bytes > decide_max_out(pol) - bytes_out) {
 		decide_deny(d, RULE_BUDGET, 403, "sending %llu bytes would "
 		    "exceed the task's egress budget (%llu of %llu bytes "
 		    "used)", (unsigned long long)req->out_bytes,
@@ -847,4 +857,37 @@ decide_credential(const Sbx__V1__Policy *pol, const char *host)
 		if (strcmp(pol->credentials[i]->host, host) == 0)
 			return pol->credentials[i];
 	return NULL;
+}
+
+int
+decide_credential_ok(const Sbx__V1__Credential *cred,
+    const struct decide_target *t)
+{
+	return t->tls ||
+	    cred->scheme == SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP;
+}
+
+uint64_t
+decide_budget_used(const struct decide_budget *b)
+{
+	uint64_t	 u = b->before;
+
+	/* Saturating: a grant may say more was spent than a budget. */
+	u = u + b->sent < u ? UINT64_MAX : u + b->sent;
+	u = u + b->reserved < u ? UINT64_MAX : u + b->reserved;
+	return u;
+}
+
+void
+decide_budget_reserve(struct decide_budget *b, uint64_t n)
+{
+	b->reserved += n;
+}
+
+void
+decide_budget_settle(struct decide_budget *b, uint64_t reserved,
+    uint64_t sent)
+{
+	b->reserved = reserved > b->reserved ? 0 : b->reserved - reserved;
+	b->sent += sent;
 }

@@ -50,7 +50,8 @@
 #define RULE_UPSTREAM		"upstream-failed"
 #define RULE_UPSTREAM_TLS	"upstream-tls-failed"
 #define RULE_PEER		"channel-peer-refused"
-#define EGRESS_NRULES		19
+#define RULE_CRED_TLS		"credential-needs-tls"
+#define EGRESS_NRULES		20
 
 #define DECIDE_URL_MAX		2048
 #define DECIDE_HOST_MAX		256
@@ -174,11 +175,39 @@ enum decide_hdr	 decide_header(const char *name);
 uint64_t	 decide_max_request(const Sbx__V1__AllowRule *);
 uint64_t	 decide_max_response(const Sbx__V1__AllowRule *);
 uint64_t	 decide_max_out(const Sbx__V1__Policy *);
+/*
+ * The task's egress budget as one execution sees it.  max_out_kb is the
+ * task's across all its executions: `before` is what policyd signed into
+ * the grant as spent by the earlier ones, `sent` what this execution has
+ * sent, `reserved` what requests already decided but not yet written
+ * upstream will send.  A request is decided against all three and
+ * reserves its bytes at once, so requests decided together (waiting on
+ * brokerd, DNS or connect) cannot each pass against the same count.
+ */
+struct decide_budget {
+	uint64_t	 before;
+	uint64_t	 sent;
+	uint64_t	 reserved;
+};
+/* Bytes counted against the budget: before + sent + reserved. */
+uint64_t	 decide_budget_used(const struct decide_budget *);
+/* Reserve n bytes for a request decided allowed. */
+void		 decide_budget_reserve(struct decide_budget *, uint64_t n);
+/* The request that reserved `reserved` bytes sent `sent` (0: none, it
+ * was refused or failed before a byte went out). */
+void		 decide_budget_settle(struct decide_budget *, uint64_t reserved,
+		    uint64_t sent);
 /* The reference decide() and the issue's extras, in order: host, port,
- * method, URL length, path, override headers, request size, budget. */
+ * method, URL length, path, override headers, a credential over plain
+ * http, request size, budget.  bytes_out: decide_budget_used(). */
 void		 decide_request(const Sbx__V1__Policy *,
 		    const struct decide_req *, uint64_t bytes_out,
 		    struct decision *);
+/* 1 if egressd may add cred to a request to t: over TLS always (egressd
+ * verifies the upstream's certificate), over plain http only when the
+ * credential says scheme: http. */
+int		 decide_credential_ok(const Sbx__V1__Credential *,
+		    const struct decide_target *t);
 /* The target of a 3xx Location relative to the request: NULL if the
  * policy allows the client to follow it, else the rule id. */
 const char	*decide_redirect(const Sbx__V1__Policy *,
@@ -423,6 +452,7 @@ struct proxy_conn {
 	char			*alert;		/* the alert record */
 	size_t			 alert_len;
 	int			 refused;	/* over max_conns_per_task */
+	uint64_t		 reserved;	/* of ch->budget, until sent */
 };
 
 struct channel {
@@ -439,7 +469,10 @@ struct channel {
 	int			 listed;	/* in ed->channels */
 	struct proxy_conns	 conns;
 	uint32_t		 nconns;
-	uint64_t		 bytes_out;
+	/* The task's budget: spent before (the grant's egress_spent),
+	 * sent on this channel (its bytes out), reserved by requests
+	 * decided and not yet written. */
+	struct decide_budget	 budget;
 	uint64_t		 bytes_in;
 	uint64_t		 requests;
 	uint64_t		 denials[EGRESS_NRULES];

@@ -77,7 +77,7 @@ static const char *const proxy_rules[EGRESS_NRULES] = {
 	RULE_HEADERS, RULE_RESP_SIZE, RULE_BUDGET, RULE_REDIRECT,
 	RULE_ADDRESS, RULE_DNS, RULE_CREDENTIAL, RULE_BAD_REQUEST, RULE_SNI,
 	RULE_CONNS, RULE_TIMEOUT, RULE_UPSTREAM, RULE_UPSTREAM_TLS,
-	RULE_PEER,
+	RULE_PEER, RULE_CRED_TLS,
 };
 
 static void	proxy_parse(struct proxy_conn *);
@@ -316,6 +316,9 @@ proxy_up_free(struct proxy_conn *c)
 static void
 proxy_request_clear(struct proxy_conn *c)
 {
+	/* A request decided but never written gives its bytes back. */
+	decide_budget_settle(&c->ch->budget, c->reserved, 0);
+	c->reserved = 0;
 	resolve_cancel(c->rq);
 	c->rq = NULL;
 	broker_cancel(c->br);
@@ -732,7 +735,8 @@ proxy_send_request(struct proxy_conn *c)
 	if (c->up_tls && !cred && evbuffer_get_length(out) <= 16384)
 		evbuffer_pullup(out, -1);
 	proxy_write_now(c->ubev, out, !cred);
-	c->ch->bytes_out += n;
+	decide_budget_settle(&c->ch->budget, c->reserved, n);
+	c->reserved = 0;
 	c->ch->ed->m.bytes_out += n;
 	c->ch->ed->m.allowed++;
 	http_resp_init(&c->resp, c->ch->ed->conf->max_headers,
@@ -874,13 +878,28 @@ proxy_request_ready(struct proxy_conn *c)
 	    c->req.url_len;
 	dr.body_bytes = c->req.body_bytes;
 	dr.out_bytes = evbuffer_get_length(c->head) + 2 + c->req.body_bytes;
-	decide_request(c->ch->pol, &dr, c->ch->bytes_out, &c->dec);
+	decide_request(c->ch->pol, &dr, decide_budget_used(&c->ch->budget),
+	    &c->dec);
 	if (c->dec.rule != NULL) {
 		proxy_deny(c, c->dec.rule, c->dec.status, c->dec.detail);
 		return;
 	}
+	/* Reserved now, not counted when written: brokerd, DNS and the
+	 * connect come in between, and every request decided meanwhile
+	 * must see these bytes as spent.  The body is all in, so this is
+	 * exactly what will be written (the credential aside, which the
+	 * budget never counts). */
+	c->reserved = dr.out_bytes;
+	decide_budget_reserve(&c->ch->budget, c->reserved);
 	if (cred == NULL) {
 		proxy_dial(c);
+		return;
+	}
+	/* decide_request() refused this already; the secret is never
+	 * fetched for a request it could only go out on in clear. */
+	if (!decide_credential_ok(cred, &c->target)) {
+		proxy_deny(c, RULE_CRED_TLS, 403, "the credential goes only "
+		    "over TLS");
 		return;
 	}
 	if (conf->broker_path == NULL) {
@@ -1500,6 +1519,9 @@ proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
 	ch->ed = ed;
 	ch->grant = g;
 	ch->pol = g->policy;
+	/* max_out_kb is the task's: what its earlier executions spent,
+	 * as policyd signed it, is spent for this one too. */
+	ch->budget.before = g->egress_spent;
 	TAILQ_INIT(&ch->conns);
 	TAILQ_INIT(&ch->refused);
 	sbx__v1__signed_policy__init(&ch->signed_);

@@ -158,6 +158,11 @@ struct run {
 	uint64_t			 eg_out;
 	uint64_t			 eg_in;
 	uint64_t			 eg_req;
+	/* A channel was asked for, and egressd's usage came back: unless
+	 * both, policyd cannot know what the execution sent and counts
+	 * its whole egress allowance against the task. */
+	int				 eg_tried;
+	int				 eg_known;
 	Sbx__V1__Denial			**denials;
 	size_t				 ndenials;
 	Sbx__V1__ReleaseResult		*released;	/* gated's answer */
@@ -1328,6 +1333,7 @@ run_reply(struct run *r)
 	use.egress_bytes_out = r->eg_out;
 	use.egress_bytes_in = r->eg_in;
 	use.egress_requests = (uint32_t)r->eg_req;
+	use.egress_unknown = r->eg_tried && !r->eg_known;
 	res.denials = r->denials;
 	res.n_denials = r->ndenials;
 	if (r->released != NULL) {
@@ -1827,6 +1833,7 @@ run_egress_open(struct run *r)
 	int			 fd, rc;
 
 	r->state = RUN_EGRESS_OPEN;
+	r->eg_tried = 1;
 	if (r->pool_key[0] != '\0')
 		run_fmt(path, sizeof(path), "%s/run/%s", r->dir,
 		    POOL_EGRESS_SOCK);
@@ -1861,6 +1868,7 @@ run_egress_open(struct run *r)
 static void
 run_egress_usage(struct run *r, const Sbx__V1__EgressUsage *u)
 {
+	r->eg_known = 1;
 	r->eg_out = u->bytes_out;
 	r->eg_in = u->bytes_in;
 	r->eg_req = u->requests;

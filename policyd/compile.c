@@ -424,7 +424,7 @@ compile_internal(const Sbx__V1__Task *t, Sbx__V1__Error *err,
 
 int
 compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
-    struct compile_out *out, Sbx__V1__Error *err)
+    int run, struct compile_out *out, Sbx__V1__Error *err)
 {
 	const struct tmpl	*tm;
 	struct store_task	 bound;
@@ -433,6 +433,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	Sbx__V1__PolicyGrant	 grant;
 	int			 known;
 	char			*detail;
+	uint64_t		 budget, used;
 
 	memset(out, 0, sizeof(*out));
 	if (compile_validate(t, err) == -1)
@@ -504,6 +505,17 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	grant.user = t->user;
 	grant.issued_at = out->issued_at;
 	grant.expires_at = out->expires_at;
+	/* max_out_kb is the task's: what its earlier executions spent (or,
+	 * not known, were allowed) is signed in, and egressd lets this one
+	 * send only the rest.  A run's rest is counted as spent until its
+	 * result says what it sent. */
+	budget = (uint64_t)(out->policy->network != NULL &&
+	    out->policy->network->max_out_kb != 0 ?
+	    out->policy->network->max_out_kb : POLICY_DEFAULT_MAX_OUT_KB) *
+	    1024;
+	used = known ? bound.egress_used : 0;
+	grant.egress_spent = used;
+	out->egress_spent = used;
 	if (sign_grant(pd->key, &grant, &out->signed_) == -1) {
 		compile_out_clear(out);
 		return compile_internal(t, err, "cannot sign the policy");
@@ -513,7 +525,8 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	 * hash, template and time. */
 	xasprintf(&detail, "template %s", out->template);
 	store_add_execution(pd->store, t, known ? &bound : NULL,
-	    out->execution_id, out->hash, detail, actor);
+	    out->execution_id, out->hash, detail, actor,
+	    run ? (int64_t)(used >= budget ? 0 : budget - used) : -1);
 	free(detail);
 	log_debug("task %s: execution %s policy %s hash %s", t->id,
 	    out->execution_id, out->template, out->hash);

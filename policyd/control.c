@@ -27,7 +27,11 @@
  * and a "run-failed" audit event with the rule, committed before the
  * error is sent: never a silent success.  A run's result comes when the
  * program ends, so it may overtake later replies on the same connection;
- * request ids tell them apart.
+ * request ids tell them apart.  What the run sent upstream (the result's
+ * usage) is recorded against its task's egress budget and the result is
+ * held until that record commits, so the orchestrator's next run of the
+ * task is compiled with it; a run that ended without a result keeps its
+ * whole allowance counted (store.c), except where nothing ran.
  *
  * Capability requests (capability.c) come in on the orchestrator and admin
  * sockets; approvald's decisions on the optional approvals socket, which
@@ -438,11 +442,21 @@ control_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
 	control_run_free(r);
 }
 
+/* A run that failed before anything was launched sent nothing: its
+ * allowance goes back to the task. */
+static void
+control_run_nothing_ran(struct run *r)
+{
+	store_add_egress(r->ctl->pd->store, r->task_id, r->execution_id,
+	    r->hash, 1, 0, r->actor);
+}
+
 static void
 control_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__PolicyRef	 ref;
+	int			 known;
 
 	if (res->execution_id[0] != '\0' &&
 	    strcmp(res->execution_id, r->execution_id) != 0) {
@@ -470,7 +484,14 @@ control_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
 	env.result = res;
 	r->ctl->pd->metrics.runs++;
-	frame_conn_send(r->conn, &env);
+	/* What it sent replaces what it was allowed, once on disk; the
+	 * result waits for that commit, but goes out even if it fails
+	 * (the allowance then stays counted: more, never less). */
+	known = res->usage != NULL && !res->usage->egress_unknown;
+	store_add_egress(r->ctl->pd->store, r->task_id, r->execution_id,
+	    r->hash, known, known ? res->usage->egress_bytes_out : 0,
+	    r->actor);
+	control_hold(r->ctl, r->conn, &env, HELD_OTHER, NULL, 0);
 	/* The unpacked reply owns its strings; ours must not be freed
 	 * through it. */
 	res->task_id = NULL;
@@ -543,6 +564,7 @@ control_run_start(struct run *r)
 	char			 err[512];
 
 	if (frame_conn_closed(r->conn)) {
+		control_run_nothing_ran(r);
 		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
 		    "client-gone", "the orchestrator hung up before the "
 		    "launch; nothing ran");
@@ -555,6 +577,7 @@ control_run_start(struct run *r)
 	r->fc = frame_connect(ctl->pd->base, conf->launchd_socket,
 	    conf->launchd_uid, max, control_run_reply, r, err, sizeof(err));
 	if (r->fc == NULL) {
+		control_run_nothing_ran(r);
 		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
 		    "launchd-unreachable", "launchd-sbx unreachable: %s; "
 		    "nothing ran", err);
@@ -660,7 +683,7 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	control_actor(c, actor, sizeof(actor));
 	frame_env_init(&env, req->request_id);
 	before = store_pending(pd->store);
-	if (compile_task(pd, task, actor, &out, &err) == -1) {
+	if (compile_task(pd, task, actor, run, &out, &err) == -1) {
 		/* Held even when nothing was recorded, so it cannot
 		 * overtake this client's earlier replies. */
 		recorded = store_pending(pd->store) > before;

@@ -130,6 +130,9 @@ struct store_task {
 	char	 user[129];
 	char	 type[129];
 	int64_t	 executions;	/* committed and not yet committed */
+	/* Egress bytes its runs sent, or may have sent: a run whose spend
+	 * is not known (yet) counts all it was granted (store.c). */
+	uint64_t egress_used;
 };
 
 struct store	*store_open(const char *path, char *err, size_t errlen);
@@ -161,10 +164,20 @@ int		 store_execution_exists(struct store *, const char *execution_id);
  * store_submit() writes them in one transaction.  An execution counts
  * against its task at once.  seen: what store_task_get() said about the
  * task, NULL if it found nothing (the batch then also binds the task).
+ * egress_granted: for a run, the egress bytes it may send (counted as
+ * used by the task until its spend is known); -1 for a compile only,
+ * which launchd-sbx never runs.
  */
 void		 store_add_execution(struct store *, const Sbx__V1__Task *,
 		    const struct store_task *seen, const char *execution_id,
-		    const char *hash, const char *detail, const char *actor);
+		    const char *hash, const char *detail, const char *actor,
+		    int64_t egress_granted);
+/* A run's result came back: an "egress" event, and with known, what it
+ * sent replaces what it was granted in the task's count.  Without
+ * known (egressd never reported) the grant stays counted. */
+void		 store_add_egress(struct store *, const char *task_id,
+		    const char *execution_id, const char *hash, int known,
+		    uint64_t spent, const char *actor);
 void		 store_add_event(struct store *, const char *task_id,
 		    const char *action, const char *execution_id,
 		    const char *hash, const char *rule, const char *detail,
@@ -276,6 +289,7 @@ struct compile_out {
 	char			*template;	/* NAME@V */
 	int64_t			 issued_at;
 	int64_t			 expires_at;
+	uint64_t		 egress_spent;	/* signed in the grant */
 	Sbx__V1__SignedPolicy	 signed_;
 };
 
@@ -314,10 +328,11 @@ Sbx__V1__Policy	*compile_policy_grants(const struct tmpl *,
  * The whole compile.  Adds the execution (and the task's binding if it is
  * new) or a denial event to the store's open batch; the caller commits
  * that before it replies.  0, or -1 with err.  An ERROR_INVALID or
- * ERROR_INTERNAL error records nothing.
+ * ERROR_INTERNAL error records nothing.  run: the policy is for a launch,
+ * whose egress allowance then counts against the task (store.c).
  */
 int		 compile_task(struct policyd *, const Sbx__V1__Task *,
-		    const char *actor, struct compile_out *,
+		    const char *actor, int run, struct compile_out *,
 		    Sbx__V1__Error *err);
 void		 compile_out_clear(struct compile_out *);
 /* Set err (code, rule, message); the strings are malloc'd. */

@@ -10,6 +10,16 @@
  * made by an earlier version also has an executions table; it is left
  * alone.)
  *
+ * The egress budget (network.max_out_kb) is the task's, across all its
+ * executions, so each run also has a row in egress_spend: what it was
+ * allowed to send (granted, in the same transaction as its execution
+ * record, before it is launched) and, once its result names it, what it
+ * sent (spent).  What a task has used is the sum over its runs of spent,
+ * or of granted where spent is unknown -- a run still going, or one
+ * whose egressd, launchd-sbx or policyd died before the usage came back
+ * -- so an unknown spend counts as the most it could have been, and a
+ * restart of any daemon never gives a task its budget back.
+ *
  * The invariant: a compile's records commit in one transaction, durably
  * (synchronous=FULL), before any reply acknowledges them, and no task gets
  * more executions than its cap.  Compiles that arrive together share that
@@ -57,6 +67,7 @@ struct store_ent {
 	char			*task_id;
 	struct store_task	 bound;		/* executions: committed */
 	int64_t			 pending;	/* executions not committed */
+	uint64_t		 eg_pending;	/* egress granted to those */
 	enum ent_row		 row;
 	unsigned		 refs;		/* records naming it */
 };
@@ -74,6 +85,8 @@ struct store_rec {
 	char			*rule;
 	char			*detail;
 	char			*datasets;	/* an execution's, '\n'-joined */
+	int64_t			 eg_granted;	/* a run's egress_spend row, or -1 */
+	int64_t			 eg_spent;	/* its spend, now known, or -1 */
 };
 
 struct store_batch {
@@ -94,6 +107,9 @@ struct store {
 	sqlite3_stmt		*st_exec_exists;
 	sqlite3_stmt		*st_inputs_put;	/* db */
 	sqlite3_stmt		*st_inputs_get;	/* rdb */
+	sqlite3_stmt		*st_eg_insert;	/* db */
+	sqlite3_stmt		*st_eg_spent;	/* db */
+	sqlite3_stmt		*st_eg_used;	/* rdb */
 	void			*tasks;		/* tsearch tree */
 
 	struct store_batch	 open;		/* the event loop's */
@@ -123,7 +139,13 @@ static const char store_schema[] =
     " created_ns INTEGER NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS task_inputs("
     " task_id TEXT PRIMARY KEY,"
-    " datasets TEXT NOT NULL) WITHOUT ROWID;";
+    " datasets TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS egress_spend("
+    " execution_id TEXT PRIMARY KEY,"
+    " task_id TEXT NOT NULL,"
+    " granted INTEGER NOT NULL,"
+    " spent INTEGER) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS egress_spend_task ON egress_spend(task_id);";
 
 static int
 store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
@@ -205,7 +227,15 @@ store_open(const char *path, char *err, size_t errlen)
 	    " VALUES (?1, ?2) ON CONFLICT(task_id) DO UPDATE SET"
 	    " datasets = ?2", &s->st_inputs_put, err, errlen) == -1 ||
 	    store_prepare(s->rdb, "SELECT datasets FROM task_inputs WHERE"
-	    " task_id = ?", &s->st_inputs_get, err, errlen) == -1)
+	    " task_id = ?", &s->st_inputs_get, err, errlen) == -1 ||
+	    store_prepare(s->db, "INSERT INTO egress_spend(execution_id,"
+	    " task_id, granted) VALUES (?, ?, ?)", &s->st_eg_insert, err,
+	    errlen) == -1 ||
+	    store_prepare(s->db, "UPDATE egress_spend SET spent = ?2 WHERE"
+	    " execution_id = ?1", &s->st_eg_spent, err, errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT coalesce(sum(coalesce(spent,"
+	    " granted)), 0) FROM egress_spend WHERE task_id = ?",
+	    &s->st_eg_used, err, errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -253,6 +283,9 @@ store_close(struct store *s)
 	sqlite3_finalize(s->st_exec_exists);
 	sqlite3_finalize(s->st_inputs_put);
 	sqlite3_finalize(s->st_inputs_get);
+	sqlite3_finalize(s->st_eg_insert);
+	sqlite3_finalize(s->st_eg_spent);
+	sqlite3_finalize(s->st_eg_used);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
@@ -338,16 +371,43 @@ store_count_on_disk(struct store *s, const char *task_id)
 	return n;
 }
 
+/* Egress a task's committed runs used (spent, or granted where the
+ * spend is unknown), from the read handle; -1 on error. */
+static int64_t
+store_egress_on_disk(struct store *s, const char *task_id)
+{
+	sqlite3_stmt	*st = s->st_eg_used;
+	int64_t		 n = -1;
+
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	else
+		log_warnx("policyd.db: egress used by %s: %s", task_id,
+		    sqlite3_errmsg(s->rdb));
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return n;
+}
+
 int
 store_task_get(struct store *s, const char *task_id, struct store_task *t)
 {
 	struct store_ent	*ent;
 	sqlite3_stmt		*st = s->st_task_get;
+	int64_t			 eg;
 	int			 rc, ret;
 
 	if ((ent = store_ent_find(s, task_id)) != NULL) {
 		*t = ent->bound;
 		t->executions += ent->pending;
+		/* From the disk each time: a spend recorded since the
+		 * entry was made lowers it.  A batch committed but not yet
+		 * settled is counted twice for a moment: more, never
+		 * less. */
+		if ((eg = store_egress_on_disk(s, task_id)) == -1)
+			return -1;
+		t->egress_used = (uint64_t)eg + ent->eg_pending;
 		return 1;
 	}
 	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
@@ -372,6 +432,12 @@ store_task_get(struct store *s, const char *task_id, struct store_task *t)
 	if (ret == 1 && (t->executions = store_count_on_disk(s,
 	    task_id)) == -1)
 		ret = -1;
+	if (ret == 1) {
+		if ((eg = store_egress_on_disk(s, task_id)) == -1)
+			ret = -1;
+		else
+			t->egress_used = (uint64_t)eg;
+	}
 	return ret;
 }
 
@@ -485,6 +551,8 @@ store_rec_new(struct store *s, const char *task_id, const char *action,
 	snprintf(r->actor, sizeof(r->actor), "%s", actor != NULL ? actor : "");
 	r->rule = xstrdup(rule != NULL ? rule : "");
 	r->detail = xstrdup(detail != NULL ? detail : "");
+	r->eg_granted = -1;
+	r->eg_spent = -1;
 	return r;
 }
 
@@ -498,9 +566,30 @@ store_add_event(struct store *s, const char *task_id, const char *action,
 }
 
 void
+store_add_egress(struct store *s, const char *task_id,
+    const char *execution_id, const char *hash, int known, uint64_t spent,
+    const char *actor)
+{
+	struct store_rec	*r;
+	char			 detail[128];
+
+	if (known)
+		snprintf(detail, sizeof(detail), "sent %llu bytes upstream",
+		    (unsigned long long)spent);
+	else
+		snprintf(detail, sizeof(detail), "egress usage unknown: "
+		    "counted as all it was allowed");
+	r = store_rec_new(s, task_id, "egress", execution_id, hash, NULL,
+	    detail, actor);
+	if (known)
+		r->eg_spent = spent > INT64_MAX ? INT64_MAX : (int64_t)spent;
+}
+
+void
 store_add_execution(struct store *s, const Sbx__V1__Task *t,
     const struct store_task *seen, const char *execution_id,
-    const char *hash, const char *detail, const char *actor)
+    const char *hash, const char *detail, const char *actor,
+    int64_t egress_granted)
 {
 	struct store_ent	*ent;
 	struct store_rec	*r;
@@ -540,6 +629,10 @@ store_add_execution(struct store *s, const Sbx__V1__Task *t,
 	}
 	ent->refs++;
 	ent->pending++;
+	if (egress_granted >= 0) {
+		r->eg_granted = egress_granted;
+		ent->eg_pending += (uint64_t)egress_granted;
+	}
 }
 
 /*
@@ -555,6 +648,8 @@ store_finish(struct store *s, struct store_batch *b, int ok)
 
 		if (ent != NULL) {
 			ent->pending--;
+			if (r->eg_granted > 0)
+				ent->eg_pending -= (uint64_t)r->eg_granted;
 			if (ok)
 				ent->bound.executions++;
 			if (r->insert_task)
@@ -614,6 +709,31 @@ store_insert_task(struct store *s, const struct store_ent *ent)
 	return 0;
 }
 
+/* Insert a run's row (execution, task, granted) or set its spend
+ * (execution, spent): the statements number their parameters so. */
+static int
+store_egress_row(struct store *s, sqlite3_stmt *st,
+    const struct store_rec *r, int64_t n)
+{
+	int	 rc;
+
+	sqlite3_bind_text(st, 1, r->execution_id, -1, SQLITE_STATIC);
+	if (st == s->st_eg_insert) {
+		sqlite3_bind_text(st, 2, r->task_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, n);
+	} else
+		sqlite3_bind_int64(st, 2, n);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("policyd.db: egress of execution %s: %s",
+		    r->execution_id, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
 static int
 store_write_rec(struct store *s, const struct store_rec *r)
 {
@@ -636,6 +756,12 @@ store_write_rec(struct store *s, const struct store_rec *r)
 			return -1;
 		}
 	}
+	if (r->eg_granted >= 0 && store_egress_row(s, s->st_eg_insert, r,
+	    r->eg_granted) == -1)
+		return -1;
+	if (r->eg_spent >= 0 && store_egress_row(s, s->st_eg_spent, r,
+	    r->eg_spent) == -1)
+		return -1;
 	sbx__v1__audit_event__init(&ev);
 	ev.time_ns = r->time_ns;
 	ev.task_id = (char *)r->task_id;

@@ -583,6 +583,10 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 	    (json_int_t)us->egress_bytes_in : 0));
 	json_object_set_new(u, "egress_requests", json_integer(us ?
 	    (json_int_t)us->egress_requests : 0));
+	/* egressd never said what the run sent: its task counts the whole
+	 * allowance as spent (policyd). */
+	if (us != NULL && us->egress_unknown)
+		json_object_set_new(u, "egress_unknown", json_true());
 	json_object_set_new(o, "usage", u);
 	json_object_set_new(o, "stdout", print_json_bytes(r->stdout.data,
 	    r->stdout.len));

@@ -6,7 +6,7 @@
  *
  *   egressclient keygen SK PK
  *   egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] [-e TTL] [-B]
- *       [-c CA_OUT] [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml
+ *       [-b SPENT] [-c CA_OUT] [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml
  *   egressclient close -s SOCK EXEC
  *   egressclient admin -s SOCK metrics|verify|audit [TASK]
  *   egressclient broker SOCK LOG
@@ -14,6 +14,9 @@
  * broker stands in for brokerd until it exists: it answers every
  * credential request with "Bearer test-SECRET" (an error for the secret
  * "broken") and appends "host secret header signed=N" lines to LOG.
+ *
+ * -b signs SPENT into the grant as the bytes the task's earlier
+ * executions sent (egress_spent), as policyd does.
  *
  * open binds the channel's listening socket as launchd-sbx would (CHANNEL,
  * default run/EXEC.sock beside SOCK, run/ made 0711 if missing, where
@@ -52,7 +55,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: egressclient keygen SK PK\n"
 	    "       egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] "
-	    "[-e TTL] [-B] [-c CA_OUT]\n"
+	    "[-e TTL] [-B] [-b SPENT] [-c CA_OUT]\n"
 	    "           [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml\n"
 	    "       egressclient close -s SOCK EXEC\n"
 	    "       egressclient admin -s SOCK metrics|verify|audit "
@@ -167,6 +170,7 @@ cmd_open(int argc, char **argv)
 	char			 cg[1024], dir[PATH_MAX];
 	char			 chanbuf[PATH_MAX];
 	long			 ttl = 600;
+	uint64_t		 spent = 0;
 	int			 ch, badsig = 0, rc, lfd, nofd = 0;
 	/* Root's group is no sandbox's: as root, a group nobody has. */
 	gid_t			 gid = getgid() != 0 ? getgid() : 2147480000;
@@ -174,8 +178,9 @@ cmd_open(int argc, char **argv)
 
 	random_id("exec", xid, sizeof(xid));
 	own_cgroup(cg, sizeof(cg));
-	while ((ch = getopt(argc, argv, "Bc:e:g:G:k:Ns:S:t:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "b:Bc:e:g:G:k:Ns:S:t:x:")) != -1) {
 		switch (ch) {
+		case 'b': spent = strtoull(optarg, NULL, 10); break;
 		case 'N': nofd = 1; break;
 		case 'g': gid = (gid_t)strtoul(optarg, NULL, 10); break;
 		case 'G': snprintf(cg, sizeof(cg), "%s", optarg); break;
@@ -210,6 +215,7 @@ cmd_open(int argc, char **argv)
 	g.user = (char *)"tester";
 	g.issued_at = now_s() - (ttl < 0 ? 1200 : 0);
 	g.expires_at = now_s() + ttl;
+	g.egress_spent = spent;
 	if (sign_grant(key, &g, &sp) == -1)
 		fatalx("cannot sign the grant");
 	if (badsig)

@@ -194,7 +194,7 @@ compile_ok(const Sbx__V1__Task *t, char hash[POLICY_HASH_HEX],
 	struct compile_out	 out;
 	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
 
-	cr_assert_eq(compile_task(&pd, t, "uid:1000", &out, &err), 0,
+	cr_assert_eq(compile_task(&pd, t, "uid:1000", 0, &out, &err), 0,
 	    "compile of %s: %s", t->id, err.message);
 	cr_assert_eq(store_commit(pd.store), 0);
 	if (hash != NULL)

@@ -178,7 +178,7 @@ compile(const Sbx__V1__Task *t, struct compile_out *out, Sbx__V1__Error *err)
 	int	 rc;
 
 	sbx__v1__error__init(err);
-	rc = compile_task(&pd, t, "uid:1000", out, err);
+	rc = compile_task(&pd, t, "uid:1000", 0, out, err);
 	if (store_in_batch(pd.store))
 		cr_assert_eq(store_commit(pd.store), 0, "commit failed");
 	return rc;
@@ -577,7 +577,7 @@ Test(compile, executions_cap_holds_inside_one_batch)
 	task_init(&t, "t-batch", "report", "acme", "alice", NULL);
 	/* Group commit: five compiles of one task before one commit. */
 	for (int i = 0; i < 5; i++) {
-		if (compile_task(&pd, &t, "uid:0", &out, &err) == 0) {
+		if (compile_task(&pd, &t, "uid:0", 0, &out, &err) == 0) {
 			okn++;
 			compile_out_clear(&out);
 		} else
@@ -599,7 +599,7 @@ Test(compile, nothing_is_kept_when_the_batch_rolls_back)
 
 	entitle("acme", "alice", alice_ds, fx_host, NULL);
 	task_init(&t, "t-rb", "analytics", "acme", "alice", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0);
 	snprintf(xid, sizeof(xid), "%s", out.execution_id);
 	compile_out_clear(&out);
 	store_poison(pd.store);
@@ -621,7 +621,7 @@ Test(compile, executions_cap_holds_across_a_batch_in_flight)
 	    NULL, NULL);
 	task_init(&t, "t-flight", "report", "acme", "alice", NULL);
 	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0,
+		cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0,
 		    "%s", err.message);
 		compile_out_clear(&out);
 	}
@@ -631,7 +631,7 @@ Test(compile, executions_cap_holds_across_a_batch_in_flight)
 	cr_assert(store_busy(pd.store));
 	cr_assert_eq(store_executions_count(pd.store, "t-flight"), 2);
 	for (int i = 0; i < 3; i++) {
-		if (compile_task(&pd, &t, "uid:0", &out, &err) == 0) {
+		if (compile_task(&pd, &t, "uid:0", 0, &out, &err) == 0) {
 			okn++;
 			compile_out_clear(&out);
 		} else
@@ -664,7 +664,7 @@ Test(compile, failed_batch_in_flight_is_taken_back)
 	entitle("acme", "alice", alice_ds, fx_host, NULL);
 	entitle("acme", "bob", alice_ds, fx_host, NULL);
 	task_init(&t, "t-fail", "analytics", "acme", "alice", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0, "%s",
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0, "%s",
 	    err.message);
 	snprintf(xid, sizeof(xid), "%s", out.execution_id);
 	compile_out_clear(&out);
@@ -673,11 +673,11 @@ Test(compile, failed_batch_in_flight_is_taken_back)
 	/* A second compile of the same task joins the next batch while the
 	 * first is in flight: still bound to alice. */
 	task_init(&t, "t-fail", "analytics", "acme", "bob", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), -1);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), -1);
 	cr_assert_str_eq(err.rule, "task-mismatch");
 	compile_error_clear(&err);
 	task_init(&t, "t-fail", "analytics", "acme", "alice", alice_ds);
-	cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0, "%s",
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0, "%s",
 	    err.message);
 	compile_out_clear(&out);
 	cr_assert_eq(store_executions_count(pd.store, "t-fail"), 2);
@@ -714,7 +714,7 @@ Test(compile, writer_thread_keeps_the_chain)
 	for (int i = 0; i < 200; i++) {
 		snprintf(id, sizeof(id), "t-w%d", i % 50);
 		task_init(&t, id, "analytics", "acme", "alice", alice_ds);
-		cr_assert_eq(compile_task(&pd, &t, "uid:0", &out, &err), 0,
+		cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0,
 		    "%s", err.message);
 		compile_out_clear(&out);
 		if (i % 7 == 0 && !store_busy(pd.store))
@@ -966,4 +966,94 @@ Test(compile, audit_record_matches_the_reply)
 	cr_assert_str_eq(hash, out.hash);
 	sbx__v1__policy_grant__free_unpacked(g, NULL);
 	compile_out_clear(&out);
+}
+
+/* The egress_spent a compile signed into its grant. */
+static uint64_t
+signed_spent(const struct compile_out *out)
+{
+	Sbx__V1__PolicyGrant	*g;
+	uint64_t		 n;
+
+	g = sbx__v1__policy_grant__unpack(NULL, out->signed_.grant.len,
+	    out->signed_.grant.data);
+	cr_assert_not_null(g);
+	n = g->egress_spent;
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	cr_assert_eq(n, out->egress_spent);
+	return n;
+}
+
+/* Compile a run and commit it; its execution id in xid. */
+static uint64_t
+run_spent(const Sbx__V1__Task *t, char *xid, size_t xidlen)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	uint64_t		 n;
+
+	cr_assert_eq(compile_task(&pd, t, "uid:1000", 1, &out, &err), 0,
+	    "%s", err.message);
+	cr_assert_eq(store_commit(pd.store), 0);
+	n = signed_spent(&out);
+	if (xid != NULL)
+		snprintf(xid, xidlen, "%s", out.execution_id);
+	compile_out_clear(&out);
+	return n;
+}
+
+/*
+ * Issue 10, item 6: max_out_kb (256 KiB here) is the task's across all
+ * its executions, durably.  Each run's grant says what the earlier ones
+ * spent; one whose spend is not known counts as all it was allowed; a
+ * compile alone counts nothing (launchd-sbx runs only what policyd
+ * launches); and a restart of policyd forgets nothing.
+ */
+Test(compile, egress_budget_is_the_tasks_across_runs)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task		 t;
+	char			 x1[40], x2[40], x3[40], errs[256], db[300];
+	const uint64_t		 budget = 256 * 1024;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-egress", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(run_spent(&t, x1, sizeof(x1)), 0);
+	/* Still running: its whole allowance is spent for the next. */
+	cr_assert_eq(run_spent(&t, x2, sizeof(x2)), budget);
+	store_add_egress(pd.store, t.id, x1, "h", 1, 100000, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	/* x2 was allowed nothing, so only x1's spend counts now. */
+	cr_assert_eq(run_spent(&t, x3, sizeof(x3)), 100000);
+	store_add_egress(pd.store, t.id, x2, "h", 1, 0, "uid:0");
+	/* egressd died under x3: its allowance stays spent. */
+	store_add_egress(pd.store, t.id, x3, "h", 0, 0, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(run_spent(&t, x3, sizeof(x3)), budget);
+	store_add_egress(pd.store, t.id, x3, "h", 1, 0, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+
+	/* Compiles alone sign the count in but add nothing to it. */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+		cr_assert_eq(signed_spent(&out), budget);
+		compile_out_clear(&out);
+	}
+
+	/* policyd restarts: the same count, from the database. */
+	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
+	entitle_close(pd.ent);
+	store_close(pd.store);
+	cr_assert_not_null(pd.store = store_open(db, errs, sizeof(errs)),
+	    "%s", errs);
+	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), errs,
+	    sizeof(errs)), "%s", errs);
+	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), errs,
+	    sizeof(errs)), 0, "%s", errs);
+	cr_assert_eq(run_spent(&t, NULL, 0), budget);
+
+	/* Another task has its own budget. */
+	task_init(&t, "t-egress-2", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(run_spent(&t, NULL, 0), 0);
 }

@@ -213,6 +213,117 @@ Test(decide, request_rules_in_order)
 	policy_free(p);
 }
 
+static void
+pol_add_credential(Sbx__V1__Policy *p, Sbx__V1__CredentialScheme scheme)
+{
+	Sbx__V1__Credential	*c = xcalloc(1, sizeof(*c));
+
+	sbx__v1__credential__init(c);
+	c->host = xstrdup("api.fx-rates.internal");
+	c->secret = xstrdup("fx-readonly");
+	c->header = xstrdup("Authorization");
+	c->scheme = scheme;
+	p->credentials = xcalloc(1, sizeof(*p->credentials));
+	p->credentials[0] = c;
+	p->n_credentials = 1;
+}
+
+/* A request inside a CONNECT tunnel to host:443 (https:// in
+ * absolute form is refused: TLS is always a tunnel egressd opens). */
+static const char *
+rule_of_tls(const Sbx__V1__Policy *p, const char *method, const char *url)
+{
+	static struct decision	 d;
+	struct decide_target	 t;
+	struct decide_req	 r;
+
+	cr_assert_eq(target(url, &t), 0, "%s", url);
+	t.tls = 1;
+	t.port = 443;
+	memset(&r, 0, sizeof(r));
+	r.method = method;
+	r.target = &t;
+	r.url_len = strlen(url);
+	r.out_bytes = 100;
+	decide_request(p, &r, 0, &d);
+	decide_target_clear(&t);
+	return d.rule;
+}
+
+/* Issue 10, item 4: a credential crosses the network only inside TLS
+ * egressd verified, unless it says scheme: http. */
+Test(decide, credential_needs_tls)
+{
+	Sbx__V1__Policy	*p = pol_new();
+	int		 st;
+
+	pol_add_credential(p,
+	    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTPS);
+	cr_assert_str_eq(rule_of(p, "GET", "http://api.fx-rates.internal/v1/r",
+	    0, 100, 0, &st), RULE_CRED_TLS);
+	cr_assert_eq(st, 403);
+	cr_assert_null(rule_of_tls(p, "GET",
+	    "http://api.fx-rates.internal/v1/r"));
+	/* The host, method and path rules still speak first. */
+	cr_assert_str_eq(rule_of(p, "GET", "http://api.fx-rates.internal/v3/",
+	    0, 100, 0, NULL), RULE_PATH);
+	cr_assert_str_eq(rule_of(p, "POST",
+	    "http://api.fx-rates.internal/v1/r", 0, 100, 0, NULL),
+	    RULE_METHOD);
+	p->credentials[0]->scheme =
+	    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTP;
+	cr_assert_null(rule_of(p, "GET", "http://api.fx-rates.internal/v1/r",
+	    0, 100, 0, NULL));
+	cr_assert_null(rule_of_tls(p, "GET",
+	    "http://api.fx-rates.internal/v1/r"));
+	policy_free(p);
+}
+
+/* Issue 10, items 6 and 7: the budget counts what earlier executions
+ * spent, and a request's bytes are reserved when it is decided. */
+Test(decide, budget_reserved_at_decision)
+{
+	Sbx__V1__Policy		*p = pol_new();	/* max_out_kb 4: 4096 bytes */
+	struct decide_budget	 b = { 0, 0, 0 };
+	int			 allowed = 0;
+
+	/* 32 requests of 1100 bytes decided before any is written: each
+	 * reserves, so only three fit. */
+	for (int i = 0; i < 32; i++) {
+		if (rule_of(p, "GET", "http://api.fx-rates.internal/v1/a", 0,
+		    1100, decide_budget_used(&b), NULL) == NULL) {
+			decide_budget_reserve(&b, 1100);
+			allowed++;
+		}
+	}
+	cr_assert_eq(allowed, 3);
+	cr_assert_eq(decide_budget_used(&b), 3300);
+	/* One is written (a little less than reserved), one fails before
+	 * a byte goes out: the count is what was sent and still held. */
+	decide_budget_settle(&b, 1100, 1000);
+	decide_budget_settle(&b, 1100, 0);
+	cr_assert_eq(b.sent, 1000);
+	cr_assert_eq(b.reserved, 1100);
+	cr_assert_eq(decide_budget_used(&b), 2100);
+	cr_assert_null(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    0, 1996, decide_budget_used(&b), NULL));
+	cr_assert_str_eq(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    0, 1997, decide_budget_used(&b), NULL), RULE_BUDGET);
+	/* What earlier executions spent is spent. */
+	b = (struct decide_budget){ 4000, 0, 0 };
+	cr_assert_null(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    0, 96, decide_budget_used(&b), NULL));
+	cr_assert_str_eq(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    0, 97, decide_budget_used(&b), NULL), RULE_BUDGET);
+	/* More than the budget (a grant of a task already over): nothing
+	 * passes, and nothing wraps. */
+	b = (struct decide_budget){ UINT64_MAX - 10, 100, 100 };
+	cr_assert_eq(decide_budget_used(&b), UINT64_MAX);
+	cr_assert_str_eq(rule_of(p, "GET", "http://api.fx-rates.internal/v1/a",
+	    0, 1, decide_budget_used(&b), NULL), RULE_BUDGET);
+	policy_free(p);
+}
+
 Test(decide, path_prefixes)
 {
 	Sbx__V1__Policy			*p = pol_new();

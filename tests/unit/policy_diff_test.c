@@ -174,6 +174,10 @@ static const struct {
 	  "fx-readonly, header: Authorization}\n", "",
 	  "- credentials[api.fx-rates.internal Authorization]: secret "
 	  "fx-readonly unbound", 0 },
+	/* Issue 10, item 4: plain http lets the secret cross in clear. */
+	{ "header: Authorization}", "header: Authorization, scheme: http}",
+	  "~ credentials[api.fx-rates.internal Authorization].scheme: "
+	  "https -> http (widening)", 1 },
 	{ "memory_mb: 1024", "memory_mb: 2048",
 	  "~ limits.memory_mb: 1024 -> 2048 (widening)", 1 },
 	{ "memory_mb: 1024", "memory_mb: 512",

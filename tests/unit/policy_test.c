@@ -99,7 +99,8 @@ static const char full_yaml[] =
     "credentials:\n"
     "  - {host: api.fx-rates.internal, secret: \"fx-${task.tenant}\", "
     "header: Authorization, kind: minted}\n"
-    "  - {host: 127.0.0.1, secret: local, header: X-Api-Key, kind: static}\n"
+    "  - {host: 127.0.0.1, secret: local, header: X-Api-Key, kind: static, "
+    "scheme: http}\n"
     "outputs:\n"
     "  allowed_types: [text/csv]\n"
     "  max_total_kb: 4096\n"
@@ -203,6 +204,9 @@ Test(policy, reference_template_fields)
 	cr_assert_str_eq(p->credentials[0]->header, "Authorization");
 	cr_assert_eq(p->credentials[0]->kind,
 	    SBX__V1__CREDENTIAL_KIND__CREDENTIAL_STATIC);
+	cr_assert_eq(p->credentials[0]->scheme,
+	    SBX__V1__CREDENTIAL_SCHEME__CREDENTIAL_SCHEME_HTTPS,
+	    "unset means https");
 	cr_assert_eq(p->outputs->n_allowed_types, 3);
 	/* Sorted. */
 	cr_assert_str_eq(p->outputs->allowed_types[0], "application/json");
@@ -395,6 +399,8 @@ static const struct {
 	  "credentials[0].secret: unknown placeholder ${env.HOME}" },
 	{ "header: Authorization}", "header: Authorization, kind: dynamic}",
 	  "credentials[0].kind: must be one of static, minted" },
+	{ "header: Authorization}", "header: Authorization, scheme: ftp}",
+	  "credentials[0].scheme: must be one of https, http" },
 	{ "\"${task.dataset_ref}\"", "\"${task.id}\"",
 	  "inputs[0].dataset: the only placeholder allowed here is the "
 	  "whole value" },
@@ -530,6 +536,8 @@ static const struct mutation {
 	{ "secret: fx-readonly", "secret: fx-admin", 0, 'W' },
 	{ "header: Authorization", "header: X-Api-Key", 0, 'W' },
 	{ "header: Authorization}", "header: Authorization, kind: minted}", 0,
+	  'W' },
+	{ "header: Authorization}", "header: Authorization, scheme: http}", 0,
 	  'W' },
 	{ "credentials:\n  - {host: api.fx-rates.internal, secret: "
 	  "fx-readonly, header: Authorization}\n", "", 0, 'N' },
@@ -710,6 +718,7 @@ Test(policy, to_yaml_shape)
 	cr_assert(strstr(y, "  destination: storage-bucket\n") != NULL);
 	cr_assert(strstr(y, "  oversize: truncate\n") != NULL);
 	cr_assert(strstr(y, "    kind: minted\n") != NULL);
+	cr_assert(strstr(y, "    scheme: http\n") != NULL, "%s", y);
 	cr_assert(strstr(y, "\"/users/${task.user}/\"") != NULL, "%s", y);
 	free(y);
 	p->limits->cpus_milli = 1250;
