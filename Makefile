@@ -82,6 +82,7 @@ LAUNCHD_SRCS += launchd-sbx/pool.c
 LAUNCHD_SRCS += launchd-sbx/ident.c
 LAUNCHD_SRCS += launchd-sbx/spec.c
 LAUNCHD_SRCS += launchd-sbx/seccomp.c
+LAUNCHD_SRCS += launchd-sbx/handover.c
 
 BROKERD_SRCS  = brokerd/brokerd.c
 BROKERD_SRCS += brokerd/parse.c
