@@ -422,6 +422,21 @@ test-denial: all
 test-faults: all
 	@tests/record faults$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/faults/run
 
+# CPython's regression suite (Debian's libpython3.11-testsuite) on the host
+# and in each tier, through launchd-sbx's spec (mkspec) and sbx-init, on
+# the compat image; every case that passes on the host and not in a tier,
+# with its reason (tests/compat/run, bench/README.md).  `make compat` runs
+# the whole suite once per tier (an hour or more each on two CPUs);
+# test-compat, in `make test`, a few system-call-heavy modules.  Root;
+# SKIPs otherwise.  sbx-init runs inside the sandbox: the static one.
+.PHONY: compat test-compat
+compat: $(B)/bin/mkspec build/bin/sbx-init build/images/compat.ref
+	@env SBX_INIT=$(CURDIR)/build/bin/sbx-init tests/compat/run $(CURDIR)/$(B)/bin
+
+test-compat: $(B)/bin/mkspec build/bin/sbx-init build/images/compat.ref
+	@tests/record compat$(SUITE_SFX) env SBX_INIT=$(CURDIR)/build/bin/sbx-init \
+	    tests/compat/run -q $(CURDIR)/$(B)/bin
+
 # `make test`: the plain build, then the same tests built with ASan+UBSan.
 # Every suite runs even if an earlier one failed; tests/summary adds up
 # the totals each suite recorded.  A suite that did not even build is
@@ -430,6 +445,7 @@ RECORD_FAIL = || echo "$(1)$(SUITE_SFX)-did-not-complete 0 1" >> build/test-resu
 test:
 	@mkdir -p build && rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory build/images/py-analytics.ref $(call RECORD_FAIL,image)
+	@$(MAKE) --no-print-directory build/images/compat.ref $(call RECORD_FAIL,compat-image)
 	@$(MAKE) --no-print-directory test-suites
 	@$(MAKE) --no-print-directory SAN=1 test-suites
 	@tests/summary
@@ -452,6 +468,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
 	@$(MAKE) --no-print-directory test-orchestrator $(call RECORD_FAIL,orchestrator)
 	@$(MAKE) --no-print-directory test-faults $(call RECORD_FAIL,faults)
+	@$(MAKE) --no-print-directory test-compat $(call RECORD_FAIL,compat)
 
 test-san:
 	@mkdir -p build && rm -f build/test-results.txt
@@ -550,6 +567,10 @@ image:
 # Build the image only when it is missing (tests and make up need one).
 build/images/py-analytics.ref:
 	@deploy/images/py-analytics/build $(CURDIR)/build/images
+
+# The compat image: py-analytics plus the regression suite, same recipe.
+build/images/compat.ref:
+	@deploy/images/compat/build $(CURDIR)/build/images
 
 # ---- install, deps, clean ------------------------------------------------
 deps:
