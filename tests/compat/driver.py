@@ -17,7 +17,6 @@ $TMPDIR/regrtest.log and its last lines to stderr.
 
     python3 driver.py [-j N] [--timeout S] [-x] TEST...   (regrtest options)
 """
-import json
 import os
 import subprocess
 import sys
@@ -36,13 +35,11 @@ def main(argv):
     os.makedirs(work, exist_ok=True)
     xml = os.path.join(work, "junit.xml")
     log = os.path.join(work, "regrtest.log")
-    jsonl = os.path.join(work, "modules.json")
     start = time.monotonic()
     cmd = [sys.executable, "-m", "test", "--junit-xml", xml,
-           "--tempdir", work, "-W" if False else "--slowest"] + argv
-    # regrtest prints one line per module; the verdict per module comes
-    # from its summary, asked for as JSON through --json is not in 3.11,
-    # so the log is read instead.
+           "--tempdir", work, "--slowest"] + argv
+    # regrtest prints one line per module with its verdict; 3.11 has no
+    # machine-readable summary, so emit_modules reads the log.
     with open(log, "w") as out:
         rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT,
                              stdin=subprocess.DEVNULL, cwd=work)
@@ -66,7 +63,7 @@ def emit_cases(xml):
     out = sys.stdout
     for case in root.iter("testcase"):
         cid = case.get("name", "?")
-        if cid.startswith("test.") is False and case.get("classname"):
+        if not cid.startswith("test.") and case.get("classname"):
             cid = case.get("classname") + "." + cid
         status, msg = "pass", ""
         for child in case:
