@@ -1,8 +1,8 @@
 #!/bin/sh
 # Outputs written under umask 077 (root: the whole deployment, gated as
-# sbx-gate): the example's code writes its declared CSV 0600 and a
-# declared chart inside a 0700 directory, as many programs do, and both
-# are released with their content, not dropped as unreadable; what was
+# sbx-gate): the example's code writes its declared CSV and JSON 0600, as
+# many programs do, and closes its working directory (/scratch) to 0700;
+# both are released with their content, not dropped as unreadable; what was
 # not declared stays the sandbox's own (an undeclared 0600 file is listed
 # as undeclared, never read), and a declared name that is a symbolic link
 # to a host file is dropped as a link while the host file keeps its owner
@@ -28,19 +28,19 @@ import os
 os.umask(0o077)
 with open("/scratch/eur_totals.csv", "w") as f:
     f.write("month,eur\\n2026-07,1200.50\\n")
-os.mkdir("/scratch/charts")
-with open("/scratch/charts/monthly.json", "w") as f:
+with open("/scratch/monthly.json", "w") as f:
     f.write('{"months": 3}\\n')
 with open("/scratch/notes.csv", "w") as f:
     f.write("undeclared,1\\n")
 os.symlink("$victim", "/scratch/link.csv")
+os.chmod("/scratch", 0o700)
 print("wrote", oct(os.stat("/scratch/eur_totals.csv").st_mode & 0o777))
 EOP
 cat >"$T/task.yaml" <<EOT
 task: {id: $id, type: analytics, tenant: acme, user: alice}
 datasets: [supplier-2026-q3]
 code: main.py
-outputs: [eur_totals.csv, charts/monthly.json, link.csv]
+outputs: [eur_totals.csv, monthly.json, link.csv]
 EOT
 
 run ctl run "$T/task.yaml"
@@ -51,7 +51,7 @@ plain_stdout "$T/run.json" | grep -q '^wrote 0o600$' ||
     { show; fail "the code did not write its output 0600"; }
 
 # Released, with their content.
-for n in eur_totals.csv charts/monthly.json; do
+for n in eur_totals.csv monthly.json; do
 	jq -e --arg n "$n" '.outputs[] | select(.name == $n)' "$T/run.json" \
 	    >/dev/null || { show; fail "$n (written 0600) was not released"; }
 done
@@ -72,4 +72,4 @@ jq -e '.dropped[] | select(.name == "link.csv" and .reason == "symlink")' \
     "$T/run.json" >/dev/null || { show; fail "link.csv is not dropped as a symlink"; }
 [ "$(stat -c '%u:%g:%a' "$victim")" = "$before" ] ||
     fail "the link's host target changed owner or mode: $(stat -c '%u:%g:%a' "$victim")"
-note "0600 output and 0700 directory released; undeclared file and link untouched"
+note "0600 outputs in a 0700 /scratch released; undeclared file and link untouched"
