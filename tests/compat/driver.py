@@ -2,20 +2,21 @@
 stands (a sandbox tier, or the host as the sandbox user), reported as one
 line per test case so that tests/compat/compare.py can set the tiers side by
 side.  It runs ``python3 -m test`` with no resources enabled (so no network,
-no large files, no audio, no GUI) and a JUnit file in $TMPDIR, then prints:
+no large files, no audio, no GUI), in chunks of modules so that a run cut
+short by its wall clock still reports every chunk it finished, and prints:
 
     COMPAT case <status> <id> <message>
     COMPAT module <status> <name>
-    COMPAT done <seconds>
+    COMPAT done <seconds> rc=<regrtest's worst exit status>
 
 status is pass, fail, error or skip for a case and regrtest's own word for a
-module (passed, failed, env_changed, skipped, resource_denied, interrupted,
-timeout, crashed...).  message is the last line of the failure or error text
-(the exception and its message), which is what compare.py reads a reason
-from; tabs and newlines are folded to spaces.  regrtest's own output goes to
-$TMPDIR/regrtest.log and its last lines to stderr.
+module (passed, failed, env_changed, skipped, resource_denied, crashed,
+timed_out...).  message is the last line of the failure or error text (the
+exception and its message), which is what compare.py reads a reason from.
+regrtest's own output goes to $TMPDIR/compat/regrtest.log and its summary
+lines to stderr.
 
-    python3 driver.py [-j N] [--timeout S] [-x] TEST...   (regrtest options)
+    python3 driver.py [--chunk N] [regrtest options] [TEST...]
 """
 import os
 import subprocess
@@ -30,27 +31,53 @@ def one_line(text):
 
 
 def main(argv):
+    chunk = 25
+    if len(argv) >= 2 and argv[0] == "--chunk":
+        chunk = int(argv[1])
+        argv = argv[2:]
     tmp = os.environ.get("TMPDIR", "/tmp")
     work = os.path.join(tmp, "compat")
     os.makedirs(work, exist_ok=True)
-    xml = os.path.join(work, "junit.xml")
     log = os.path.join(work, "regrtest.log")
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "test", "--junit-xml", xml,
-           "--tempdir", work, "--slowest"] + argv
-    # regrtest prints one line per module with its verdict; 3.11 has no
-    # machine-readable summary, so emit_modules reads the log.
+    base = [sys.executable, "-m", "test", "--tempdir", work]
+    # Options apart from the modules: regrtest applies -x and the default
+    # selection, and --list-tests says what that selection is.
+    opts = [a for a in argv if a.startswith("-") or a.replace(".", "")
+            .isdigit()]
+    listed = subprocess.run(base + ["--list-tests"] + argv,
+                            capture_output=True, text=True, cwd=work)
+    mods = [l.strip() for l in listed.stdout.splitlines()
+            if l.strip().startswith("test")]
+    if not mods:
+        print("COMPAT nolist %s" % one_line(listed.stderr), flush=True)
+        return 1
+    # -x named the modules to leave out; --list-tests already did.
+    runopts = [a for a in opts if a != "-x"]
+    worst = 0
     with open(log, "w") as out:
-        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, cwd=work)
+        for i in range(0, len(mods), chunk):
+            part = mods[i:i + chunk]
+            xml = os.path.join(work, "junit-%d.xml" % i)
+            out.write("==== chunk %d: %s\n" % (i, " ".join(part)))
+            out.flush()
+            rc = subprocess.call(base + ["--junit-xml", xml] + runopts +
+                                 part, stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, cwd=work)
+            worst = max(worst, rc)
+            out.flush()
+            with open(log, errors="replace") as f:
+                text = f.read()
+            text = text[text.rindex("==== chunk %d:" % i):]
+            emit_cases(xml)
+            emit_modules(text)
     elapsed = time.monotonic() - start
+    print("COMPAT done %d rc=%d" % (elapsed, worst), flush=True)
     with open(log, errors="replace") as f:
-        text = f.read()
-    for line in text.splitlines()[-25:]:
-        print(line, file=sys.stderr)
-    emit_cases(xml)
-    emit_modules(text)
-    print("COMPAT done %d rc=%d" % (elapsed, rc), flush=True)
+        for line in f:
+            if ("failed" in line or "crashed" in line or "timed out" in line
+                    or line.startswith("====")):
+                sys.stderr.write(line)
     return 0
 
 
@@ -78,12 +105,11 @@ def emit_cases(xml):
     out.flush()
 
 
-# regrtest's per-module progress lines: "[ 12/430] test_os" then, for a
-# module that did not pass, "test_os failed (2 errors)", "test_x skipped",
-# "test_y crashed (Exit code -9)", "test_z timed out".
+# regrtest's per-module progress lines: "[ 12/430] test_os passed",
+# "[ 13/430/1] test_x failed (2 errors)", "test_y crashed (Exit code -9)",
+# "test_z timed out".
 WORDS = ("failed", "skipped", "crashed", "passed", "interrupted",
-         "resource denied", "timed out", "env changed", "run no tests",
-         "skipped (resource denied)")
+         "resource denied", "timed out", "env changed", "run no tests")
 
 
 def emit_modules(text):
@@ -93,23 +119,21 @@ def emit_modules(text):
         if len(parts) != 2 or "/" not in parts[0]:
             continue
         rest = parts[1].strip()
-        if rest.startswith("test_") or rest.startswith("test."):
-            name = rest.split()[0]
-            tail = rest[len(name):].strip()
-            word = "passed"
-            if tail:
-                for w in WORDS:
-                    if tail.startswith(w) or tail.startswith("-- " + w):
-                        word = w
-                        break
-                else:
-                    if "failed" in tail:
-                        word = "failed"
-                    elif "timed out" in tail or "timeout" in tail:
-                        word = "timed out"
-                    elif "crashed" in tail:
-                        word = "crashed"
-            seen[name] = word.replace(" ", "_")
+        if not rest.startswith("test"):
+            continue
+        name = rest.split()[0]
+        tail = rest[len(name):].strip()
+        word = "passed"
+        for w in WORDS:
+            if tail.startswith(w) or tail.startswith("-- " + w):
+                word = w
+                break
+        else:
+            for w in ("failed", "timed out", "crashed"):
+                if w in tail:
+                    word = w
+                    break
+        seen[name] = word.replace(" ", "_")
     for name in sorted(seen):
         print("COMPAT module %s %s" % (seen[name], name))
     sys.stdout.flush()
