@@ -609,4 +609,5 @@ include deploy/install.mk
 clean:
 	rm -rf build
 
--include $(shell find build -name '*.d' 2>/dev/null)
+# (build/compat holds an unpacked root file system, whose *.d are not ours.)
+-include $(shell find build -path build/compat -prune -o -name '*.d' -type f -print 2>/dev/null)

@@ -160,13 +160,21 @@ def main():
             ds = bymod[mod]
             ms = tmods.get(mod, "?")
             say("  %s (%d; module %s)" % (mod, len(ds), ms))
+            shown = 0
             for cid, st, msg, why in ds:
                 k = explained(known, tier, cid)
                 if k is None:
                     unexplained += 1
+                # A module that failed to load loses every case: the
+                # first few say so, the count says the rest.
+                shown += 1
+                if shown > 12:
+                    continue
                 tag = "known: " + k if k else "UNEXPLAINED"
                 say("    %-5s %s [%s] %s -- %s" % (st, cid, why, msg[:160],
                                                    tag))
+            if shown > 12:
+                say("    ... and %d more in %s" % (shown - 12, mod))
         for t, prefix, why in known:
             if t in (tier, "*") and not any(d[0] == prefix or
                                             d[0].startswith(prefix + ".")
