@@ -6,8 +6,9 @@ a system call the profile refuses), a missing device or file under /dev,
 /proc or /sys, a limit (EAGAIN, EMFILE, ENOSPC, EFBIG, MemoryError, a
 killed or timed-out module), a network restriction, or "other".
 
-A difference that tests/compat/known lists (tier, a test-id prefix, the
-reason in words) is "explained"; the rest are "unexplained".  Closing line:
+A difference that tests/compat/known lists (tier, a test-id prefix or
+msg:TEXT found in the failure's message, the reason in words) is
+"explained"; the rest are "unexplained".  Closing line:
 "compat: N passed, M failed" where N counts the host-passing cases that
 pass in each tier and M the unexplained differences.  With --min PCT a tier
 under PCT percent of the host's passing cases fails too.
@@ -100,10 +101,15 @@ def load_known(path):
     return known
 
 
-def explained(known, tier, cid):
+def explained(known, tier, cid, msg=""):
     for t, prefix, why in known:
-        if (t == tier or t == "*") and (cid == prefix or
-                                        cid.startswith(prefix + ".")):
+        if t != tier and t != "*":
+            continue
+        # msg:TEXT matches the failure's message, wherever the test is.
+        if prefix.startswith("msg:"):
+            if prefix[4:] in msg:
+                return why
+        elif cid == prefix or cid.startswith(prefix + "."):
             return why
     return None
 
@@ -162,7 +168,7 @@ def main():
             say("  %s (%d; module %s)" % (mod, len(ds), ms))
             shown = 0
             for cid, st, msg, why in ds:
-                k = explained(known, tier, cid)
+                k = explained(known, tier, cid, msg)
                 if k is None:
                     unexplained += 1
                 # A module that failed to load loses every case: the
@@ -176,6 +182,8 @@ def main():
             if shown > 12:
                 say("    ... and %d more in %s" % (shown - 12, mod))
         for t, prefix, why in known:
+            if prefix.startswith("msg:"):
+                continue
             if t in (tier, "*") and not any(d[0] == prefix or
                                             d[0].startswith(prefix + ".")
                                             for d in diffs) \
