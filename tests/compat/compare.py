@@ -94,7 +94,10 @@ def load_known(path):
             line = line.split("#", 1)[0].rstrip()
             if not line:
                 continue
-            parts = line.split(None, 2)
+            # Fields are tab-separated (a msg: text may hold spaces).
+            parts = [p.strip() for p in line.split("\t") if p.strip()]
+            if len(parts) < 3:
+                parts = line.split(None, 2)
             if len(parts) < 3:
                 sys.exit("%s:%d: want TIER TEST-PREFIX REASON" % (path, n))
             known.append((parts[0], parts[1], parts[2]))
