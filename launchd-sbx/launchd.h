@@ -347,4 +347,12 @@ int		 run_scratch_mount(const char *dir, uint32_t mb, gid_t gid);
  * dir.  0 or -1. */
 int		 run_unstage(const char *dir);
 
+/* handover.c */
+/* Give each declared output (the file, the directories on its way and
+ * the scratch root), beneath the scratch descriptor and following no
+ * link, to uid with its owner's read bit: what gated must read, and
+ * nothing else.  Only once no process of the sandbox runs. */
+void		 handover_outputs(int scratch, char *const *names, size_t n,
+		    uid_t uid);
+
 #endif

@@ -2036,6 +2036,9 @@ run_release(struct run *r)
 		run_gate_done(r);
 		return;
 	}
+	/* Outputs written 0600 (umask 077) are gated's to read: the
+	 * declared names only, and only now that nothing runs inside. */
+	handover_outputs(fd, r->outputs, r->noutputs, r->ld->conf->gate_uid);
 	rq.signed_ = r->signed_;
 	rq.outputs = r->outputs;
 	rq.n_outputs = r->noutputs;
