@@ -353,41 +353,40 @@ store_copy(char *dst, size_t len, const unsigned char *src)
 	snprintf(dst, len, "%s", src != NULL ? (const char *)src : "");
 }
 
-/* Committed executions of a task, from the read handle; -1 on error. */
+/* One number about a task from a prepared query on the read handle
+ * (what names it in a warning); -1 on error. */
 static int64_t
-store_count_on_disk(struct store *s, const char *task_id)
+store_task_number(struct store *s, sqlite3_stmt *st, const char *task_id,
+    const char *what)
 {
-	sqlite3_stmt	*st = s->st_exec_count;
-	int64_t		 n = -1;
+	int64_t	 n = -1;
 
 	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int64(st, 0);
 	else
-		log_warnx("policyd.db: count executions of %s: %s", task_id,
+		log_warnx("policyd.db: %s %s: %s", what, task_id,
 		    sqlite3_errmsg(s->rdb));
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return n;
 }
 
+/* Committed executions of a task; -1 on error. */
+static int64_t
+store_count_on_disk(struct store *s, const char *task_id)
+{
+	return store_task_number(s, s->st_exec_count, task_id,
+	    "count executions of");
+}
+
 /* Egress a task's committed runs used (spent, or granted where the
- * spend is unknown), from the read handle; -1 on error. */
+ * spend is unknown); -1 on error. */
 static int64_t
 store_egress_on_disk(struct store *s, const char *task_id)
 {
-	sqlite3_stmt	*st = s->st_eg_used;
-	int64_t		 n = -1;
-
-	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	else
-		log_warnx("policyd.db: egress used by %s: %s", task_id,
-		    sqlite3_errmsg(s->rdb));
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return n;
+	return store_task_number(s, s->st_eg_used, task_id,
+	    "egress used by");
 }
 
 int
