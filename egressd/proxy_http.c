@@ -586,6 +586,13 @@ http_frame_check(struct http_req *r, const char *buf, size_t n)
 			r->fv_state = FV_HEAD;
 			/* FALLTHROUGH */
 		case FV_HEAD:
+			/* Only a chunked body is read again: once the
+			 * parser has the head and it is not chunked, the
+			 * rest of it need not be scanned. */
+			if (r->headers_done && !r->chunked) {
+				r->fv_state = FV_OFF;
+				return NULL;
+			}
 			r->fv_match = c == (unsigned char)crlf2[r->fv_match] ?
 			    r->fv_match + 1 : (c == '\r' ? 1 : 0);
 			if (r->fv_match == 4)
