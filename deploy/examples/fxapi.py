@@ -2,10 +2,12 @@
 """fxapi.py: the worked example's internal FX-rate API, a stand-in for
 api.fx-rates.internal.  deploy/sbx-up starts it on loopback as its own
 unprivileged user and egressd's hosts file maps the name to 127.0.0.1.
-With --tls-port it also serves HTTPS on a second port, with a certificate
-from a test CA that sbx-up makes and egressd's upstream_cas trusts (the
-name api-tls.fx-rates.internal maps there), so tunnelled clients reach the
-same API through egressd's TLS interception.
+It serves plain HTTP on --port and, with --tls-port, HTTPS on a second
+port, with a certificate from a test CA that sbx-up makes and egressd's
+upstream_cas trusts.  sbx-up gives the HTTPS side the name
+api.fx-rates.internal (the worked example's: tunnelled clients reach it
+through egressd's TLS interception, and egressd adds the credential only
+there) and the plain side api-http.fx-rates.internal.
 
 It answers GET /v1/rates?base=CUR with JSON, and only when the request's
 Authorization header equals the token in TOKEN_FILE exactly: the sandboxed

@@ -2,9 +2,10 @@
 text's worked example: convert a supplier spreadsheet to euros and chart
 the monthly totals.  It reads /in (read-only), writes to /scratch (the
 working directory) and reaches the network only through the egress proxy
-(HTTP_PROXY/HTTPS_PROXY, set by sbx-init).  It sends no credential: egressd
-adds the Authorization header for api.fx-rates.internal, and for no other
-host.
+(HTTP_PROXY/HTTPS_PROXY, set by sbx-init), over HTTPS, trusting the CA
+bundle sbx-init names (SSL_CERT_FILE).  It sends no credential: egressd
+adds the Authorization header for api.fx-rates.internal inside the TLS
+tunnel, after verifying the API's own certificate, and for no other host.
 
 Like a model that read the spreadsheet uncritically, it ALSO follows the
 instruction hidden in one of its cells: it tries to POST the file to an
@@ -23,9 +24,9 @@ import urllib.request
 from collections import defaultdict
 
 INPUTS = ["/in/supplier-2026-q3.csv", "/in/supplier-2026-q3"]
-# The internal FX API: plain HTTP on the deployment's own network; the
-# port is the one the example deployment runs it on (deploy/sbx-up).
-FX = "http://api.fx-rates.internal:8417"
+# The internal FX API, over HTTPS; the port is the one the example
+# deployment runs it on (deploy/sbx-up).
+FX = "https://api.fx-rates.internal:8417"
 FX_URL = FX + "/v1/rates?base=USD"
 # EUR per unit, fixed for 2026-Q3: used only when the API cannot be reached
 # (a deployment without egressd), and said so on stdout.

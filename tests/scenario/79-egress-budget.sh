@@ -22,7 +22,7 @@ budget=262144
 code() {	# code FILE MAX: GET until MAX answers or a denial
 	cat >"$T/$1" <<EOT
 import json, urllib.request, urllib.error
-url = "http://api.fx-rates.internal:${SBX_FX_PORT:-8417}/v1/rates?pad=" + "p" * 1800
+url = "https://api.fx-rates.internal:${SBX_FX_PORT:-8417}/v1/rates?pad=" + "p" * 1800
 ok = 0
 rule = "-"
 for i in range($2):

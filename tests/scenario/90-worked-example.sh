@@ -2,8 +2,9 @@
 # The reference text's worked example through the whole deployment (root:
 # sbx-up started all six daemons and the FX API): the agent's code
 # (deploy/examples/main.py) converts the injected spreadsheet with live
-# rates from the FX API, which it can only have got through egressd with
-# the credential brokerd released (the code sends none and the API answers
+# rates from the FX API over HTTPS, which it can only have got through
+# egressd's interception with the credential brokerd released, added
+# inside the TLS egressd verified (the code sends none and the API answers
 # 401 without it); follows the hidden cell, and each attempt fails at its
 # boundary: the POST to an external host (host-not-allowed), the file
 # smuggled in a long GET query to the allowed host (url-too-long or
@@ -46,8 +47,10 @@ grep -q '^rates: live from api.fx-rates.internal' "$T/stdout" ||
     { show; fail "the task did not get its rates from the FX API"; }
 grep -q 'invoices, 3 months' "$T/stdout" || { show; fail "no summary on stdout"; }
 tail -n +"$((fxbefore + 1))" "$fxlog" >"$T/fxapi.log"
-grep -q 'GET /v1/rates 200 credential=yes' "$T/fxapi.log" ||
-    { cat "$T/fxapi.log"; fail "the FX API saw no authorised GET /v1/rates"; }
+grep -q 'GET /v1/rates 200 credential=yes scheme=https$' "$T/fxapi.log" ||
+    { cat "$T/fxapi.log"; fail "the FX API saw no authorised GET /v1/rates over HTTPS"; }
+! grep -q 'scheme=http$' "$T/fxapi.log" ||
+    { cat "$T/fxapi.log"; fail "a request reached the FX API's plain HTTP side (the credential crossed in clear)"; }
 ! grep -q 'credential=no' "$T/fxapi.log" ||
     { cat "$T/fxapi.log"; fail "a request reached the FX API without the credential"; }
 [ "$(grep -c ' /v1/rates ' "$T/fxapi.log")" -eq 1 ] ||

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Real clients inside the sandbox over HTTPS, through sbx-init's bridge and
 # egressd's TLS interception (root: sbx-up started all six daemons and the
-# FX API, whose HTTPS side is api-tls.fx-rates.internal with a certificate
+# FX API, which serves api.fx-rates.internal over HTTPS with a certificate
 # from a test CA that egressd trusts through upstream_cas).  The task's
-# Python code fetches https://api-tls.fx-rates.internal:PORT/v1/rates with
+# Python code fetches https://api.fx-rates.internal:PORT/v1/rates with
 # urllib and, when the image has it, with `curl -sS`, trusting only what
 # sbx-init points them at (the task CA): no verification is turned off
 # anywhere.  Asserted: both get the JSON rates (so egressd verified the
@@ -14,7 +14,8 @@
 # a GET to a path the rule does not allow, inside the same kind of tunnel,
 # gets a 403 whose JSON body names path-not-allowed and the policy hash,
 # never reaches the API, and is in the result's denials with boundary
-# egress.
+# egress; the same URL in plain http is refused credential-needs-tls
+# (the credential is never sent in clear) and reaches nothing.
 # shellcheck source=tests/scenario/lib
 . "$(dirname "$0")/lib"
 
@@ -25,18 +26,16 @@ wired_egress || skip "launchd-sbx is not wired to egressd yet (sbx-up left egres
 [ -S "$SBX_STATE/sockets/egressd.sock" ] || fail "sbx-up did not start egressd"
 [ -f "$SBX_STATE/fxapi.pid" ] || fail "sbx-up did not start the FX API"
 
-# The HTTPS port sbx-up chose for this state directory.
-tlsport=$(cat "$SBX_STATE/etc/fxapi-tls-port" 2>/dev/null) ||
-    fail "sbx-up recorded no HTTPS port for the FX API ($SBX_STATE/etc/fxapi-tls-port)"
-host=api-tls.fx-rates.internal
+# The FX API's HTTPS port (sbx-up's SBX_FX_PORT).
+tlsport=${SBX_FX_PORT:-8417}
+host=api.fx-rates.internal
 grep -q "^upstream_cas: .*fxapi-ca.pem" "$SBX_STATE/etc/egressd.yaml" ||
     fail "egressd.yaml does not trust the FX test CA (upstream_cas)"
 grep -Eq "^127\.0\.0\.1 +$host\$" "$SBX_STATE/etc/egressd-hosts" ||
     fail "egressd's hosts file does not map $host"
 
-# The FX host's HTTPS side is offered by the template, to users entitled
-# to it; alice is not (the worked example's policy stays as it was), so
-# this test has a user of its own.
+# A user of this test's own, entitled to the FX host, so its tasks do not
+# count against the worked example's.
 run ctl entitlement add --tenant acme --user https-probe \
     --dataset supplier-2026-q3 --host "$host"
 expect_rc 0 "entitlement for acme/https-probe"
@@ -114,6 +113,18 @@ except urllib.error.HTTPError as e:
                    "body": e.read().decode("utf-8", "replace")})
 except Exception as e:
     say("denied", {"status": 0, "error": repr(e)})
+
+# 5. The same URL in plain http: a credential is bound to the host, so
+# egressd refuses to send it in clear (no scheme: http in the policy).
+try:
+    with urllib.request.urlopen("http://$host:$tlsport/v1/rates?base=USD",
+                                timeout=30) as r:
+        say("plain", {"status": r.status, "body": r.read().decode()})
+except urllib.error.HTTPError as e:
+    say("plain", {"status": e.code,
+                  "body": e.read().decode("utf-8", "replace")})
+except Exception as e:
+    say("plain", {"status": 0, "error": repr(e)})
 EOT
 
 # The compiled policy has the HTTPS rule, on the HTTPS port with the
@@ -134,6 +145,8 @@ entry allow | grep -q "cidrs: \[127\.0\.0\.0/8\]" ||
     { show; fail "the policy's rule for $host lacks the loopback CIDR"; }
 entry credentials | grep -q "secret: fx-readonly" ||
     { show; fail "the policy binds no credential to $host"; }
+! entry credentials | grep -q "scheme: *http" ||
+    { show; fail "the policy lets the credential for $host go over plain HTTP"; }
 note "policy: $(entry allow | tr -s ' ')"
 
 fxlog=$SBX_STATE/log/fxapi.log
@@ -148,7 +161,7 @@ plain_stdout "$T/run.json" >"$T/stdout"
 hash=$(jq -r .policy.hash "$T/run.json")
 # line TAG: the JSON the task printed after "TAG ".
 line() { sed -n "s/^$1 //p" "$T/stdout" | head -n 1; }
-for t in env urllib curl cert denied; do
+for t in env urllib curl cert denied plain; do
 	[ -n "$(line $t)" ] || { show; fail "the task printed no \"$t\" line"; }
 done
 
@@ -201,6 +214,17 @@ jq -e '[.denials[] | select(.rule == "path-not-allowed" and .boundary == "egress
     "$T/run.json" >/dev/null ||
     { show; fail "the result's denials do not list path-not-allowed with boundary egress"; }
 note "GET /v2/keys: 403 $(jq -c . "$T/denial.json")"
+
+# The credentialed host in plain http: refused before any connection,
+# with its own rule.
+line plain | jq -e '.status == 403' >/dev/null ||
+    { show; fail "a plain-http GET to the credentialed host was not refused with 403: $(line plain)"; }
+line plain | jq -r .body | jq -e --arg h "$hash" '.rule == "credential-needs-tls" and .policy_hash == $h' >/dev/null ||
+    { show; fail "the plain-http refusal does not name credential-needs-tls: $(line plain)"; }
+jq -e '[.denials[] | select(.rule == "credential-needs-tls" and .boundary == "egress")] | length == 1' \
+    "$T/run.json" >/dev/null ||
+    { show; fail "the result's denials do not list credential-needs-tls with boundary egress"; }
+note "GET http://$host:$tlsport/...: 403 credential-needs-tls"
 
 # What reached the API: each allowed GET over https, with the credential,
 # and nothing else (not the denied path, nothing without the token).
