@@ -427,9 +427,11 @@ test-faults: all
 # the compat image; every case that passes on the host and not in a tier,
 # with its reason (tests/compat/run, bench/README.md).  `make compat` runs
 # the whole suite once per tier (an hour or more each on two CPUs);
-# `make test-compat` a few system-call-heavy modules (about ten minutes
-# with the image build on two loaded CPUs, so not yet in `make test`,
-# whose CI budget is 30 minutes).  Root; SKIPs otherwise.  sbx-init runs inside the sandbox: the static one.
+# `make test-compat` the fast subset, six system-call-heavy modules
+# (about 2.5 minutes, and 2 to build the compat image once), which
+# `make test` runs in its plain pass: what runs in the sandbox is the
+# static sbx-init and the runtimes, the same in both builds.  Root; SKIPs
+# otherwise.  sbx-init runs inside the sandbox: the static one.
 .PHONY: compat test-compat
 compat: $(B)/bin/mkspec build/bin/sbx-init build/images/compat.ref
 	@env SBX_INIT=$(CURDIR)/build/bin/sbx-init tests/compat/run $(CURDIR)/$(B)/bin
@@ -443,9 +445,15 @@ test-compat: $(B)/bin/mkspec build/bin/sbx-init build/images/compat.ref
 # the totals each suite recorded.  A suite that did not even build is
 # recorded as one failure, so it can never pass by not running.
 RECORD_FAIL = || echo "$(1)$(SUITE_SFX)-did-not-complete 0 1 0" >> build/test-results.txt
+# Two suites run once, to keep `make test` inside its 30 minutes: the
+# compatibility subset in the plain pass (the sandbox runs no sanitized
+# code), and the fault suite in the sanitizer pass (it kills and restarts
+# every daemon, and the sanitizers check each one's crash and recovery
+# paths as well as what the plain pass would).
 test:
 	@mkdir -p build && rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory build/images/py-analytics.ref $(call RECORD_FAIL,image)
+	@$(MAKE) --no-print-directory build/images/compat.ref $(call RECORD_FAIL,compat-image)
 	@$(MAKE) --no-print-directory test-suites
 	@$(MAKE) --no-print-directory SAN=1 test-suites
 	@tests/summary
@@ -467,7 +475,8 @@ test-suites:
 	@$(MAKE) --no-print-directory test-gate $(call RECORD_FAIL,gate)
 	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
 	@$(MAKE) --no-print-directory test-orchestrator $(call RECORD_FAIL,orchestrator)
-	@$(MAKE) --no-print-directory test-faults $(call RECORD_FAIL,faults)
+	$(if $(SUITE_SFX),@$(MAKE) --no-print-directory test-faults $(call RECORD_FAIL,faults))
+	$(if $(SUITE_SFX),,@$(MAKE) --no-print-directory test-compat $(call RECORD_FAIL,compat))
 
 test-san:
 	@mkdir -p build && rm -f build/test-results.txt

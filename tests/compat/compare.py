@@ -6,8 +6,9 @@ a system call the profile refuses), a missing device or file under /dev,
 /proc or /sys, a limit (EAGAIN, EMFILE, ENOSPC, EFBIG, MemoryError, a
 killed or timed-out module), a network restriction, or "other".
 
-A difference that tests/compat/known lists (tier, a test-id prefix or
-msg:TEXT found in the failure's message, the reason in words) is
+A difference that tests/compat/known lists (tier, a test-id prefix,
+glob:PATTERN matched against the whole id (fnmatch), or msg:TEXT found in
+the failure's message, the reason in words) is
 "explained"; the rest are "unexplained".  Closing line:
 "compat: N passed, M failed" where N counts the host-passing cases that
 pass in each tier and M the unexplained differences.  With --min PCT a tier
@@ -16,6 +17,7 @@ under PCT percent of the host's passing cases fails too.
     compare.py [--known FILE] [--min PCT] [--report FILE] HOST TIER=FILE...
 """
 import argparse
+import fnmatch
 import re
 import sys
 
@@ -112,6 +114,9 @@ def explained(known, tier, cid, msg=""):
         if prefix.startswith("msg:"):
             if prefix[4:] in msg:
                 return why
+        elif prefix.startswith("glob:"):
+            if fnmatch.fnmatchcase(cid, prefix[5:]):
+                return why
         elif cid == prefix or cid.startswith(prefix + "."):
             return why
     return None
@@ -187,11 +192,12 @@ def main():
         for t, prefix, why in known:
             if prefix.startswith("msg:"):
                 continue
-            if t in (tier, "*") and not any(d[0] == prefix or
-                                            d[0].startswith(prefix + ".")
-                                            for d in diffs) \
-                    and any(c == prefix or c.startswith(prefix + ".")
-                            for c in tpass):
+            if prefix.startswith("glob:"):
+                hit = lambda c, g=prefix[5:]: fnmatch.fnmatchcase(c, g)
+            else:
+                hit = lambda c, p=prefix: c == p or c.startswith(p + ".")
+            if t in (tier, "*") and not any(hit(d[0]) for d in diffs) \
+                    and any(hit(c) for c in tpass):
                 say("  note: known difference %s now passes: %s" % (
                     prefix, why))
         total_pass += ok
