@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "policy.h"
 #include "util.h"
 #include "approvald/approvald.h"
 
@@ -206,7 +207,7 @@ show_decision(const Sbx__V1__CapabilityDecision *d)
 {
 	char	 when[32];
 
-	printf("status:    %s\n", aquote_status(d->status));
+	printf("status:    %s\n", capability_status_name(d->status));
 	if (d->status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING)
 		return;
 	fmt_time(d->decided_at, when, sizeof(when));
@@ -300,7 +301,7 @@ cmd_history(void)
 		what = aquote_what(it->requests[i]);
 		fmt_time(d->decided_at, when, sizeof(when));
 		printf("%-24s %-30s %-9s %-12s %-20s %-16.16s %s: %s\n", when,
-		    id, aquote_status(d->status), by, task,
+		    id, capability_status_name(d->status), by, task,
 		    d->policy_hash[0] != '\0' ? d->policy_hash : "-", what,
 		    reason);
 		free(id);

@@ -122,7 +122,6 @@ char		*aquote(const void *buf, size_t len, const char *prefix);
 /* The capability asked for, one line: "dataset NAME" or "host H methods
  * GET,POST paths /a,/b" (quoted). malloc'd. */
 char		*aquote_what(const Sbx__V1__CapabilityRequest *);
-const char	*aquote_status(Sbx__V1__CapabilityStatus);
 
 /* ---- control.c ---- */
 

@@ -28,6 +28,7 @@
 #include "config.h"
 #include "frame.h"
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 #include "approvald/approvald.h"
 
@@ -316,7 +317,7 @@ aforward_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	if (pd->status != f->dec.status) {
 		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
 		    ARULE_POLICYD, "policyd answered %s to an %s",
-		    aquote_status(pd->status),
+		    capability_status_name(pd->status),
 		    f->dec.status ==
 		    SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED ?
 		    "approval" : "denial");
@@ -345,7 +346,7 @@ aforward_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 		return;
 	}
 	log_info("request %s %s by %s; policy hash %s", f->dec.request_id,
-	    aquote_status(f->dec.status), f->dec.approver,
+	    capability_status_name(f->dec.status), f->dec.approver,
 	    f->dec.policy_hash[0] != '\0' ? f->dec.policy_hash : "unchanged");
 	if (!frame_conn_closed(f->conn))
 		acontrol_send_decision(f->conn, f->rid, &f->dec);
@@ -406,7 +407,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID, ARULE_DECIDED,
 		    "request %s was already %s by %s", d->request_id,
-		    aquote_status(old->status), old->approver);
+		    capability_status_name(old->status), old->approver);
 		aqueue_item_free(r, old);
 		return;
 	}
@@ -463,7 +464,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 		return;
 	}
 	log_debug("request %s: %s by %s sent to policyd", f->dec.request_id,
-	    aquote_status(f->dec.status), approver);
+	    capability_status_name(f->dec.status), approver);
 }
 
 

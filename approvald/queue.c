@@ -20,6 +20,7 @@
 
 #include "audit.h"
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 #include "approvald/approvald.h"
 
@@ -348,7 +349,7 @@ aqueue_decide(struct aqueue *q, const Sbx__V1__CapabilityDecision *d,
 	if (old->status != SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING) {
 		*rule = ARULE_DECIDED;
 		snprintf(err, errlen, "request %s was already %s by %s",
-		    d->request_id, aquote_status(old->status), old->approver);
+		    d->request_id, capability_status_name(old->status), old->approver);
 		goto fail;
 	}
 	if (sqlite3_prepare_v2(q->db, "INSERT INTO decisions (request_id, "

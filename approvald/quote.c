@@ -149,19 +149,3 @@ aquote_what(const Sbx__V1__CapabilityRequest *r)
 	return b.p;
 }
 
-const char *
-aquote_status(Sbx__V1__CapabilityStatus s)
-{
-	switch (s) {
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_GRANTED:
-		return "granted";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING:
-		return "pending";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED:
-		return "approved";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED:
-		return "denied";
-	default:
-		return "unspecified";
-	}
-}

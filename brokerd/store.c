@@ -24,6 +24,7 @@
 #include <sqlite3.h>
 
 #include "audit.h"
+#include "keyfile.h"
 #include "log.h"
 #include "util.h"
 #include "brokerd/brokerd.h"
@@ -96,90 +97,20 @@ done:
 unsigned char *
 bstore_key_load(const char *path, uid_t owner, char *err, size_t errlen)
 {
-	struct stat	 st;
+	const struct keyfile kf = {
+		.what = "master key", .path = path, .len = BROKERD_KEY_BYTES,
+		.owner = owner, .owner_name = "brokerd's user",
+		.fix = "refusing to use it: chmod 0400 it (and consider the "
+		    "secrets it sealed exposed)",
+	};
 	unsigned char	*key;
-	const char	*how;
-	size_t		 got = 0;
-	ssize_t		 r;
-	int		 fd, rerr = 0;
 
 	if (sodium_init() < 0) {
 		snprintf(err, errlen, "libsodium could not be initialised");
 		return NULL;
 	}
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-	    O_NOCTTY)) == -1) {
-		if (errno == ELOOP)
-			snprintf(err, errlen, "master key %s is a symbolic "
-			    "link; refusing to follow it", path);
-		else
-			snprintf(err, errlen, "cannot open master key %s: %s",
-			    path, strerror(errno));
+	if ((key = keyfile_read(&kf, err, errlen)) == NULL)
 		return NULL;
-	}
-	if (fstat(fd, &st) == -1) {
-		snprintf(err, errlen, "cannot stat master key %s: %s", path,
-		    strerror(errno));
-		close(fd);
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "master key %s is not a regular file",
-		    path);
-		close(fd);
-		return NULL;
-	}
-	if ((st.st_mode & 077) != 0) {
-		if (st.st_mode & 044)
-			how = "readable";
-		else if (st.st_mode & 022)
-			how = "writable";
-		else
-			how = "executable";
-		snprintf(err, errlen, "master key %s is %s by group or others "
-		    "(mode %04o); refusing to use it: chmod 0400 it (and "
-		    "consider the secrets it sealed exposed)", path, how,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return NULL;
-	}
-	if (st.st_uid != owner) {
-		snprintf(err, errlen, "master key %s is owned by uid %u, not "
-		    "by brokerd's user (uid %u); refusing to use it", path,
-		    (unsigned)st.st_uid, (unsigned)owner);
-		close(fd);
-		return NULL;
-	}
-	if (st.st_size != BROKERD_KEY_BYTES) {
-		snprintf(err, errlen, "master key %s is %lld bytes, not %d",
-		    path, (long long)st.st_size, BROKERD_KEY_BYTES);
-		close(fd);
-		return NULL;
-	}
-	if ((key = sodium_malloc(BROKERD_KEY_BYTES)) == NULL) {
-		snprintf(err, errlen, "cannot allocate secure memory for the "
-		    "master key");
-		close(fd);
-		return NULL;
-	}
-	/* Straight into guarded memory: no stack copy to wipe. */
-	while (got < BROKERD_KEY_BYTES) {
-		r = read(fd, key + got, BROKERD_KEY_BYTES - got);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			rerr = errno;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (got != BROKERD_KEY_BYTES) {
-		snprintf(err, errlen, "cannot read master key %s: %s", path,
-		    rerr != 0 ? strerror(rerr) : "short read");
-		sodium_free(key);
-		return NULL;
-	}
 	if (sodium_mprotect_readonly(key) == -1) {
 		snprintf(err, errlen, "cannot protect the master key memory: "
 		    "%s", strerror(errno));

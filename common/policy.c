@@ -595,3 +595,20 @@ policy_is_subset(const Sbx__V1__Policy *narrow, const Sbx__V1__Policy *wide,
 	policy_free(w);
 	return r;
 }
+
+const char *
+capability_status_name(int status)
+{
+	switch (status) {
+	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_GRANTED:
+		return "granted";
+	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING:
+		return "pending";
+	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED:
+		return "approved";
+	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED:
+		return "denied";
+	default:
+		return "unspecified";
+	}
+}

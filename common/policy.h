@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sbx/v1/capability.pb-c.h"
 #include "sbx/v1/policy.pb-c.h"
 #include "sbx/v1/task.pb-c.h"
 
@@ -77,5 +78,10 @@ struct policy_change {
 size_t	policy_diff(const Sbx__V1__Policy *a, const Sbx__V1__Policy *b,
 	    struct policy_change **out);
 void	policy_changes_free(struct policy_change *, size_t);
+
+/* A capability request's status as a word: granted, pending, approved,
+ * denied, or unspecified (policyd's audit, sbxctl, approvald and its
+ * console say it alike). */
+const char	*capability_status_name(int status);
 
 #endif

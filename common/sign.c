@@ -20,6 +20,7 @@
 
 #include <sodium.h>
 
+#include "keyfile.h"
 #include "policy.h"
 #include "log.h"
 #include "sign.h"
@@ -117,85 +118,22 @@ done:
 struct sign_key *
 sign_key_load(const char *sk_path, char *err, size_t errlen)
 {
+	const struct keyfile kf = {
+		.what = "signing key", .path = sk_path,
+		.len = crypto_sign_SECRETKEYBYTES, .owner = (uid_t)-1,
+		.fix = "chmod 0400",
+	};
 	struct sign_key	*key;
-	struct stat	 st;
 	unsigned char	 seed[crypto_sign_SEEDBYTES];
 	unsigned char	 pk[crypto_sign_PUBLICKEYBYTES];
 	unsigned char	 sk2[crypto_sign_SECRETKEYBYTES];
-	const char	*how;
 	unsigned char	*sk;
-	size_t		 got = 0;
-	ssize_t		 r;
-	int		 fd, same, rerr = 0;
+	int		 same;
 
 	if (sign_init(err, errlen) == -1)
 		return NULL;
-	fd = open(sk_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	if (fd == -1) {
-		if (errno == ELOOP)
-			snprintf(err, errlen, "signing key %s is a symbolic "
-			    "link; refusing to follow it", sk_path);
-		else
-			snprintf(err, errlen, "cannot open signing key %s: %s",
-			    sk_path, strerror(errno));
+	if ((sk = keyfile_read(&kf, err, errlen)) == NULL)
 		return NULL;
-	}
-	if (fstat(fd, &st) == -1) {
-		snprintf(err, errlen, "cannot stat signing key %s: %s",
-		    sk_path, strerror(errno));
-		close(fd);
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "signing key %s is not a regular file",
-		    sk_path);
-		close(fd);
-		return NULL;
-	}
-	if ((st.st_mode & 077) != 0) {
-		if (st.st_mode & 044)
-			how = "readable";
-		else if (st.st_mode & 022)
-			how = "writable";
-		else
-			how = "executable";
-		snprintf(err, errlen, "signing key %s is %s by group or others "
-		    "(mode %04o); chmod 0400", sk_path, how,
-		    (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return NULL;
-	}
-	if (st.st_size != crypto_sign_SECRETKEYBYTES) {
-		snprintf(err, errlen, "signing key %s is %lld bytes, not %d",
-		    sk_path, (long long)st.st_size,
-		    crypto_sign_SECRETKEYBYTES);
-		close(fd);
-		return NULL;
-	}
-	if ((sk = sodium_malloc(crypto_sign_SECRETKEYBYTES)) == NULL) {
-		snprintf(err, errlen, "cannot allocate secure memory for the "
-		    "signing key");
-		close(fd);
-		return NULL;
-	}
-	/* Read straight into guarded memory: no stack copy to wipe. */
-	while (got < crypto_sign_SECRETKEYBYTES) {
-		r = read(fd, sk + got, crypto_sign_SECRETKEYBYTES - got);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			rerr = errno;
-		if (r <= 0)
-			break;
-		got += (size_t)r;
-	}
-	close(fd);
-	if (got != crypto_sign_SECRETKEYBYTES) {
-		snprintf(err, errlen, "cannot read signing key %s: %s",
-		    sk_path, rerr != 0 ? strerror(rerr) : "short read");
-		sodium_free(sk);
-		return NULL;
-	}
 
 	/*
 	 * A libsodium secret key is seed || public key.  Derive the pair

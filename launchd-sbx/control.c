@@ -20,6 +20,7 @@
 
 #include <event2/event.h>
 
+#include "admin.h"
 #include "audit.h"
 #include "frame.h"
 #include "log.h"
@@ -316,56 +317,6 @@ control_image_list(struct control *ctl, struct frame_conn *c,
 	image_list_clear(&ii);
 }
 
-static void
-control_audit_query(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	const Sbx__V1__AuditQuery	*q = req->audit_query;
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditRecords		 recs;
-	Sbx__V1__AuditEvent		**v = NULL;
-	size_t				 n = 0;
-
-	if (audit_query(ctl->ld->audit, q->task_id, q->limit, &v, &n) == -1) {
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	sbx__v1__audit_records__init(&recs);
-	recs.events = v;
-	recs.n_events = n;
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
-	env.audit_records = &recs;
-	frame_conn_send(c, &env);
-	audit_events_free(v, n);
-}
-
-static void
-control_audit_verify(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
-{
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__AuditVerifyReply	 r;
-
-	sbx__v1__audit_verify_reply__init(&r);
-	if (audit_verify(ctl->ld->audit, &r) == -1) {
-		audit_verify_clear(&r);
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "audit log cannot be read");
-		return;
-	}
-	if (r.daemon == NULL || r.daemon[0] == '\0')
-		r.daemon = xstrdup("launchd-sbx");
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFIED;
-	env.audit_verified = &r;
-	frame_conn_send(c, &env);
-	audit_verify_clear(&r);
-}
-
 char *
 control_metrics(const struct launchd *ld)
 {
@@ -418,16 +369,10 @@ static void
 control_send_metrics(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__Metrics	 m;
+	char	*text = control_metrics(ctl->ld);
 
-	sbx__v1__metrics__init(&m);
-	m.text = control_metrics(ctl->ld);
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_METRICS;
-	env.metrics = &m;
-	frame_conn_send(c, &env);
-	free(m.text);
+	admin_metrics(c, req, text);
+	free(text);
 }
 
 static void
@@ -453,10 +398,11 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			control_image_list(ctl, c, req);
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			control_audit_query(ctl, c, req);
+			admin_audit_query(c, req, ctl->ld->audit);
 			return;
 		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			control_audit_verify(ctl, c, req);
+			admin_audit_verify(c, req, ctl->ld->audit,
+			    "launchd-sbx");
 			return;
 		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
 			control_send_metrics(ctl, c, req);

@@ -34,6 +34,7 @@
 #include "audit.h"
 #include "frame.h"
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 #include "policyd.h"
 
@@ -194,23 +195,6 @@ cap_clean(const char *s, size_t max)
 		c[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
 	c[n] = '\0';
 	return c;
-}
-
-static const char *
-cap_status_name(int st)
-{
-	switch (st) {
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_GRANTED:
-		return "granted";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING:
-		return "pending";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED:
-		return "approved";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED:
-		return "denied";
-	default:
-		return "unspecified";
-	}
 }
 
 /* "dataset D" or "host H methods GET,POST paths /a,/b" (malloc'd). */
@@ -1097,7 +1081,7 @@ capability_decide(struct policyd *pd, Sbx__V1__CapabilityRequest *req,
 	} else
 		status = SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING;
 
-	detail = cap_detail(req, cap_status_name(status), reason);
+	detail = cap_detail(req, capability_status_name(status), reason);
 	ok = audit_begin(store_audit(pd->store)) == 0;
 	ok = ok && cap_insert_request(cap, req, status, reason != NULL ?
 	    reason : "", hash) == 0;
@@ -1244,7 +1228,7 @@ capability_apply(struct policyd *pd, const Sbx__V1__CapabilityDecision *d,
 	    d->status != SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED) {
 		cap_error(err, SBX__V1__ERROR_CODE__ERROR_INVALID, "",
 		    "a decision is APPROVED or DENIED, not %s",
-		    cap_status_name(d->status));
+		    capability_status_name(d->status));
 		return -1;
 	}
 	if (!cap_approver_ok(d->approver)) {
@@ -1277,7 +1261,7 @@ capability_apply(struct policyd *pd, const Sbx__V1__CapabilityDecision *d,
 		}
 		cap_error(err, SBX__V1__ERROR_CODE__ERROR_INVALID, "",
 		    "capability request %s is already %s", d->request_id,
-		    cap_status_name(row.status));
+		    capability_status_name(row.status));
 		cap_row_clear(&row);
 		return -1;
 	}

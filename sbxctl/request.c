@@ -15,6 +15,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "policy.h"
 #include "util.h"
 #include "sbxctl/sbxctl.h"
 
@@ -30,23 +31,6 @@ request_usage(const char *why)
 	    "--host H [--method M]... [--path P]...)\n"
 	    "              --why TEXT [--source FILE]\n");
 	return SBXCTL_USAGE;
-}
-
-static const char *
-request_status(Sbx__V1__CapabilityStatus st)
-{
-	switch (st) {
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_GRANTED:
-		return "granted";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING:
-		return "pending";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED:
-		return "approved";
-	case SBX__V1__CAPABILITY_STATUS__CAPABILITY_DENIED:
-		return "denied";
-	default:
-		return "unspecified";
-	}
 }
 
 static int
@@ -70,7 +54,7 @@ static void
 request_print(FILE *f, const Sbx__V1__CapabilityDecision *d)
 {
 	fprintf(f, "request: %s\n", d->request_id);
-	fprintf(f, "status: %s\n", request_status(d->status));
+	fprintf(f, "status: %s\n", capability_status_name(d->status));
 	if (d->policy_hash[0] != '\0')
 		fprintf(f, "hash: %s\n", d->policy_hash);
 	if (d->reason[0] != '\0') {
