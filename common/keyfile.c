@@ -63,8 +63,13 @@ keyfile_read(const struct keyfile *kf, char *err, size_t errlen)
 	ssize_t		 r;
 	int		 fd, rerr = 0;
 
+	/*
+	 * O_NONBLOCK: a FIFO at the path would otherwise hold the daemon's
+	 * start until something wrote to it; it is refused below as not a
+	 * regular file, whose reads O_NONBLOCK does not change.
+	 */
 	if ((fd = open(kf->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-	    O_NOCTTY)) == -1) {
+	    O_NOCTTY | O_NONBLOCK)) == -1) {
 		if (errno == ELOOP)
 			snprintf(err, errlen, "%s %s is a symbolic link; "
 			    "refusing to follow it", kf->what, kf->path);
