@@ -46,16 +46,6 @@ struct bcontrol {
 	struct bcontrol_sock	 admin_arg;
 };
 
-static void __attribute__((format(printf, 3, 4)))
-bcontrol_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
-
 
 static const char *
 bcontrol_kind_name(Sbx__V1__CredentialKind k)
@@ -85,7 +75,7 @@ bcontrol_binding(const Sbx__V1__PolicyGrant *g, const char *host,
 			return c;
 	}
 	if (for_host == NULL)
-		bcontrol_fmt(why, whylen, "the policy binds no credential to "
+		bufprintf(why, whylen, "the policy binds no credential to "
 		    "host %s", host);
 	else {
 		/* Say which part differs from what the policy binds. */
@@ -93,13 +83,13 @@ bcontrol_binding(const Sbx__V1__PolicyGrant *g, const char *host,
 			c = p->credentials[i];
 			if (strcmp(c->host, host) == 0 &&
 			    strcmp(c->secret, secret) == 0) {
-				bcontrol_fmt(why, whylen, "the policy binds "
+				bufprintf(why, whylen, "the policy binds "
 				    "secret %s for host %s to header %s, not "
 				    "%s", secret, host, c->header, header);
 				return NULL;
 			}
 		}
-		bcontrol_fmt(why, whylen, "the policy binds secret %s to host "
+		bufprintf(why, whylen, "the policy binds secret %s to host "
 		    "%s (header %s), not secret %s", for_host->secret, host,
 		    for_host->header, secret);
 	}
@@ -162,10 +152,10 @@ bcontrol_decide(struct brokerd *bd, const Sbx__V1__CredentialRequest *r,
 		    "signed policy refused: %s", err);
 		return;
 	}
-	bcontrol_fmt(a->task_id, sizeof(a->task_id), "%s", g->task_id);
-	bcontrol_fmt(a->execution_id, sizeof(a->execution_id), "%s",
+	bufprintf(a->task_id, sizeof(a->task_id), "%s", g->task_id);
+	bufprintf(a->execution_id, sizeof(a->execution_id), "%s",
 	    g->execution_id);
-	bcontrol_fmt(a->policy_hash, sizeof(a->policy_hash), "%s",
+	bufprintf(a->policy_hash, sizeof(a->policy_hash), "%s",
 	    g->policy_hash);
 	if (!bcontrol_field_ok(r->host) || !bcontrol_field_ok(r->secret) ||
 	    !bcontrol_field_ok(r->header)) {
@@ -276,13 +266,13 @@ bcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
 		return;		/* still starting: nothing to record into */
 	peer_actor(cr, actor, sizeof(actor));
 	if (cr != NULL)
-		bcontrol_fmt(detail, sizeof(detail), "%s socket: peer uid %u "
+		bufprintf(detail, sizeof(detail), "%s socket: peer uid %u "
 		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
 		    (unsigned)cr->gid, (long)cr->pid,
 		    strcmp(why, "not-allowed") == 0 ?
 		    "not on the socket's allowlist" : "too many connections");
 	else
-		bcontrol_fmt(detail, sizeof(detail), "%s socket: a peer whose "
+		bufprintf(detail, sizeof(detail), "%s socket: a peer whose "
 		    "credentials cannot be read was refused", cs->name);
 	(void)bcontrol_audit(bd, actor, "deny", NULL, NULL, NULL, RULE_PEER,
 	    detail);
@@ -307,7 +297,7 @@ bcontrol_credential(struct bcontrol *ctl, struct frame_conn *c,
 	bcontrol_decide(bd, r, now_s(), &a);
 	if (a.rule != NULL) {
 		bd->metrics.refused++;
-		bcontrol_fmt(detail, sizeof(detail), "host %.253s secret "
+		bufprintf(detail, sizeof(detail), "host %.253s secret "
 		    "%.128s header %.128s: %s", r->host, r->secret, r->header,
 		    a.msg);
 		(void)bcontrol_audit(bd, actor, "deny", a.task_id,
@@ -318,7 +308,7 @@ bcontrol_credential(struct bcontrol *ctl, struct frame_conn *c,
 		    a.msg);
 		return;
 	}
-	bcontrol_fmt(detail, sizeof(detail), "host %s secret %s header %s "
+	bufprintf(detail, sizeof(detail), "host %s secret %s header %s "
 	    "kind %s expires_at %lld", r->host, r->secret, r->header,
 	    bcontrol_kind_name(a.kind), (long long)a.expires_at);
 	/* On disk before the value leaves: a grant nobody can see later
@@ -419,14 +409,14 @@ bcontrol_secret_put(struct bcontrol *ctl, struct frame_conn *c,
 	if (p->kind == SBX__V1__CREDENTIAL_KIND__CREDENTIAL_MINTED) {
 		mint_public(value, pk);
 		hex_encode(pk, sizeof(pk), hex);
-		bcontrol_fmt(detail, sizeof(detail), "secret %s stored "
+		bufprintf(detail, sizeof(detail), "secret %s stored "
 		    "(minted; verify tokens with ed25519 %s)", p->name, hex);
 	} else
-		bcontrol_fmt(detail, sizeof(detail), "secret %s stored "
+		bufprintf(detail, sizeof(detail), "secret %s stored "
 		    "(static)", p->name);
 
 	/* The row and its audit record commit together. */
-	bcontrol_fmt(err, sizeof(err), "the audit log refused the record");
+	bufprintf(err, sizeof(err), "the audit log refused the record");
 	sbx__v1__audit_event__init(&ev);
 	ev.action = (char *)"secret-put";
 	ev.detail = detail;

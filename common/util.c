@@ -197,3 +197,15 @@ random_id(const char *prefix, char *out, size_t outlen)
 	hex_encode(rnd, sizeof(rnd), hex);
 	snprintf(out, outlen, "%s-%s", prefix, hex);
 }
+
+int
+bufprintf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return n;
+}

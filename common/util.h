@@ -21,6 +21,11 @@ void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
+/* snprintf for paths and messages without a truncation warning: a result
+ * cut short is still NUL-terminated (a path that does not fit then fails
+ * its open), and the length it wanted is returned for who checks. */
+int	 bufprintf(char *buf, size_t len, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
 /* Write all of buf to fd, across short writes and EINTR; 0 or -1. */
 int	 write_all(int fd, const void *buf, size_t len);
 /* Read a whole file of at most max bytes; malloc'd, NUL-terminated. */

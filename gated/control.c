@@ -9,7 +9,6 @@
  * not yet expired, and only after every release and every drop it lists
  * is on disk in gated's audit log.  A refused request is audited too.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +38,6 @@ struct gcontrol {
 	struct gcontrol_sock	 rel_arg;
 	struct gcontrol_sock	 admin_arg;
 };
-
-static void __attribute__((format(printf, 3, 4)))
-gcontrol_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	(void)vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-}
 
 
 static const char *
@@ -101,13 +90,13 @@ gcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
 		return;
 	peer_actor(cr, actor, sizeof(actor));
 	if (cr != NULL)
-		gcontrol_fmt(detail, sizeof(detail), "%s socket: peer uid %u "
+		bufprintf(detail, sizeof(detail), "%s socket: peer uid %u "
 		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
 		    (unsigned)cr->gid, (long)cr->pid,
 		    strcmp(why, "not-allowed") == 0 ?
 		    "not on the socket's allowlist" : "too many connections");
 	else
-		gcontrol_fmt(detail, sizeof(detail), "%s socket: a peer whose "
+		bufprintf(detail, sizeof(detail), "%s socket: a peer whose "
 		    "credentials cannot be read was refused", cs->name);
 	(void)gcontrol_audit_add(gd, actor, "deny", NULL, RULE_PEER, detail);
 }
@@ -132,7 +121,7 @@ gcontrol_text_note(char *buf, size_t len, const Sbx__V1__TextReport *t)
 	buf[0] = '\0';
 	if (t == NULL)
 		return;
-	gcontrol_fmt(buf, len, " (removed: %u control, %u invisible; %u "
+	bufprintf(buf, len, " (removed: %u control, %u invisible; %u "
 	    "invalid bytes; %u remote links neutralised)",
 	    t->controls_removed, t->invisible_removed, t->invalid_replaced,
 	    t->links_neutralised);
@@ -155,12 +144,12 @@ gcontrol_audit_result(struct gated *gd, const char *actor,
 		gcontrol_text_note(tnote, sizeof(tnote), r->text);
 		cnote[0] = '\0';
 		if (r->csv != NULL)
-			gcontrol_fmt(cnote, sizeof(cnote), " (%u formula cells "
+			bufprintf(cnote, sizeof(cnote), " (%u formula cells "
 			    "%s, the first at row %u column %u)",
 			    r->csv->formula_cells, r->csv->neutralised ?
 			    "neutralised" : "flagged", r->csv->first_row,
 			    r->csv->first_column);
-		gcontrol_fmt(detail, sizeof(detail), "output %s type %s bytes "
+		bufprintf(detail, sizeof(detail), "output %s type %s bytes "
 		    "%llu%s to %s at %s sha256 %s%s%s", r->name, r->type,
 		    (unsigned long long)r->bytes,
 		    r->truncated ? " (truncated)" : "",
@@ -173,7 +162,7 @@ gcontrol_audit_result(struct gated *gd, const char *actor,
 	for (i = 0; i < res->n_dropped; i++) {
 		const Sbx__V1__DroppedOutput *d = res->dropped[i];
 
-		gcontrol_fmt(detail, sizeof(detail), "output %s dropped: %s",
+		bufprintf(detail, sizeof(detail), "output %s dropped: %s",
 		    d->name, d->reason);
 		if (gcontrol_audit_add(gd, actor, "drop", g, d->reason,
 		    detail) == -1)
@@ -183,12 +172,12 @@ gcontrol_audit_result(struct gated *gd, const char *actor,
 	gcontrol_text_note(enote, sizeof(enote), res->stderr_report);
 	unote[0] = '\0';
 	if (res->dropped_unlisted != NULL)
-		gcontrol_fmt(unote, sizeof(unote), "; %u more undeclared "
+		bufprintf(unote, sizeof(unote), "; %u more undeclared "
 		    "entries not listed (%llu bytes of names, %llu bytes)",
 		    res->dropped_unlisted->entries, (unsigned long long)
 		    res->dropped_unlisted->name_bytes, (unsigned long long)
 		    res->dropped_unlisted->bytes);
-	gcontrol_fmt(detail, sizeof(detail), "stdout %zu bytes%s%s, stderr "
+	bufprintf(detail, sizeof(detail), "stdout %zu bytes%s%s, stderr "
 	    "%zu bytes%s%s%s", res->stdout.len, res->stdout_truncated ?
 	    " (truncated)" : "", onote, res->stderr.len,
 	    res->stderr_truncated ? " (truncated)" : "", enote, unote);
@@ -227,7 +216,7 @@ gcontrol_release(struct gcontrol *ctl, struct frame_conn *c,
 	}
 	if ((g = sign_verify(gd->pk, rq->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
-		gcontrol_fmt(msg, sizeof(msg), "signed policy refused: %s",
+		bufprintf(msg, sizeof(msg), "signed policy refused: %s",
 		    err);
 		gcontrol_refuse(gd, c, req->request_id, actor, NULL,
 		    strncmp(err, "policy expired", 14) == 0 ? RULE_EXPIRED :
@@ -241,7 +230,7 @@ gcontrol_release(struct gcontrol *ctl, struct frame_conn *c,
 		goto done;
 	}
 	if (rq->n_outputs > GATED_OUTPUTS_MAX) {
-		gcontrol_fmt(msg, sizeof(msg), "%zu declared outputs; at most "
+		bufprintf(msg, sizeof(msg), "%zu declared outputs; at most "
 		    "%d", rq->n_outputs, GATED_OUTPUTS_MAX);
 		gcontrol_refuse(gd, c, req->request_id, actor, g,
 		    RULE_BAD_REQUEST, SBX__V1__ERROR_CODE__ERROR_INVALID, msg);

@@ -4,16 +4,10 @@
  * before a byte is read, so anyone else gets no reply at all); the admin
  * socket manages the dataset store, lists images, and answers audit and
  * metrics questions.  Every refusal of a launch is an ERROR_LAUNCH with a
- * rule id, and is recorded in the audit log before it is sent.
- *
- * The audit group commit lives here too: launch, exit and refusal records
- * queue up (control_audit) and a deferred event of the lowest priority
- * commits all of them in one transaction, one fsync, after the loop has
- * handled whatever else was ready; only then does each caller's callback
- * send its reply.  Concurrent executions so share their fsyncs, and no
- * reply ever precedes the durable record of what it reports.
+ * rule id, and is recorded in the audit log before it is sent (record.c).
+ * It dispatches downwards: launches to run.c, datasets to dataset.c,
+ * image lists to image.c; none of them calls back into it.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,22 +23,6 @@
 
 #define CONTROL_LAUNCH_IDLE	86400	/* a held launch is never idle */
 
-struct audit_item {
-	struct audit_item	*next;
-	Sbx__V1__AuditEvent	 ev;		/* strings our own copies */
-	control_audit_cb	 cb;
-	void			*arg;
-};
-
-/* A refusal waiting for its record to commit. */
-struct control_refusal {
-	struct frame_conn	*conn;
-	uint64_t		 rid;
-	Sbx__V1__ErrorCode	 code;
-	char			*rule;
-	char			*msg;
-};
-
 struct control_sock {
 	struct control		*ctl;
 	int			 admin;
@@ -58,185 +36,6 @@ struct control {
 	struct control_sock	 admin_arg;
 };
 
-
-/* ---- the audit group commit ---- */
-
-static char *
-control_dup(const char *s)
-{
-	return xstrdup(s != NULL ? s : "");
-}
-
-static void
-control_item_free(struct audit_item *it)
-{
-	free(it->ev.task_id);
-	free(it->ev.execution_id);
-	free(it->ev.policy_hash);
-	free(it->ev.action);
-	free(it->ev.rule);
-	free(it->ev.detail);
-	free(it->ev.actor);
-	free(it);
-}
-
-static void
-control_audit_commit(struct launchd *ld)
-{
-	struct audit_item	*batch, *it, *next;
-	int			 ok;
-
-	batch = ld->aq_head;
-	ld->aq_head = NULL;
-	ld->aq_tail = &ld->aq_head;
-	ld->aq_armed = 0;
-	if (batch == NULL)
-		return;
-	ok = audit_begin(ld->audit) == 0;
-	for (it = batch; ok && it != NULL; it = it->next) {
-		if (audit_add(ld->audit, &it->ev) == -1)
-			ok = 0;
-		else {
-			/* The log's copies, not ours: see audit.h. */
-			audit_event_clear(&it->ev);
-		}
-	}
-	if (ok)
-		ok = audit_commit(ld->audit) == 0;
-	else
-		(void)audit_rollback(ld->audit);
-	if (ok)
-		ld->metrics.audit_commits++;
-	else
-		log_warnx("audit: a batch of records could not be committed");
-	/* Callbacks may queue more: that is the next batch. */
-	for (it = batch; it != NULL; it = next) {
-		next = it->next;
-		if (it->cb != NULL)
-			it->cb(ld, it->arg, ok);
-		control_item_free(it);
-	}
-}
-
-static void
-control_audit_cb_ev(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	control_audit_commit(arg);
-}
-
-int
-control_audit_init(struct launchd *ld)
-{
-	ld->aq_head = NULL;
-	ld->aq_tail = &ld->aq_head;
-	if ((ld->aq_ev = event_new(ld->base, -1, 0, control_audit_cb_ev,
-	    ld)) == NULL ||
-	    event_priority_set(ld->aq_ev, LAUNCHD_PRIO_COMMIT) == -1)
-		return -1;
-	return 0;
-}
-
-void
-control_audit(struct launchd *ld, const Sbx__V1__AuditEvent *ev,
-    control_audit_cb cb, void *arg)
-{
-	struct audit_item	*it;
-
-	it = xcalloc(1, sizeof(*it));
-	sbx__v1__audit_event__init(&it->ev);
-	it->ev.task_id = control_dup(ev->task_id);
-	it->ev.execution_id = control_dup(ev->execution_id);
-	it->ev.policy_hash = control_dup(ev->policy_hash);
-	it->ev.action = control_dup(ev->action);
-	it->ev.rule = control_dup(ev->rule);
-	it->ev.detail = control_dup(ev->detail);
-	it->ev.actor = control_dup(ev->actor);
-	it->cb = cb;
-	it->arg = arg;
-	*ld->aq_tail = it;
-	ld->aq_tail = &it->next;
-	if (!ld->aq_armed && ld->aq_ev != NULL) {
-		ld->aq_armed = 1;
-		event_active(ld->aq_ev, EV_TIMEOUT, 0);
-	}
-}
-
-void
-control_audit_flush(struct launchd *ld)
-{
-	if (ld->aq_ev != NULL)
-		event_del(ld->aq_ev);
-	control_audit_commit(ld);
-}
-
-void
-control_audit_free(struct launchd *ld)
-{
-	control_audit_flush(ld);
-	if (ld->aq_ev != NULL) {
-		event_free(ld->aq_ev);
-		ld->aq_ev = NULL;
-	}
-}
-
-/* ---- refusals ---- */
-
-static void
-control_refused(struct launchd *ld, void *arg, int ok)
-{
-	struct control_refusal	*rf = arg;
-
-	(void)ld;
-	if (!ok)
-		log_warnx("audit: cannot record a refusal");
-	if (!frame_conn_closed(rf->conn))
-		frame_conn_send_error(rf->conn, rf->rid, rf->code, rf->rule,
-		    "%s", rf->msg);
-	frame_conn_release(rf->conn);
-	free(rf->rule);
-	free(rf->msg);
-	free(rf);
-}
-
-void
-control_refuse(struct launchd *ld, struct frame_conn *c, uint64_t rid,
-    const char *task_id, const char *execution_id, const char *rule,
-    const char *msg)
-{
-	control_refuse_code(ld, c, rid, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
-	    task_id, execution_id, rule, msg);
-}
-
-void
-control_refuse_code(struct launchd *ld, struct frame_conn *c, uint64_t rid,
-    Sbx__V1__ErrorCode code, const char *task_id, const char *execution_id,
-    const char *rule, const char *msg)
-{
-	Sbx__V1__AuditEvent	 ev;
-	struct control_refusal	*rf;
-	char			 actor[32];
-
-	ld->metrics.refused++;
-	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
-	sbx__v1__audit_event__init(&ev);
-	ev.task_id = (char *)(task_id != NULL ? task_id : "");
-	ev.execution_id = (char *)(execution_id != NULL ? execution_id : "");
-	ev.action = (char *)"deny";
-	ev.rule = (char *)rule;
-	ev.detail = (char *)msg;
-	ev.actor = actor;
-	log_info("launch refused by rule %s: %s", rule, msg);
-	rf = xcalloc(1, sizeof(*rf));
-	rf->conn = c;
-	rf->rid = rid;
-	rf->code = code;
-	rf->rule = xstrdup(rule);
-	rf->msg = xstrdup(msg);
-	frame_conn_hold(c);
-	control_audit(ld, &ev, control_refused, rf);
-}
 
 static void
 control_dataset_put(struct control *ctl, struct frame_conn *c,

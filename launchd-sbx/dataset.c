@@ -10,7 +10,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -22,24 +21,10 @@
 #include "util.h"
 #include "launchd-sbx/launchd.h"
 
-/* snprintf for paths and messages: a truncated result is still
- * NUL-terminated, and a path that does not fit fails its open later. */
-static int __attribute__((format(printf, 3, 4)))
-dataset_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return n;
-}
-
 static void
 dataset_dir(struct launchd *ld, char out[PATH_MAX])
 {
-	dataset_fmt(out, PATH_MAX, "%s/datasets", ld->conf->state_dir);
+	bufprintf(out, PATH_MAX, "%s/datasets", ld->conf->state_dir);
 }
 
 int
@@ -50,37 +35,37 @@ dataset_put(struct launchd *ld, const char *name, const uint8_t *content,
 	int	 fd;
 
 	if (name == NULL || !name_ok(name)) {
-		dataset_fmt(err, errlen, "bad dataset name \"%.128s\": want "
+		bufprintf(err, errlen, "bad dataset name \"%.128s\": want "
 		    "1..128 of [A-Za-z0-9._@:-]", name != NULL ? name : "");
 		return -1;
 	}
 	if (len > LAUNCHD_DATASET_MAX) {
-		dataset_fmt(err, errlen, "dataset %s: %zu bytes is over the %d "
+		bufprintf(err, errlen, "dataset %s: %zu bytes is over the %d "
 		    "byte limit", name, len, LAUNCHD_DATASET_MAX);
 		return -1;
 	}
 	dataset_dir(ld, dir);
 	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		dataset_fmt(err, errlen, "mkdir %s: %s", dir, strerror(errno));
+		bufprintf(err, errlen, "mkdir %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	dataset_fmt(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	dataset_fmt(dst, sizeof(dst), "%s/%s", dir, name);
+	bufprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	bufprintf(dst, sizeof(dst), "%s/%s", dir, name);
 	(void)unlink(tmp);
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0400)) == -1) {
-		dataset_fmt(err, errlen, "create %s: %s", tmp, strerror(errno));
+		bufprintf(err, errlen, "create %s: %s", tmp, strerror(errno));
 		return -1;
 	}
 	if (write_all(fd, content, len) == -1 || fsync(fd) == -1) {
-		dataset_fmt(err, errlen, "write %s: %s", tmp, strerror(errno));
+		bufprintf(err, errlen, "write %s: %s", tmp, strerror(errno));
 		close(fd);
 		(void)unlink(tmp);
 		return -1;
 	}
 	close(fd);
 	if (rename(tmp, dst) == -1) {
-		dataset_fmt(err, errlen, "rename %s: %s", dst, strerror(errno));
+		bufprintf(err, errlen, "rename %s: %s", dst, strerror(errno));
 		(void)unlink(tmp);
 		return -1;
 	}
@@ -135,24 +120,24 @@ dataset_stage(struct launchd *ld, const char *name, const char *dir,
 	int		 in, out, saved;
 
 	if (!name_ok(name) || name[0] == '.') {
-		dataset_fmt(err, errlen, "bad dataset reference \"%.128s\"",
+		bufprintf(err, errlen, "bad dataset reference \"%.128s\"",
 		    name);
 		errno = EINVAL;
 		return -1;
 	}
 	dataset_dir(ld, src);
-	dataset_fmt(src + strlen(src), sizeof(src) - strlen(src), "/%s", name);
-	dataset_fmt(dst, sizeof(dst), "%s/%s", dir, name);
+	bufprintf(src + strlen(src), sizeof(src) - strlen(src), "/%s", name);
+	bufprintf(dst, sizeof(dst), "%s/%s", dir, name);
 	if ((in = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		saved = errno;
-		dataset_fmt(err, errlen, saved == ENOENT ? "dataset %s is not in "
+		bufprintf(err, errlen, saved == ENOENT ? "dataset %s is not in "
 		    "the dataset store" : "dataset %s: %s", name,
 		    strerror(saved));
 		errno = saved;
 		return -1;
 	}
 	if (fstat(in, &st) == -1 || !S_ISREG(st.st_mode)) {
-		dataset_fmt(err, errlen, "dataset %s: not a regular file", name);
+		bufprintf(err, errlen, "dataset %s: not a regular file", name);
 		close(in);
 		errno = EINVAL;
 		return -1;
@@ -160,7 +145,7 @@ dataset_stage(struct launchd *ld, const char *name, const char *dir,
 	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 	    O_CLOEXEC, 0444)) == -1) {
 		saved = errno;
-		dataset_fmt(err, errlen, "stage %s: %s", dst, strerror(saved));
+		bufprintf(err, errlen, "stage %s: %s", dst, strerror(saved));
 		close(in);
 		errno = saved;
 		return -1;
@@ -173,7 +158,7 @@ dataset_stage(struct launchd *ld, const char *name, const char *dir,
 	saved = errno;
 	close(in);
 	if (r == -1 || fchmod(out, 0444) == -1) {
-		dataset_fmt(err, errlen, "stage %s: %s", dst, strerror(saved));
+		bufprintf(err, errlen, "stage %s: %s", dst, strerror(saved));
 		close(out);
 		errno = EIO;
 		return -1;

@@ -23,7 +23,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -38,20 +37,6 @@
 #include "log.h"
 #include "util.h"
 #include "launchd-sbx/launchd.h"
-
-/* snprintf for paths and messages: a truncated result is still
- * NUL-terminated, and a path that does not fit fails its open later. */
-static int __attribute__((format(printf, 3, 4)))
-image_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return n;
-}
 
 #define IMAGE_MANIFEST_MAX	(4 * 1024 * 1024)
 #define IMAGE_UNPACK_SECONDS	600
@@ -169,23 +154,23 @@ image_check_blob(const char *layout, const json_t *desc, const char *what,
 
 	if (digest == NULL || strncmp(digest, "sha256:", 7) != 0 ||
 	    !image_hex_ok(digest + 7) || !json_is_integer(jsize)) {
-		image_fmt(err, errlen, "%s: %s descriptor has no sha256 digest "
+		bufprintf(err, errlen, "%s: %s descriptor has no sha256 digest "
 		    "and size", layout, what);
 		return -1;
 	}
-	image_fmt(path, sizeof(path), "%s/blobs/sha256/%s", layout, digest + 7);
+	bufprintf(path, sizeof(path), "%s/blobs/sha256/%s", layout, digest + 7);
 	if (image_sha256(path, hex, &size) == -1) {
-		image_fmt(err, errlen, "%s: %s blob %s: %s", layout, what,
+		bufprintf(err, errlen, "%s: %s blob %s: %s", layout, what,
 		    digest, strerror(errno));
 		return -1;
 	}
 	if (strcmp(hex, digest + 7) != 0) {
-		image_fmt(err, errlen, "%s: %s blob %s has digest sha256:%s",
+		bufprintf(err, errlen, "%s: %s blob %s has digest sha256:%s",
 		    layout, what, digest, hex);
 		return -1;
 	}
 	if ((json_int_t)size != json_integer_value(jsize)) {
-		image_fmt(err, errlen, "%s: %s blob %s is %llu bytes, the "
+		bufprintf(err, errlen, "%s: %s blob %s is %llu bytes, the "
 		    "manifest says %lld", layout, what, digest,
 		    (unsigned long long)size,
 		    (long long)json_integer_value(jsize));
@@ -205,20 +190,20 @@ image_verify(const char *layout, const char *hex, char *err, size_t errlen)
 	uint64_t	 size;
 	size_t		 i;
 
-	image_fmt(path, sizeof(path), "%s/blobs/sha256/%s", layout, hex);
+	bufprintf(path, sizeof(path), "%s/blobs/sha256/%s", layout, hex);
 	if (image_sha256(path, got, &size) == -1) {
-		image_fmt(err, errlen, "%s: manifest: %s", path,
+		bufprintf(err, errlen, "%s: manifest: %s", path,
 		    strerror(errno));
 		return NULL;
 	}
 	if (strcmp(got, hex) != 0) {
-		image_fmt(err, errlen, "%s: manifest has digest sha256:%s",
+		bufprintf(err, errlen, "%s: manifest has digest sha256:%s",
 		    path, got);
 		return NULL;
 	}
 	if (size > IMAGE_MANIFEST_MAX ||
 	    (m = json_load_file(path, JSON_REJECT_DUPLICATES, &je)) == NULL) {
-		image_fmt(err, errlen, "%s: manifest does not parse: %s", path,
+		bufprintf(err, errlen, "%s: manifest does not parse: %s", path,
 		    size > IMAGE_MANIFEST_MAX ? "too large" : je.text);
 		return NULL;
 	}
@@ -227,7 +212,7 @@ image_verify(const char *layout, const char *hex, char *err, size_t errlen)
 		goto bad;
 	layers = json_object_get(m, "layers");
 	if (!json_is_array(layers) || json_array_size(layers) == 0) {
-		image_fmt(err, errlen, "%s: manifest names no layers", path);
+		bufprintf(err, errlen, "%s: manifest names no layers", path);
 		goto bad;
 	}
 	json_array_foreach(layers, i, l) {
@@ -250,8 +235,8 @@ image_ref_name(const char *layout, const char *hex)
 	char		*out = NULL;
 	size_t		 i;
 
-	image_fmt(path, sizeof(path), "%s/index.json", layout);
-	image_fmt(want, sizeof(want), "sha256:%s", hex);
+	bufprintf(path, sizeof(path), "%s/index.json", layout);
+	bufprintf(want, sizeof(want), "sha256:%s", hex);
 	if ((idx = json_load_file(path, 0, NULL)) == NULL)
 		return NULL;
 	ms = json_object_get(idx, "manifests");
@@ -278,12 +263,12 @@ image_mountpoints_make(const char *rootfs, char *err, size_t errlen)
 	struct stat	 st;
 
 	for (size_t i = 0; image_mountpoints[i] != NULL; i++) {
-		image_fmt(path, sizeof(path), "%s/%s", rootfs,
+		bufprintf(path, sizeof(path), "%s/%s", rootfs,
 		    image_mountpoints[i]);
 		if (lstat(path, &st) == 0) {
 			if (S_ISDIR(st.st_mode))
 				continue;
-			image_fmt(err, errlen, "image: /%s is not a directory "
+			bufprintf(err, errlen, "image: /%s is not a directory "
 			    "(a mount point the sandbox needs)",
 			    image_mountpoints[i]);
 			return -1;
@@ -291,7 +276,7 @@ image_mountpoints_make(const char *rootfs, char *err, size_t errlen)
 		/* chmod: the daemon's umask is 077, and the sandbox user
 		 * must be able to reach what is mounted there. */
 		if (mkdir(path, 0755) == -1 || chmod(path, 0755) == -1) {
-			image_fmt(err, errlen, "image: mkdir /%s: %s",
+			bufprintf(err, errlen, "image: mkdir /%s: %s",
 			    image_mountpoints[i], strerror(errno));
 			return -1;
 		}
@@ -299,19 +284,19 @@ image_mountpoints_make(const char *rootfs, char *err, size_t errlen)
 	for (size_t i = 0; image_mountfiles[i] != NULL; i++) {
 		int	fd;
 
-		image_fmt(path, sizeof(path), "%s/%s", rootfs,
+		bufprintf(path, sizeof(path), "%s/%s", rootfs,
 		    image_mountfiles[i]);
 		if (lstat(path, &st) == 0) {
 			if (S_ISREG(st.st_mode))
 				continue;
-			image_fmt(err, errlen, "image: /%s is not a regular "
+			bufprintf(err, errlen, "image: /%s is not a regular "
 			    "file (a mount point the sandbox needs)",
 			    image_mountfiles[i]);
 			return -1;
 		}
 		if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
 		    O_CLOEXEC, 0444)) == -1 || fchmod(fd, 0444) == -1) {
-			image_fmt(err, errlen, "image: create /%s: %s",
+			bufprintf(err, errlen, "image: create /%s: %s",
 			    image_mountfiles[i], strerror(errno));
 			if (fd != -1)
 				close(fd);
@@ -333,41 +318,41 @@ image_unpack(struct launchd *ld, const char *layout, const char *hex,
 	int		 st;
 
 	(void)ld;
-	image_fmt(tmp, sizeof(tmp), "%s.tmp", cache);
-	image_fmt(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
-	(void)run_rmtree(tmp);
+	bufprintf(tmp, sizeof(tmp), "%s.tmp", cache);
+	bufprintf(rootfs, sizeof(rootfs), "%s/rootfs", tmp);
+	(void)runtime_rmtree(tmp);
 	if ((ref = image_ref_name(layout, hex)) != NULL) {
 		char *argv[] = { "umoci", "--log", "error", "unpack",
 		    "--image", image, tmp, NULL };
 
-		image_fmt(image, sizeof(image), "%s:%s", layout, ref);
-		st = run_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0);
+		bufprintf(image, sizeof(image), "%s:%s", layout, ref);
+		st = runtime_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0);
 		free(ref);
 		if (st != 0) {
-			image_fmt(err, errlen, "image sha256:%s: umoci unpack "
+			bufprintf(err, errlen, "image sha256:%s: umoci unpack "
 			    "failed (status %d)", hex, st);
 			goto bad;
 		}
 	} else {
 		if (json_array_size(layers) != 1) {
-			image_fmt(err, errlen, "image sha256:%s: no ref name in "
+			bufprintf(err, errlen, "image sha256:%s: no ref name in "
 			    "index.json and %zu layers: cannot unpack without "
 			    "umoci", hex, json_array_size(layers));
 			goto bad;
 		}
 		lhex = json_string_value(json_object_get(json_array_get(layers,
 		    0), "digest")) + 7;
-		image_fmt(image, sizeof(image), "%s/blobs/sha256/%s", layout,
+		bufprintf(image, sizeof(image), "%s/blobs/sha256/%s", layout,
 		    lhex);
 		if (mkdir(tmp, 0700) == -1 || mkdir(rootfs, 0755) == -1) {
-			image_fmt(err, errlen, "mkdir %s: %s", rootfs,
+			bufprintf(err, errlen, "mkdir %s: %s", rootfs,
 			    strerror(errno));
 			goto bad;
 		}
 		char *argv[] = { "tar", "--numeric-owner", "--same-owner",
 		    "-xzpf", image, "-C", rootfs, NULL };
-		if ((st = run_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0)) != 0) {
-			image_fmt(err, errlen, "image sha256:%s: tar failed "
+		if ((st = runtime_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0)) != 0) {
+			bufprintf(err, errlen, "image sha256:%s: tar failed "
 			    "(status %d)", hex, st);
 			goto bad;
 		}
@@ -375,12 +360,12 @@ image_unpack(struct launchd *ld, const char *layout, const char *hex,
 	if (image_mountpoints_make(rootfs, err, errlen) == -1)
 		goto bad;
 	if (rename(tmp, cache) == -1) {
-		image_fmt(err, errlen, "rename %s: %s", cache, strerror(errno));
+		bufprintf(err, errlen, "rename %s: %s", cache, strerror(errno));
 		goto bad;
 	}
 	return 0;
 bad:
-	(void)run_rmtree(tmp);
+	(void)runtime_rmtree(tmp);
 	return -1;
 }
 
@@ -397,11 +382,11 @@ image_child(struct launchd *ld, const char *hex, int fd)
 
 	/* libevent's SIGCHLD handler would wake the parent's loop. */
 	signal(SIGCHLD, SIG_DFL);
-	image_fmt(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
+	bufprintf(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
 	    hex);
-	image_fmt(cache, sizeof(cache), "%s/cache/%s", ld->conf->state_dir,
+	bufprintf(cache, sizeof(cache), "%s/cache/%s", ld->conf->state_dir,
 	    hex);
-	image_fmt(rootfs, sizeof(rootfs), "%s/rootfs", cache);
+	bufprintf(rootfs, sizeof(rootfs), "%s/rootfs", cache);
 	err[0] = '\0';
 	if ((m = image_verify(layout, hex, err, sizeof(err))) == NULL)
 		goto out;
@@ -456,7 +441,7 @@ image_add(struct launchd *ld, const char *hex)
 	struct image_prep	*ip;
 
 	ip = xcalloc(1, sizeof(*ip));
-	image_fmt(ip->hex, sizeof(ip->hex), "%s", hex);
+	bufprintf(ip->hex, sizeof(ip->hex), "%s", hex);
 	ip->fd = -1;
 	ip->next = ld->images;
 	ld->images = ip;
@@ -472,7 +457,7 @@ image_scan(struct launchd *ld, int retry_failed)
 	struct dirent	*de;
 	struct image_prep *ip;
 
-	image_fmt(path, sizeof(path), "%s/images", ld->conf->state_dir);
+	bufprintf(path, sizeof(path), "%s/images", ld->conf->state_dir);
 	if ((d = opendir(path)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
@@ -513,8 +498,9 @@ image_reaped(struct launchd *ld, pid_t pid, int status)
 		    "verification or unpacking failed");
 		log_warnx("image sha256:%s refused: %s", ip->hex, ip->err);
 	}
-	run_image_ready(ld, ip->hex);
-	pool_fill(ld);
+	/* The layers above wait for it (main() set the hook). */
+	if (ld->image_ready != NULL)
+		ld->image_ready(ld, ip->hex);
 	return 1;
 }
 
@@ -550,17 +536,17 @@ image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
 	*rule = RULE_IMAGE_UNKNOWN;
 	if (ref == NULL || (at = strstr(ref, "@sha256:")) == NULL ||
 	    !image_hex_ok(at + 8)) {
-		image_fmt(err, errlen, "image \"%s\" is not pinned as "
+		bufprintf(err, errlen, "image \"%s\" is not pinned as "
 		    "name@sha256:<64 hex digits>", ref != NULL ? ref : "");
 		*rule = RULE_BAD_REQUEST;
 		return -1;
 	}
 	hex = at + 8;
-	image_fmt(hexout, 65, "%s", hex);
-	image_fmt(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
+	bufprintf(hexout, 65, "%s", hex);
+	bufprintf(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
 	    hex);
 	if (stat(layout, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		image_fmt(err, errlen, "image %s: not in the image store "
+		bufprintf(err, errlen, "image %s: not in the image store "
 		    "(images are installed, never pulled)", ref);
 		return -1;
 	}
@@ -573,16 +559,16 @@ image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
 		*rule = NULL;
 		return 1;
 	case IMAGE_FAILED:
-		image_fmt(err, errlen, "image %s: %s", ref, ip->err != NULL ?
+		bufprintf(err, errlen, "image %s: %s", ref, ip->err != NULL ?
 		    ip->err : "verification failed");
 		return -1;
 	case IMAGE_READY:
 		break;
 	}
-	image_fmt(rootfs, PATH_MAX, "%s/cache/%s/rootfs", ld->conf->state_dir,
+	bufprintf(rootfs, PATH_MAX, "%s/cache/%s/rootfs", ld->conf->state_dir,
 	    hex);
 	if (stat(rootfs, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		image_fmt(err, errlen, "image %s: cache %s is gone", ref,
+		bufprintf(err, errlen, "image %s: cache %s is gone", ref,
 		    rootfs);
 		return -1;
 	}
@@ -599,7 +585,7 @@ image_list(struct launchd *ld, Sbx__V1__ImageInfos *out)
 	struct stat	 st;
 
 	sbx__v1__image_infos__init(out);
-	image_fmt(path, sizeof(path), "%s/images", ld->conf->state_dir);
+	bufprintf(path, sizeof(path), "%s/images", ld->conf->state_dir);
 	if ((d = opendir(path)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	while ((de = readdir(d)) != NULL) {
@@ -611,7 +597,7 @@ image_list(struct launchd *ld, Sbx__V1__ImageInfos *out)
 		sbx__v1__image_info__init(ii);
 		xasprintf(&ii->digest, "sha256:%s", de->d_name);
 		ii->verified = image_is_verified(ld, de->d_name);
-		image_fmt(path, sizeof(path), "%s/cache/%s/rootfs",
+		bufprintf(path, sizeof(path), "%s/cache/%s/rootfs",
 		    ld->conf->state_dir, de->d_name);
 		ii->unpacked = stat(path, &st) == 0;
 		out->images = xreallocarray(out->images, out->n_images + 1,

@@ -74,6 +74,14 @@ launchd_dirs(struct launchd *ld)
 	launchd_mkdir(ld->runtime_root);
 }
 
+/* An image was verified and unpacked, or refused (image.c). */
+static void
+launchd_image_ready(struct launchd *ld, const char *hex)
+{
+	run_image_ready(ld, hex);
+	pool_fill(ld);
+}
+
 static void
 launchd_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -148,10 +156,10 @@ main(int argc, char *argv[])
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
 		fatal("PR_SET_CHILD_SUBREAPER");
 
-	run_check_runtimes(&ld);
+	runtime_check(&ld);
 	for (int t = 1; t < LAUNCHD_NTIERS; t++)
 		ntiers += ld.conf->runtimes[t].available;
-	run_reap_leftovers(&ld);
+	runtime_reap_leftovers(&ld);
 	ident_init(&ld);
 
 	xasprintf(&db, "%s/%s", ld.conf->state_dir, LAUNCHD_DB);
@@ -163,7 +171,7 @@ main(int argc, char *argv[])
 	if ((ld.base = event_base_new()) == NULL ||
 	    event_base_priority_init(ld.base, LAUNCHD_NPRIO) == -1)
 		fatalx("cannot create the event loop");
-	if (control_audit_init(&ld) == -1)
+	if (record_init(&ld) == -1)
 		fatalx("cannot create the audit commit event");
 	if ((ld.ctl = control_start(&ld)) == NULL)
 		fatalx("cannot listen on the sockets");
@@ -184,6 +192,7 @@ main(int argc, char *argv[])
 			fatalx("cannot handle signal %d", signos[i]);
 	}
 	/* After daemon(): the children are this process's. */
+	ld.image_ready = launchd_image_ready;
 	image_scan(&ld, 0);
 	pool_start(&ld);
 	log_info("started: %d tier%s available, launch %s, admin %s", ntiers,
@@ -205,7 +214,7 @@ main(int argc, char *argv[])
 		event_base_loopexit(ld.base, &tv);
 		(void)event_base_dispatch(ld.base);
 	}
-	control_audit_free(&ld);
+	record_free(&ld);
 	control_stop(ld.ctl);
 	for (int i = 0; i < LAUNCHD_NSIGS; i++)
 		event_free(sigs[i]);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "frame.h"
 #include "peer.h"
 #include "launchd-sbx/spec.h"
 
@@ -149,6 +150,10 @@ struct launchd {
 	char			*runtime_root;	/* run_dir/runtime */
 	struct pool		*pool;
 	struct image_prep	*images;	/* verified, failed or preparing */
+	/* image.c's "this image is ready (or refused)", set by main() to
+	 * continue the launches waiting for it and refill the pool: the
+	 * store sits below both and calls neither by name. */
+	void			(*image_ready)(struct launchd *, const char *hex);
 	/* The audit group commit: records wait here for one transaction. */
 	struct audit_item	*aq_head;
 	struct audit_item	**aq_tail;
@@ -172,31 +177,34 @@ struct frame_conn;
 
 struct control	*control_start(struct launchd *);
 void		 control_stop(struct control *);
-/* Send an ERROR_LAUNCH refusal and record it in the audit log. */
-void		 control_refuse(struct launchd *, struct frame_conn *,
-		    uint64_t request_id, const char *task_id,
-		    const char *execution_id, const char *rule,
-		    const char *msg);
-/* The same with another error code (ERROR_UNAVAILABLE: a daemon the
- * launch needs is down). */
-void		 control_refuse_code(struct launchd *, struct frame_conn *,
-		    uint64_t request_id, Sbx__V1__ErrorCode code,
-		    const char *task_id, const char *execution_id,
-		    const char *rule, const char *msg);
 char		*control_metrics(const struct launchd *);
+
+/* ---- record.c: the audit group commit and recorded refusals ---- */
+
 /*
  * Queue an audit event for the next group commit and call cb (ok 1 once
  * it is on disk, 0 if the commit failed) after it.  The event's strings
  * are copied; cb may be NULL.
  */
-typedef void	(*control_audit_cb)(struct launchd *, void *arg, int ok);
-void		 control_audit(struct launchd *,
-		    const Sbx__V1__AuditEvent *, control_audit_cb, void *arg);
-int		 control_audit_init(struct launchd *);
+typedef void	(*record_cb)(struct launchd *, void *arg, int ok);
+void		 record_audit(struct launchd *,
+		    const Sbx__V1__AuditEvent *, record_cb, void *arg);
+int		 record_init(struct launchd *);
 /* Commit whatever is queued now (shutdown). */
-void		 control_audit_flush(struct launchd *);
+void		 record_flush(struct launchd *);
 /* Flush, then free the commit event (the end of main). */
-void		 control_audit_free(struct launchd *);
+void		 record_free(struct launchd *);
+/* Send an ERROR_LAUNCH refusal and record it in the audit log. */
+void		 record_refuse(struct launchd *, struct frame_conn *,
+		    uint64_t request_id, const char *task_id,
+		    const char *execution_id, const char *rule,
+		    const char *msg);
+/* The same with another error code (ERROR_UNAVAILABLE: a daemon the
+ * launch needs is down). */
+void		 record_refuse_code(struct launchd *, struct frame_conn *,
+		    uint64_t request_id, Sbx__V1__ErrorCode code,
+		    const char *task_id, const char *execution_id,
+		    const char *rule, const char *msg);
 
 /* ---- image.c ---- */
 
@@ -293,12 +301,6 @@ void		 pool_stop(struct launchd *);
 
 /* ---- run.c ---- */
 
-/* Run a command and wait at most `seconds`; its output goes to /dev/null
- * unless out is given (then its stdout up to outlen-1 bytes).  The exit
- * status as waitpid gives it, or -1 (killed after the timeout, or not
- * started). */
-int		 run_cmd(char *const argv[], int seconds, char *out,
-		    size_t outlen);
 /* Start one execution; the reply goes to conn when it ends (or now,
  * with an error, if it cannot start). */
 void		 run_launch(struct launchd *, struct frame_conn *,
@@ -308,44 +310,115 @@ void		 run_launch(struct launchd *, struct frame_conn *,
 void		 run_reap_children(struct launchd *);
 /* An image finished preparing: continue the launches waiting for it. */
 void		 run_image_ready(struct launchd *, const char *hex);
-/* fork and exec argv with stdin /dev/null, stdout fd1 and stderr fd2
- * (-1: /dev/null).  The pid or -1. */
-pid_t		 run_spawn(char *const argv[], int fd1, int fd2);
-/* The same at LAUNCHD_BG_NICE: work no launch is waiting for. */
-pid_t		 run_spawn_bg(char *const argv[], int fd1, int fd2);
-/* argv: runtime [global args] --root ROOT then the given words. */
-#define RUN_ARGV_MAX	32
-void		 run_rtargv(const struct launchd_runtime *, const char *root,
-		    char *av[RUN_ARGV_MAX], const char *const words[]);
-void		 run_rtroot(const struct launchd *, int tier,
-		    char out[PATH_MAX]);
-/* Write a new file, mode 0444.  0 or -1 with errno. */
-int		 run_write_file(const char *path, const uint8_t *, size_t);
-/* Let egressd read who is in one container's cgroups (0755). */
-void		 run_cg_share(const char *parent, const char *id);
-/* Remove what the runtime left of one container's cgroups. */
-void		 run_cg_remove(const char *parent, const char *id);
-/* Start-up: remove every container, staging directory and cgroup a
- * previous instance left. */
-void		 run_reap_leftovers(struct launchd *);
 /* Shutdown: kill and clean up every live execution. */
 void		 run_stop_all(struct launchd *);
-/* Self-check each configured runtime; marks it available or not. */
-void		 run_check_runtimes(struct launchd *);
 /* Executions running now (answered ones being cleaned up excluded). */
 size_t		 run_count(const struct launchd *);
 /* Executions whose runtime delete and host cleanup are still under way
  * (after their result was sent, or about to be). */
 size_t		 run_cleaning(const struct launchd *);
+
+/* ---- runtime.c: the runtime driver (what root does to the host) ---- */
+
+/* Run a command and wait at most `seconds`; its output goes to /dev/null
+ * unless out is given (then its stdout up to outlen-1 bytes).  The exit
+ * status as waitpid gives it, or -1 (killed after the timeout, or not
+ * started). */
+int		 runtime_cmd(char *const argv[], int seconds, char *out,
+		    size_t outlen);
+/* fork and exec argv with stdin /dev/null, stdout fd1 and stderr fd2
+ * (-1: /dev/null).  The pid or -1. */
+pid_t		 runtime_spawn(char *const argv[], int fd1, int fd2);
+/* The same at LAUNCHD_BG_NICE: work no launch is waiting for. */
+pid_t		 runtime_spawn_bg(char *const argv[], int fd1, int fd2);
+/* argv: runtime [global args] --root ROOT then the given words. */
+#define RUNTIME_ARGV_MAX	32
+void		 runtime_argv(const struct launchd_runtime *, const char *root,
+		    char *av[RUNTIME_ARGV_MAX], const char *const words[]);
+/* The runtime's own state directory for a tier (its --root). */
+void		 runtime_state_dir(const struct launchd *, int tier,
+		    char out[PATH_MAX]);
+/* Write a new file, mode 0444.  0 or -1 with errno. */
+int		 runtime_write_file(const char *path, const uint8_t *, size_t);
+/* One value of a container's cgroup file (ctrl/parent/id/file): the
+ * first number, or the one after `key ` when key is given; 0 if none. */
+uint64_t	 runtime_cg_read(const char *parent, const char *id,
+		    const char *ctrl, const char *file, const char *key);
+/* Let egressd read who is in one container's cgroups (0755). */
+void		 runtime_cg_share(const char *parent, const char *id);
+/* Remove what the runtime left of one container's cgroups. */
+void		 runtime_cg_remove(const char *parent, const char *id);
+/* Start-up: remove every container, staging directory and cgroup a
+ * previous instance left. */
+void		 runtime_reap_leftovers(struct launchd *);
+/* Self-check each configured runtime; marks it available or not. */
+void		 runtime_check(struct launchd *);
 /* rm -rf without following symlinks; 0 or -1. */
-int		 run_rmtree(const char *path);
+int		 runtime_rmtree(const char *path);
 /* Mount the host tmpfs an execution's /scratch binds (dir/scratch, size
- * mb, owned by the sandbox user and its group gid, nosuid,nodev,noexec).  0 or -1 with
- * errno. */
-int		 run_scratch_mount(const char *dir, uint32_t mb, gid_t gid);
+ * mb, owned by the sandbox user and its group gid, nosuid,nodev,noexec).
+ * 0 or -1 with errno. */
+int		 runtime_scratch_mount(const char *dir, uint32_t mb, gid_t gid);
 /* Unmount (detached) and remove dir/scratch when it is there; then rm -rf
  * dir.  0 or -1. */
-int		 run_unstage(const char *dir);
+int		 runtime_unstage(const char *dir);
+
+/* ---- client.c: one request to a peer daemon ---- */
+
+struct frame_client;
+/* Connect to the peer at path (which must run as uid), send env (with fd
+ * unless -1) and have cb(arg) called with its reply or why not, within
+ * LAUNCHD_PEER_SECONDS; the connection goes to *slot.  0, or -1 with err
+ * (*slot NULL). */
+int		 client_call(struct launchd *, struct frame_client **slot,
+		    const char *path, uid_t uid, frame_reply_handler cb,
+		    void *arg, const Sbx__V1__Envelope *env, int fd, char *err,
+		    size_t errlen);
+/* An error reply's words, or why there was none. */
+const char	*client_why(const Sbx__V1__Envelope *rep, const char *why);
+
+/* ---- egress_client.c: egressd ---- */
+
+/* Bind and listen on an execution's egress channel socket at path, root's
+ * and group gid's, mode 0660.  The descriptor, or -1 with err. */
+int		 egress_client_listen(const char *path, gid_t gid, char *err,
+		    size_t errlen);
+/* Ask egressd to serve the channel fd under the signed policy, for the
+ * sandbox's group and cgroup; cb gets the reply (egress_client_opened). */
+int		 egress_client_open(struct launchd *, struct frame_client **slot,
+		    int fd, const Sbx__V1__SignedPolicy *, gid_t gid,
+		    const char *cgroup, frame_reply_handler cb, void *arg,
+		    char *err, size_t errlen);
+/* The EgressOpened in a reply, or NULL with err saying why not. */
+const Sbx__V1__EgressOpened *egress_client_opened(const Sbx__V1__Envelope *,
+		    const char *why, char *err, size_t errlen);
+/* Close an execution's channel; cb gets the reply (egress_client_usage). */
+int		 egress_client_close(struct launchd *, struct frame_client **slot,
+		    const char *execution_id, frame_reply_handler cb, void *arg,
+		    char *err, size_t errlen);
+/* The EgressUsage in a reply, or NULL with err saying why not. */
+const Sbx__V1__EgressUsage *egress_client_usage(const Sbx__V1__Envelope *,
+		    const char *why, char *err, size_t errlen);
+/* Shutdown: the same without the loop, two seconds at most; the reply to
+ * free, or NULL. */
+Sbx__V1__Envelope *egress_client_close_sync(struct launchd *,
+		    const char *execution_id);
+
+/* ---- gate_client.c: gated ---- */
+
+/* Hand the scratch directory (opened here, by descriptor) to gated with
+ * the declared outputs and the raw stdout and stderr; cb gets the reply
+ * (gate_client_result).  0, or -1 with err. */
+int		 gate_client_release(struct launchd *,
+		    struct frame_client **slot, const char *scratch,
+		    const Sbx__V1__SignedPolicy *, char *const *outputs,
+		    size_t noutputs, const uint8_t *out, size_t outlen,
+		    const uint8_t *errb, size_t errlen_b,
+		    frame_reply_handler cb, void *arg, char *err,
+		    size_t errlen);
+/* A copy of the ReleaseResult in a reply (free it), or NULL with err. */
+Sbx__V1__ReleaseResult *gate_client_result(const Sbx__V1__Envelope *,
+		    const char *why, char *err, size_t errlen);
 
 /* handover.c */
 /* Give each declared output (the file, the directories on its way and

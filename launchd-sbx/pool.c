@@ -43,7 +43,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,18 +95,6 @@ struct pool {
 	uint64_t		 seq;
 	size_t			 nlearned;
 };
-
-static int __attribute__((format(printf, 3, 4)))
-pool_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return n;
-}
 
 int
 pool_key(const struct spec_params *in, char key[65])
@@ -217,20 +204,20 @@ pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
 	    &ld->conf->runtimes[ld->pool->keys[e->k].conf->tier];
 	const char			*w[] = { "delete", "--force", e->id,
 					    NULL };
-	char				*av[RUN_ARGV_MAX], root[PATH_MAX];
+	char				*av[RUNTIME_ARGV_MAX], root[PATH_MAX];
 
 	if (e->cmd_pid > 0) {
 		kill(e->cmd_pid, SIGKILL);
 		(void)waitpid(e->cmd_pid, NULL, 0);
 	}
 	/* Rare (a failed create, shutdown): done synchronously. */
-	run_rtroot(ld, ld->pool->keys[e->k].conf->tier, root);
-	run_rtargv(rt, root, av, w);
-	(void)run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0);
+	runtime_state_dir(ld, ld->pool->keys[e->k].conf->tier, root);
+	runtime_argv(rt, root, av, w);
+	(void)runtime_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0);
 	if (e->init_pid > 0)
 		(void)waitpid(e->init_pid, NULL, WNOHANG);
-	run_cg_remove(ld->conf->cgroup_parent, e->id);
-	if (run_unstage(e->dir) == -1)
+	runtime_cg_remove(ld->conf->cgroup_parent, e->id);
+	if (runtime_unstage(e->dir) == -1)
 		log_warn("pool entry %s: cannot remove %s", e->id, e->dir);
 	for (int i = 0; i < 2; i++)
 		if (e->fd[i] != -1)
@@ -270,7 +257,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	char				 run[PATH_MAX], cg[PATH_MAX];
 	char				 pidf[PATH_MAX], root[PATH_MAX];
 	char				 scratch[PATH_MAX], fifo[PATH_MAX];
-	char				 err[1024], *av[RUN_ARGV_MAX];
+	char				 err[1024], *av[RUNTIME_ARGV_MAX];
 	int				 egress = ld->conf->egress_socket != NULL;
 	char				*argv[] = { (char *)"pool", NULL };
 	json_t				*spec;
@@ -279,16 +266,16 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	e = xcalloc(1, sizeof(*e));
 	e->k = k;
 	e->fd[0] = e->fd[1] = -1;
-	pool_fmt(e->id, sizeof(e->id), "pool-%ld-%llu", (long)getpid(),
+	bufprintf(e->id, sizeof(e->id), "pool-%ld-%llu", (long)getpid(),
 	    (unsigned long long)++p->seq);
-	pool_fmt(e->dir, sizeof(e->dir), "%s/x-%s", ld->conf->run_dir, e->id);
-	pool_fmt(in, sizeof(in), "%s/in", e->dir);
-	pool_fmt(code, sizeof(code), "%s/code", e->dir);
-	pool_fmt(run, sizeof(run), "%s/run", e->dir);
-	pool_fmt(scratch, sizeof(scratch), "%s/%s", e->dir, LAUNCHD_SCRATCH);
-	pool_fmt(cg, sizeof(cg), "/%s/%s", ld->conf->cgroup_parent, e->id);
-	pool_fmt(pidf, sizeof(pidf), "%s/pid", e->dir);
-	pool_fmt(fifo, sizeof(fifo), "%s/%s", run, POOL_ARGV);
+	bufprintf(e->dir, sizeof(e->dir), "%s/x-%s", ld->conf->run_dir, e->id);
+	bufprintf(in, sizeof(in), "%s/in", e->dir);
+	bufprintf(code, sizeof(code), "%s/code", e->dir);
+	bufprintf(run, sizeof(run), "%s/run", e->dir);
+	bufprintf(scratch, sizeof(scratch), "%s/%s", e->dir, LAUNCHD_SCRATCH);
+	bufprintf(cg, sizeof(cg), "/%s/%s", ld->conf->cgroup_parent, e->id);
+	bufprintf(pidf, sizeof(pidf), "%s/pid", e->dir);
+	bufprintf(fifo, sizeof(fifo), "%s/%s", run, POOL_ARGV);
 	e->next = p->entries;
 	p->entries = e;
 	if (ident_take(ld, &e->gid) == -1) {
@@ -306,7 +293,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		goto bad;
 	}
 	/* The entry's /scratch: a host tmpfs, as for a cold launch. */
-	if (run_scratch_mount(e->dir, kc->scratch_mb, e->gid) == -1) {
+	if (runtime_scratch_mount(e->dir, kc->scratch_mb, e->gid) == -1) {
 		log_warn("pool entry %s: mounting %s", e->id, scratch);
 		goto bad;
 	}
@@ -386,10 +373,10 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		const char *w[] = { "create", "--bundle", e->dir,
 		    "--pid-file", pidf, e->id, NULL };
 
-		run_rtroot(ld, kc->tier, root);
-		run_rtargv(rt, root, av, w);
+		runtime_state_dir(ld, kc->tier, root);
+		runtime_argv(rt, root, av, w);
 	}
-	e->cmd_pid = run_spawn_bg(av, p1[1], p2[1]);
+	e->cmd_pid = runtime_spawn_bg(av, p1[1], p2[1]);
 	close(p1[1]);
 	close(p2[1]);
 	if (e->cmd_pid == -1) {
@@ -655,7 +642,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	struct pool_entry		*e;
 	const struct launchd_runtime	*rt;
 	char				 path[PATH_MAX], root[PATH_MAX], *s;
-	char				*av[RUN_ARGV_MAX];
+	char				*av[RUNTIME_ARGV_MAX];
 	long				 v = -1;
 
 	if (p == NULL)
@@ -696,7 +683,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 		    p->keys[e->k].key, (long)e->init_pid);
 		return 1;
 	}
-	pool_fmt(path, sizeof(path), "%s/pid", e->dir);
+	bufprintf(path, sizeof(path), "%s/pid", e->dir);
 	if (status == 0 && (s = read_file(path, 64, NULL)) != NULL) {
 		v = strtol(s, NULL, 10);
 		free(s);
@@ -712,10 +699,10 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	{
 		const char	*w[] = { "start", e->id, NULL };
 
-		run_rtroot(ld, p->keys[e->k].conf->tier, root);
-		run_rtargv(rt, root, av, w);
+		runtime_state_dir(ld, p->keys[e->k].conf->tier, root);
+		runtime_argv(rt, root, av, w);
 	}
-	if ((e->cmd_pid = run_spawn_bg(av, -1, -1)) == -1) {
+	if ((e->cmd_pid = runtime_spawn_bg(av, -1, -1)) == -1) {
 		e->cmd_pid = 0;
 		pool_entry_failed(ld, e, "start", -1);
 		return 1;

@@ -31,6 +31,15 @@
  * (sbx_launchd_cleanups_pending); under runsc, and for a failed execution,
  * the delete comes first and the rest follows in order.  Every failure
  * path runs the same teardown.
+ *
+ * It sits in the middle of launchd-sbx's layers (tests/layers.py): called
+ * by control.c, it calls down into the pool (pool.c), the image store
+ * (image.c), the runtime driver that does what root does to the host
+ * (runtime.c), the egressd and gated clients (egress_client.c,
+ * gate_client.c), the spec (spec.c) and the audit group commit
+ * (record.c), and none of them calls it back by name: an image ready
+ * reaches it through the hook main() sets, a peer's reply through the
+ * handler it gives the client.
  */
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -66,21 +75,6 @@
 #include "util.h"
 #include "launchd-sbx/launchd.h"
 
-/* snprintf for paths and messages: a truncated result is still
- * NUL-terminated, and a path that does not fit fails its open later. */
-static int __attribute__((format(printf, 3, 4)))
-run_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list	 ap;
-	int	 n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, len, fmt, ap);
-	va_end(ap);
-	return n;
-}
-
-#define RUN_CGROUP_ROOT		"/sys/fs/cgroup"
 #define RUN_GRACE_MS		1000	/* output after the init exited */
 #define RUN_ARGV_FILE		"argv"	/* in a pool entry's run/ */
 
@@ -188,14 +182,6 @@ struct run {
 	uint64_t			 wall_ms;
 };
 
-/* Every hierarchy the runtime may create a cgroup in, the cgroup v2
- * "unified" mount of a hybrid layout included (runc creates one there). */
-static const char *const run_controllers[] = {
-	"memory", "pids", "cpu", "cpuacct", "cpuset", "devices", "freezer",
-	"blkio", "systemd", "net_cls", "net_prio", "perf_event", "hugetlb",
-	"rdma", "misc", "unified", NULL
-};
-
 static void	run_finish(struct run *);
 static void	run_fail(struct run *, const char *rule, const char *fmt, ...)
 		    __attribute__((format(printf, 3, 4)));
@@ -229,352 +215,6 @@ static void	run_denial(struct run *, const char *rule,
 		    __attribute__((format(printf, 4, 5)));
 
 /* ---- helpers ---- */
-
-int
-run_rmtree(const char *path)
-{
-	struct stat	 st;
-	DIR		*d;
-	struct dirent	*de;
-	char		 sub[PATH_MAX];
-	int		 rc = 0;
-
-	if (lstat(path, &st) == -1)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path);
-	/* Read-only staging dirs (0555): root may still write them. */
-	if ((d = opendir(path)) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		if (run_fmt(sub, sizeof(sub), "%s/%s", path, de->d_name) >=
-		    (int)sizeof(sub)) {
-			rc = -1;
-			continue;
-		}
-		if (run_rmtree(sub) == -1)
-			rc = -1;
-	}
-	closedir(d);
-	if (rmdir(path) == -1)
-		rc = -1;
-	return rc;
-}
-
-int
-run_scratch_mount(const char *dir, uint32_t mb, gid_t gid)
-{
-	char	 path[PATH_MAX], opts[128];
-
-	if (run_fmt(path, sizeof(path), "%s/%s", dir, LAUNCHD_SCRATCH) >=
-	    (int)sizeof(path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	if (mkdir(path, 0700) == -1)
-		return -1;
-	/*
-	 * Mode 0755 as the sandbox's own tmpfs had: the staging dir above is
-	 * root's (0700), and gated, another user, must walk this one.
-	 */
-	run_fmt(opts, sizeof(opts), "size=%um,nr_inodes=%llu,mode=0755,uid=%d,"
-	    "gid=%lu", mb, SPEC_SCRATCH_INODES(mb), SPEC_UID,
-	    (unsigned long)gid);
-	if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-	    opts) == -1) {
-		int	 e = errno;
-
-		(void)rmdir(path);
-		errno = e;
-		return -1;
-	}
-	return 0;
-}
-
-int
-run_unstage(const char *dir)
-{
-	char	 path[PATH_MAX];
-
-	run_fmt(path, sizeof(path), "%s/%s", dir, LAUNCHD_SCRATCH);
-	/* Detached: whoever still holds a descriptor keeps it alive, and
-	 * nothing is left in the mount table.  Stacked mounts: all. */
-	for (int i = 0; i < 8; i++)
-		if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) == -1) {
-			if (errno != EINVAL && errno != ENOENT)
-				log_warn("umount %s", path);
-			break;
-		}
-	return run_rmtree(dir);
-}
-
-/* Start-up: every mount a dead instance left under run_dir/x-*. */
-static void
-run_reap_mounts(const char *run_dir)
-{
-	char	 line[4096], pre[PATH_MAX], mp[PATH_MAX];
-	FILE	*f;
-	size_t	 plen;
-	int	 again = 1;
-
-	plen = (size_t)run_fmt(pre, sizeof(pre), "%s/x-", run_dir);
-	/* Detaching one may reveal another below it: rescan until clean. */
-	for (int pass = 0; again && pass < 8; pass++) {
-		again = 0;
-		if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
-			return;
-		while (fgets(line, sizeof(line), f) != NULL) {
-			/* id parent major:minor root mountpoint ... */
-			if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
-				continue;
-			if (strncmp(mp, pre, plen) != 0 || strchr(mp, '\\'))
-				continue;
-			if (umount2(mp, MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
-				log_info("unmounted leftover %s", mp);
-				again = 1;
-			} else
-				log_warn("leftover mount %s", mp);
-		}
-		fclose(f);
-	}
-}
-
-static pid_t
-run_spawn_prio(char *const argv[], int fd1, int fd2, int nice)
-{
-	sigset_t	 all;
-	pid_t		 pid;
-	int		 null;
-
-	if ((pid = fork()) == -1)
-		return -1;
-	if (pid != 0)
-		return pid;
-	if (nice != 0)
-		(void)setpriority(PRIO_PROCESS, 0, nice);
-	/* The child: plain signal state, no inherited ignores. */
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	if ((null = open("/dev/null", O_RDWR)) == -1)
-		_exit(127);
-	if (dup2(null, 0) == -1 ||
-	    dup2(fd1 != -1 ? fd1 : null, 1) == -1 ||
-	    dup2(fd2 != -1 ? fd2 : null, 2) == -1)
-		_exit(127);
-	if (null > 2)
-		close(null);
-	execv(argv[0], argv);
-	_exit(127);
-}
-
-pid_t
-run_spawn(char *const argv[], int fd1, int fd2)
-{
-	return run_spawn_prio(argv, fd1, fd2, 0);
-}
-
-/*
- * Work no launch waits for -- a pool entry's create and start, the delete
- * after a result was sent -- runs at a lower priority, so that on a busy
- * machine the CPUs go to the programs being run first.  A pool entry's
- * init inherits it; pool.c gives it the normal priority back once the
- * entry is ready, before any program can be started in it.
- */
-pid_t
-run_spawn_bg(char *const argv[], int fd1, int fd2)
-{
-	return run_spawn_prio(argv, fd1, fd2, LAUNCHD_BG_NICE);
-}
-
-/* Wait for pid at most `seconds`; kill it after.  Status or -1. */
-static int
-run_wait(pid_t pid, int seconds)
-{
-	struct timespec	 ts;
-	uint64_t	 until = mono_ns() + (uint64_t)seconds * 1000000000ULL;
-	long		 nap = 100000;	/* 0.1 ms, doubling to 10 ms */
-	pid_t		 r;
-	int		 st;
-
-	for (;;) {
-		if ((r = waitpid(pid, &st, WNOHANG)) == pid)
-			return st;
-		if (r == -1 && errno != EINTR)
-			return -1;
-		if (mono_ns() >= until) {
-			kill(pid, SIGKILL);
-			(void)waitpid(pid, &st, 0);
-			return -1;
-		}
-		ts.tv_sec = 0;
-		ts.tv_nsec = nap;
-		nanosleep(&ts, NULL);
-		if (nap < 10000000)
-			nap *= 2;
-	}
-}
-
-int
-run_cmd(char *const argv[], int seconds, char *out, size_t outlen)
-{
-	int	 p[2] = { -1, -1 }, st;
-	size_t	 len = 0;
-	ssize_t	 r;
-	pid_t	 pid;
-	char	*path = NULL;
-	char	*av[RUN_ARGV_MAX];
-
-	/* A bare name is looked up in the usual system directories. */
-	if (strchr(argv[0], '/') == NULL) {
-		static const char *const dirs[] = { "/usr/sbin", "/usr/bin",
-		    "/sbin", "/bin", "/usr/local/bin", NULL };
-		for (size_t i = 0; dirs[i] != NULL; i++) {
-			xasprintf(&path, "%s/%s", dirs[i], argv[0]);
-			if (access(path, X_OK) == 0)
-				break;
-			free(path);
-			path = NULL;
-		}
-		if (path == NULL)
-			return -1;
-	}
-	for (len = 0; argv[len] != NULL && len < RUN_ARGV_MAX - 1; len++)
-		av[len] = argv[len];
-	av[len] = NULL;
-	if (path != NULL)
-		av[0] = path;
-	len = 0;
-	if (out != NULL && pipe2(p, O_CLOEXEC) == -1) {
-		free(path);
-		return -1;
-	}
-	pid = run_spawn(av, p[1], -1);
-	free(path);
-	if (p[1] != -1)
-		close(p[1]);
-	if (pid == -1) {
-		if (p[0] != -1)
-			close(p[0]);
-		return -1;
-	}
-	if (out != NULL) {
-		struct pollfd pfd = { p[0], POLLIN, 0 };
-
-		while (poll(&pfd, 1, seconds * 1000) > 0) {
-			char	 junk[4096];
-
-			if (len + 1 < outlen)
-				r = read(p[0], out + len, outlen - 1 - len);
-			else
-				r = read(p[0], junk, sizeof(junk));
-			if (r <= 0)
-				break;
-			if (len + 1 < outlen)
-				len += (size_t)r;
-		}
-		out[len] = '\0';
-		close(p[0]);
-	}
-	st = run_wait(pid, seconds);
-	return st;
-}
-
-void
-run_rtargv(const struct launchd_runtime *rt, const char *root,
-    char *av[RUN_ARGV_MAX], const char *const words[])
-{
-	size_t	 n = 0;
-
-	av[n++] = rt->path;
-	for (size_t i = 0; i < rt->nargs && n < RUN_ARGV_MAX - 12; i++)
-		av[n++] = rt->args[i];
-	av[n++] = (char *)"--root";
-	av[n++] = (char *)root;
-	for (size_t i = 0; words[i] != NULL && n < RUN_ARGV_MAX - 1; i++)
-		av[n++] = (char *)words[i];
-	av[n] = NULL;
-}
-
-void
-run_rtroot(const struct launchd *ld, int tier, char out[PATH_MAX])
-{
-	run_fmt(out, PATH_MAX, "%s/%s", ld->runtime_root,
-	    parse_tier_name(tier));
-}
-
-static uint64_t
-run_cg_read(const char *parent, const char *id, const char *ctrl,
-    const char *file, const char *key)
-{
-	char		 path[PATH_MAX], line[256];
-	FILE		*f;
-	uint64_t	 v = 0;
-	size_t		 klen = key != NULL ? strlen(key) : 0;
-
-	run_fmt(path, sizeof(path), "%s/%s/%s/%s/%s", RUN_CGROUP_ROOT, ctrl,
-	    parent, id, file);
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		if (key == NULL) {
-			v = strtoull(line, NULL, 10);
-			break;
-		}
-		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
-			v = strtoull(line + klen + 1, NULL, 10);
-			break;
-		}
-	}
-	fclose(f);
-	return v;
-}
-
-/*
- * egressd, another user, reads the cgroup.procs of a sandbox's cgroup to
- * tell its processes (proxy_peer.c): the runtime made the directories
- * under our umask (077), so open them to reading, in the hierarchies
- * egressd may read (v1 pids, the hybrid unified mount, or v2 alone).
- * What they show -- random container names, host pids -- every user
- * sees in /proc anyway.
- */
-void
-run_cg_share(const char *parent, const char *id)
-{
-	static const char *const h[] = { "pids", "unified", "", NULL };
-	char	 path[PATH_MAX];
-
-	for (size_t i = 0; h[i] != NULL; i++) {
-		if (*h[i] == '\0' && access(RUN_CGROUP_ROOT "/cgroup.controllers",
-		    F_OK) == -1)
-			continue;
-		run_fmt(path, sizeof(path), "%s%s%s/%s", RUN_CGROUP_ROOT,
-		    *h[i] ? "/" : "", h[i], parent);
-		if (chmod(path, 0755) == -1 && errno != ENOENT)
-			log_warn("chmod %s", path);
-		run_fmt(path, sizeof(path), "%s%s%s/%s/%s", RUN_CGROUP_ROOT,
-		    *h[i] ? "/" : "", h[i], parent, id);
-		if (chmod(path, 0755) == -1 && errno != ENOENT)
-			log_warn("chmod %s", path);
-	}
-}
-
-void
-run_cg_remove(const char *parent, const char *id)
-{
-	char	 path[PATH_MAX];
-
-	for (size_t i = 0; run_controllers[i] != NULL; i++) {
-		run_fmt(path, sizeof(path), "%s/%s/%s/%s", RUN_CGROUP_ROOT,
-		    run_controllers[i], parent, id);
-		if (rmdir(path) == -1 && errno != ENOENT)
-			log_warn("cgroup %s", path);
-	}
-}
 
 /*
  * A container's name: random, never the execution id.  It is what the
@@ -675,7 +315,7 @@ run_abort(struct run *r, const char *rule, const char *msg)
 	/* A pool entry it took is gone: its replacement, as after a result. */
 	if (r->pool_key[0] != '\0' && !r->ld->stopping)
 		pool_fill_soon(r->ld);
-	control_refuse_code(r->ld, r->conn, r->request_id, r->fail_code != 0 ?
+	record_refuse_code(r->ld, r->conn, r->request_id, r->fail_code != 0 ?
 	    r->fail_code : SBX__V1__ERROR_CODE__ERROR_LAUNCH, g->task_id,
 	    g->execution_id, rule, msg);
 	run_unlink(r);
@@ -684,7 +324,7 @@ run_abort(struct run *r, const char *rule, const char *msg)
 
 static void
 run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
-    const char *action, const char *detail, control_audit_cb cb, void *arg)
+    const char *action, const char *detail, record_cb cb, void *arg)
 {
 	Sbx__V1__AuditEvent	 ev;
 
@@ -696,37 +336,10 @@ run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
 	ev.rule = (char *)"";
 	ev.detail = (char *)detail;
 	ev.actor = (char *)"";
-	control_audit(ld, &ev, cb, arg);
+	record_audit(ld, &ev, cb, arg);
 }
 
 /* ---- staging ---- */
-
-int
-run_write_file(const char *path, const uint8_t *p, size_t len)
-{
-	ssize_t	 w;
-	int	 fd;
-
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0444)) == -1)
-		return -1;
-	while (len > 0) {
-		if ((w = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			close(fd);
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	/* The umask is 077; the sandbox user reads the code. */
-	if (fchmod(fd, 0444) == -1) {
-		close(fd);
-		return -1;
-	}
-	return close(fd);
-}
 
 /* Fill dir/{in,code}; make them when fresh (a pool entry has them). */
 static int
@@ -737,11 +350,11 @@ run_stage(struct run *r, int fresh, const char **rule, char *err,
 	char			 in[PATH_MAX], code[PATH_MAX], f[PATH_MAX];
 
 	*rule = RULE_RUNTIME;
-	run_fmt(in, sizeof(in), "%s/in", r->dir);
-	run_fmt(code, sizeof(code), "%s/code", r->dir);
+	bufprintf(in, sizeof(in), "%s/in", r->dir);
+	bufprintf(code, sizeof(code), "%s/code", r->dir);
 	if (fresh && (mkdir(r->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
 	    mkdir(code, 0700) == -1)) {
-		run_fmt(err, errlen, "staging %s: %s", r->dir,
+		bufprintf(err, errlen, "staging %s: %s", r->dir,
 		    strerror(errno));
 		return -1;
 	}
@@ -753,13 +366,13 @@ run_stage(struct run *r, int fresh, const char **rule, char *err,
 			return -1;
 		}
 	}
-	run_fmt(f, sizeof(f), "%s/%s", code, r->code_name);
-	if (run_write_file(f, r->code, r->code_len) == -1) {
-		run_fmt(err, errlen, "staging %s: %s", f, strerror(errno));
+	bufprintf(f, sizeof(f), "%s/%s", code, r->code_name);
+	if (runtime_write_file(f, r->code, r->code_len) == -1) {
+		bufprintf(err, errlen, "staging %s: %s", f, strerror(errno));
 		return -1;
 	}
 	if (chmod(in, 0555) == -1 || chmod(code, 0555) == -1) {
-		run_fmt(err, errlen, "staging %s: %s", r->dir,
+		bufprintf(err, errlen, "staging %s: %s", r->dir,
 		    strerror(errno));
 		return -1;
 	}
@@ -781,7 +394,7 @@ run_write_argv(struct run *r)
 	int				 n, fd;
 	ssize_t				 w;
 
-	run_fmt(path, sizeof(path), "%s/run/%s", r->dir, POOL_ARGV);
+	bufprintf(path, sizeof(path), "%s/run/%s", r->dir, POOL_ARGV);
 	n = asprintf(&buf, "SBX_TASK_ID=%s%cSBX_EXECUTION_ID=%s%c"
 	    "SBX_POLICY_HASH=%s%c%c%s%c/code/%s%c", g->task_id, 0,
 	    g->execution_id, 0, g->policy_hash, 0, 0, r->interp, 0,
@@ -869,11 +482,11 @@ static void
 run_kill(struct run *r)
 {
 	const char	*w[] = { "kill", "--all", r->id, "KILL", NULL };
-	char		*av[RUN_ARGV_MAX];
+	char		*av[RUNTIME_ARGV_MAX];
 
-	run_rtargv(r->rt, r->rtroot, av, w);
+	runtime_argv(r->rt, r->rtroot, av, w);
 	/* Delete waits for it: both take the runtime's state lock. */
-	if (r->kill_pid <= 0 && (r->kill_pid = run_spawn(av, -1, -1)) == -1)
+	if (r->kill_pid <= 0 && (r->kill_pid = runtime_spawn(av, -1, -1)) == -1)
 		r->kill_pid = 0;
 	if (!r->exited && r->pid > 0)
 		kill(r->pid, SIGKILL);
@@ -932,11 +545,11 @@ run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
 static int
 run_cmd_spawn(struct run *r, const char *const words[], int fd1, int fd2)
 {
-	char		*av[RUN_ARGV_MAX];
+	char		*av[RUNTIME_ARGV_MAX];
 	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
 
-	run_rtargv(r->rt, r->rtroot, av, words);
-	if ((r->cmd_pid = run_spawn(av, fd1, fd2)) == -1) {
+	runtime_argv(r->rt, r->rtroot, av, words);
+	if ((r->cmd_pid = runtime_spawn(av, fd1, fd2)) == -1) {
 		r->cmd_pid = 0;
 		return -1;
 	}
@@ -950,7 +563,7 @@ run_read_pid(const char *dir)
 	char	 path[PATH_MAX], *s;
 	long	 v;
 
-	run_fmt(path, sizeof(path), "%s/pid", dir);
+	bufprintf(path, sizeof(path), "%s/pid", dir);
 	if ((s = read_file(path, 64, NULL)) == NULL)
 		return -1;
 	v = strtol(s, NULL, 10);
@@ -1022,7 +635,7 @@ run_do_start(struct run *r)
 	const char	*w[] = { "start", r->id, NULL };
 
 	/* Before any process of the sandbox can connect to its channel. */
-	run_cg_share(r->ld->conf->cgroup_parent, r->id);
+	runtime_cg_share(r->ld->conf->cgroup_parent, r->id);
 	r->state = RUN_START;
 	r->start_ns = mono_ns();
 	if (r->pool_key[0] != '\0') {
@@ -1042,7 +655,7 @@ run_do_create(struct run *r)
 			    pidf, r->id, NULL };
 	int		 p1[2], p2[2];
 
-	run_fmt(pidf, sizeof(pidf), "%s/pid", r->dir);
+	bufprintf(pidf, sizeof(pidf), "%s/pid", r->dir);
 	r->state = RUN_CREATE;
 	r->created = 1;
 	if (pipe2(p1, O_CLOEXEC) == -1) {
@@ -1142,17 +755,17 @@ run_collect(struct run *r)
 		r->sig = WTERMSIG(r->status);
 		r->code_exit = 128 + r->sig;
 	}
-	r->cpu_ms = run_cg_read(parent, r->id, "cpuacct", "cpuacct.usage",
+	r->cpu_ms = runtime_cg_read(parent, r->id, "cpuacct", "cpuacct.usage",
 	    NULL) / 1000000;
-	r->peak_kb = run_cg_read(parent, r->id, "memory",
+	r->peak_kb = runtime_cg_read(parent, r->id, "memory",
 	    "memory.max_usage_in_bytes", NULL) / 1024;
 	r->wall_ms = r->end_ns > r->start_ns ?
 	    (r->end_ns - r->start_ns) / 1000000 : 0;
-	oom = run_cg_read(parent, r->id, "memory", "memory.oom_control",
+	oom = runtime_cg_read(parent, r->id, "memory", "memory.oom_control",
 	    "oom_kill");
-	failcnt = run_cg_read(parent, r->id, "memory", "memory.failcnt",
+	failcnt = runtime_cg_read(parent, r->id, "memory", "memory.failcnt",
 	    NULL);
-	pidsmax = run_cg_read(parent, r->id, "pids", "pids.events", "max");
+	pidsmax = runtime_cg_read(parent, r->id, "pids", "pids.events", "max");
 	if (r->wall_hit)
 		r->limits[r->nlim++] = (char *)"wall";
 	if (oom > 0 || (failcnt > 0 && r->sig == SIGKILL && !r->wall_hit)) {
@@ -1178,7 +791,7 @@ static void
 run_bg_delete(struct run *r)
 {
 	const char	*w[] = { "delete", "--force", r->id, NULL };
-	char		*av[RUN_ARGV_MAX];
+	char		*av[RUNTIME_ARGV_MAX];
 	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
 
 	if (r->kill_pid > 0) {
@@ -1187,8 +800,8 @@ run_bg_delete(struct run *r)
 		return;
 	}
 	r->del_wait = 0;
-	run_rtargv(r->rt, r->rtroot, av, w);
-	if ((r->del_pid = run_spawn_bg(av, -1, -1)) == -1) {
+	runtime_argv(r->rt, r->rtroot, av, w);
+	if ((r->del_pid = runtime_spawn_bg(av, -1, -1)) == -1) {
 		log_warn("execution %s: cannot run %s delete", r->id,
 		    r->rt->path);
 		r->del_pid = 0;
@@ -1380,8 +993,8 @@ run_cleanup_host(struct run *r)
 		r->host_pending = 1;	/* run_bg_deleted does it */
 		return;
 	}
-	run_cg_remove(r->ld->conf->cgroup_parent, r->id);
-	if (run_unstage(r->dir) == -1)
+	runtime_cg_remove(r->ld->conf->cgroup_parent, r->id);
+	if (runtime_unstage(r->dir) == -1)
 		log_warn("execution %s: cannot remove %s", r->id, r->dir);
 }
 
@@ -1554,10 +1167,10 @@ run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
 	const Sbx__V1__PolicyGrant	*g = r->grant;
 	struct launchd			*ld = r->ld;
 
-	run_fmt(in, PATH_MAX, "%s/in", r->dir);
-	run_fmt(code, PATH_MAX, "%s/code", r->dir);
-	run_fmt(cgpath, PATH_MAX, "/%s/%s", ld->conf->cgroup_parent, r->id);
-	run_fmt(prog, PATH_MAX, "/code/%s", r->code_name);
+	bufprintf(in, PATH_MAX, "%s/in", r->dir);
+	bufprintf(code, PATH_MAX, "%s/code", r->dir);
+	bufprintf(cgpath, PATH_MAX, "/%s/%s", ld->conf->cgroup_parent, r->id);
+	bufprintf(prog, PATH_MAX, "/code/%s", r->code_name);
 	argv[0] = (char *)r->interp;
 	argv[1] = prog;
 	argv[2] = NULL;
@@ -1607,8 +1220,8 @@ run_from_pool(struct run *r)
 		return 0;
 	}
 	memcpy(r->pool_key, key, sizeof(r->pool_key));
-	run_fmt(r->id, sizeof(r->id), "%s", pool_entry_id(pe));
-	run_fmt(r->dir, sizeof(r->dir), "%s", pool_entry_dir(pe));
+	bufprintf(r->id, sizeof(r->id), "%s", pool_entry_id(pe));
+	bufprintf(r->dir, sizeof(r->dir), "%s", pool_entry_dir(pe));
 	r->pid = pool_entry_pid(pe);
 	/* The entry's group, held since its create, is the run's now. */
 	r->gid = pool_entry_take_gid(pe);
@@ -1690,42 +1303,6 @@ run_denial(struct run *r, const char *rule, const char *boundary,
 	r->denials[r->ndenials++] = d;
 }
 
-/* Connect to a peer daemon and queue one request (with fd, unless -1);
- * the connection goes to *slot (r->peer for egressd, r->gpeer for
- * gated: the two are asked at once at the end of an execution). */
-static int
-run_peer_call(struct run *r, struct frame_client **slot, const char *path,
-    uid_t uid, frame_reply_handler cb, const Sbx__V1__Envelope *env, int fd,
-    char *err, size_t errlen)
-{
-	*slot = frame_connect(r->ld->base, path, uid,
-	    (size_t)r->ld->conf->max_frame_kb * 1024, cb, r, err, errlen);
-	if (*slot == NULL)
-		return -1;
-	if ((fd == -1 ? frame_client_send(*slot, env) :
-	    frame_client_send_fd(*slot, env, fd)) == -1) {
-		run_fmt(err, errlen, "cannot send to %s: %s", path,
-		    strerror(errno));
-		frame_client_free(*slot);
-		*slot = NULL;
-		return -1;
-	}
-	frame_client_timeout(*slot, LAUNCHD_PEER_SECONDS);
-	return 0;
-}
-
-/* An error reply's words, or why. */
-static const char *
-run_peer_why(const Sbx__V1__Envelope *rep, const char *why)
-{
-	if (rep != NULL && rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR &&
-	    rep->error->message != NULL)
-		return rep->error->message;
-	if (rep != NULL)
-		return "an unexpected reply";
-	return why != NULL ? why : "no reply";
-}
-
 static void
 run_egress_fail(struct run *r, const char *what)
 {
@@ -1746,26 +1323,22 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	frame_client_free(r->peer);
 	r->peer = NULL;
 	r->need &= ~NEED_EGRESS;
-	if (rep == NULL ||
-	    rep->body_case != SBX__V1__ENVELOPE__BODY_EGRESS_OPENED) {
-		run_fmt(what, sizeof(what), "egress_open: %s",
-		    run_peer_why(rep, why));
+	if ((o = egress_client_opened(rep, why, what, sizeof(what))) == NULL) {
 		run_egress_fail(r, what);
 		return;
 	}
 	/* From here on the channel is closed whatever happens. */
 	r->egress_open = 1;
-	o = rep->egress_opened;
 	if (o->ca_cert_pem.len > 0) {
 		/* A pool entry's mounts were fixed at its create: its CA
 		 * goes into run/, which its sandbox sees. */
 		if (r->pool_key[0] != '\0')
-			run_fmt(r->ca, sizeof(r->ca), "%s/run/%s", r->dir,
+			bufprintf(r->ca, sizeof(r->ca), "%s/run/%s", r->dir,
 			    POOL_CA);
 		else
-			run_fmt(r->ca, sizeof(r->ca), "%s/%s", r->dir,
+			bufprintf(r->ca, sizeof(r->ca), "%s/%s", r->dir,
 			    LAUNCHD_CA);
-		if (run_write_file(r->ca, o->ca_cert_pem.data,
+		if (runtime_write_file(r->ca, o->ca_cert_pem.data,
 		    o->ca_cert_pem.len) == -1) {
 			run_fail(r, RULE_RUNTIME, "staging %s: %s", r->ca,
 			    strerror(errno));
@@ -1775,88 +1348,31 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	run_need_done(r, 0);
 }
 
-/*
- * The channel's socket: bound by us, in the execution's staging (a cold
- * launch's dir, which only root may enter, bound into the sandbox at
- * /run/sbx/egress.sock; or a pool entry's run/, which its sandbox sees at
- * /run/sbx/pool), root's and the sandbox's group's, mode 0660, so that the
- * sandbox is the only one besides root that may connect, whatever path
- * leads to it (/proc/PID/root included: that needs the sandbox's uid and
- * group).  The umask keeps the socket at mode 0 from bind to chmod.
- * Returns the listening descriptor for egressd, or -1 with err.
- */
-static int
-run_egress_listen(const char *path, gid_t gid, char *err, size_t errlen)
-{
-	struct sockaddr_un	 sun;
-	mode_t			 old;
-	int			 fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		run_fmt(err, errlen, "the egress socket path %s is too long "
-		    "(%zu bytes at most: shorten run_dir)", path,
-		    sizeof(sun.sun_path) - 1);
-		return -1;
-	}
-	memcpy(sun.sun_path, path, strlen(path) + 1);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		run_fmt(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	old = umask(0777);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
-		umask(old);
-		run_fmt(err, errlen, "bind %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	if (fchownat(AT_FDCWD, path, 0, gid, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    fchmodat(AT_FDCWD, path, 0660, 0) == -1 ||
-	    listen(fd, 128) == -1) {
-		run_fmt(err, errlen, "%s: %s", path, strerror(errno));
-		close(fd);
-		(void)unlink(path);
-		return -1;
-	}
-	return fd;
-}
-
 static void
 run_egress_open(struct run *r)
 {
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__EgressOpen	 op = SBX__V1__EGRESS_OPEN__INIT;
-	char			 err[512], path[PATH_MAX], cg[PATH_MAX];
-	int			 fd, rc;
+	char	 err[512], path[PATH_MAX], cg[PATH_MAX];
+	int	 fd, rc;
 
 	r->state = RUN_EGRESS_OPEN;
 	r->eg_tried = 1;
 	if (r->pool_key[0] != '\0')
-		run_fmt(path, sizeof(path), "%s/run/%s", r->dir,
+		bufprintf(path, sizeof(path), "%s/run/%s", r->dir,
 		    POOL_EGRESS_SOCK);
 	else
-		run_fmt(path, sizeof(path), "%s/%s", r->dir,
+		bufprintf(path, sizeof(path), "%s/%s", r->dir,
 		    LAUNCHD_EGRESS_SOCK);
-	if ((fd = run_egress_listen(path, r->gid, err, sizeof(err))) == -1) {
+	if ((fd = egress_client_listen(path, r->gid, err, sizeof(err))) ==
+	    -1) {
 		r->need &= ~NEED_EGRESS;
 		run_fail(r, RULE_RUNTIME, "the egress channel: %s", err);
 		return;
 	}
 	free(r->egress_sock);
 	r->egress_sock = xstrdup(path);
-	run_fmt(cg, sizeof(cg), "/%s/%s", r->ld->conf->cgroup_parent, r->id);
-	op.signed_ = r->signed_;
-	op.sandbox_gid = (uint32_t)r->gid;
-	op.cgroup = cg;
-	frame_env_init(&env, 1);
-	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
-	env.egress_open = &op;
-	rc = run_peer_call(r, &r->peer, r->ld->conf->egress_socket,
-	    r->ld->conf->egress_uid, run_egress_opened, &env, fd, err,
-	    sizeof(err));
+	bufprintf(cg, sizeof(cg), "/%s/%s", r->ld->conf->cgroup_parent, r->id);
+	rc = egress_client_open(r->ld, &r->peer, fd, r->signed_, r->gid, cg,
+	    run_egress_opened, r, err, sizeof(err));
 	/* egressd holds its own copy now (or never will). */
 	close(fd);
 	if (rc == -1) {
@@ -1883,36 +1399,30 @@ static void
 run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
 {
-	struct run	*r = arg;
+	struct run			*r = arg;
+	const Sbx__V1__EgressUsage	*u;
+	char				 err[512];
 
 	(void)fc;
 	frame_client_free(r->peer);
 	r->peer = NULL;
-	if (rep != NULL &&
-	    rep->body_case == SBX__V1__ENVELOPE__BODY_EGRESS_USAGE)
-		run_egress_usage(r, rep->egress_usage);
+	if ((u = egress_client_usage(rep, why, err, sizeof(err))) != NULL)
+		run_egress_usage(r, u);
 	else
-		log_warnx("execution %s: egress_close: %s; its egress usage "
-		    "is unknown", r->id, run_peer_why(rep, why));
+		log_warnx("execution %s: %s; its egress usage is unknown",
+		    r->id, err);
 	run_after_egress(r);
 }
 
 static void
 run_egress_close(struct run *r)
 {
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__EgressClose	 cl = SBX__V1__EGRESS_CLOSE__INIT;
-	char			 err[512];
+	char	 err[512];
 
 	r->egress_open = 0;
 	r->state = RUN_EGRESS_CLOSE;
-	cl.execution_id = r->grant->execution_id;
-	frame_env_init(&env, 2);
-	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE;
-	env.egress_close = &cl;
-	if (run_peer_call(r, &r->peer, r->ld->conf->egress_socket,
-	    r->ld->conf->egress_uid, run_egress_closed, &env, -1, err,
-	    sizeof(err)) == -1) {
+	if (egress_client_close(r->ld, &r->peer, r->grant->execution_id,
+	    run_egress_closed, r, err, sizeof(err)) == -1) {
 		log_warnx("execution %s: egress_close: %s", r->id, err);
 		run_after_egress(r);
 	}
@@ -1922,33 +1432,17 @@ run_egress_close(struct run *r)
 static void
 run_egress_close_sync(struct run *r)
 {
-	Sbx__V1__Envelope	 env, *rep = NULL;
-	Sbx__V1__EgressClose	 cl = SBX__V1__EGRESS_CLOSE__INIT;
-	struct ucred		 cr;
-	socklen_t		 crlen = sizeof(cr);
-	struct timeval		 tv = { 2, 0 };
-	int			 fd;
+	Sbx__V1__Envelope		*rep;
+	const Sbx__V1__EgressUsage	*u;
+	char				 err[512];
 
 	r->egress_open = 0;
-	if ((fd = frame_client_connect(r->ld->conf->egress_socket)) == -1)
+	if ((rep = egress_client_close_sync(r->ld, r->grant->execution_id)) ==
+	    NULL)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crlen) == -1 ||
-	    cr.uid != r->ld->conf->egress_uid) {
-		close(fd);
-		return;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	cl.execution_id = r->grant->execution_id;
-	frame_env_init(&env, 2);
-	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE;
-	env.egress_close = &cl;
-	if (frame_client_call(fd, &env, &rep, 0) == 0 && rep != NULL &&
-	    rep->body_case == SBX__V1__ENVELOPE__BODY_EGRESS_USAGE)
-		run_egress_usage(r, rep->egress_usage);
-	if (rep != NULL)
-		sbx__v1__envelope__free_unpacked(rep, NULL);
-	close(fd);
+	if ((u = egress_client_usage(rep, NULL, err, sizeof(err))) != NULL)
+		run_egress_usage(r, u);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
 }
 
 /* ---- gated: the release ---- */
@@ -1992,21 +1486,12 @@ run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
 {
 	struct run	*r = arg;
-	uint8_t		*buf;
-	size_t		 len;
+	char		 err[512];
 
 	(void)fc;
-	if (rep != NULL && rep->body_case == SBX__V1__ENVELOPE__BODY_RELEASED) {
-		/* The reply is freed when this returns: keep a copy. */
-		len = sbx__v1__release_result__get_packed_size(rep->released);
-		buf = xmalloc(len > 0 ? len : 1);
-		sbx__v1__release_result__pack(rep->released, buf);
-		r->released = sbx__v1__release_result__unpack(NULL, len, buf);
-		free(buf);
-		if (r->released == NULL)
-			run_no_release(r, "its result does not decode");
-	} else
-		run_no_release(r, run_peer_why(rep, why));
+	if ((r->released = gate_client_result(rep, why, err, sizeof(err))) ==
+	    NULL)
+		run_no_release(r, err);
 	frame_client_free(r->gpeer);
 	r->gpeer = NULL;
 	run_gate_done(r);
@@ -2017,10 +1502,7 @@ run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
 static void
 run_release(struct run *r)
 {
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__ReleaseRequest	 rq = SBX__V1__RELEASE_REQUEST__INIT;
-	char			 err[512];
-	int			 fd;
+	char	 err[512];
 
 	if (r->ld->conf->gate_socket == NULL) {
 		run_no_release(r, "no gate");
@@ -2028,38 +1510,13 @@ run_release(struct run *r)
 		return;
 	}
 	r->state = RUN_RELEASE;
-	if ((fd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
-		run_fmt(err, sizeof(err), "cannot open %s: %s", r->scratch,
-		    strerror(errno));
+	if (gate_client_release(r->ld, &r->gpeer, r->scratch, r->signed_,
+	    r->outputs, r->noutputs, r->out[0].buf, r->out[0].len,
+	    r->out[1].buf, r->out[1].len, run_released, r, err,
+	    sizeof(err)) == -1) {
 		run_no_release(r, err);
 		run_gate_done(r);
-		return;
 	}
-	/* Outputs written 0600 (umask 077) are gated's to read: the
-	 * declared names only, and only now that nothing runs inside. */
-	handover_outputs(fd, r->outputs, r->noutputs, r->ld->conf->gate_uid);
-	rq.signed_ = r->signed_;
-	rq.outputs = r->outputs;
-	rq.n_outputs = r->noutputs;
-	rq.stdout.data = r->out[0].buf;
-	rq.stdout.len = r->out[0].len;
-	rq.stderr.data = r->out[1].buf;
-	rq.stderr.len = r->out[1].len;
-	frame_env_init(&env, 3);
-	env.body_case = SBX__V1__ENVELOPE__BODY_RELEASE;
-	env.release = &rq;
-	/* The descriptor travels with the frame's first bytes: ours to
-	 * close as soon as it is sent. */
-	if (run_peer_call(r, &r->gpeer, r->ld->conf->gate_socket,
-	    r->ld->conf->gate_uid,
-	    run_released, &env, fd, err, sizeof(err)) == -1) {
-		close(fd);
-		run_no_release(r, err);
-		run_gate_done(r);
-		return;
-	}
-	close(fd);
 }
 
 static void
@@ -2099,10 +1556,10 @@ run_prepare(struct run *r)
 	const char			*rule;
 	char				 err[1024];
 
-	run_fmt(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
+	bufprintf(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
 	    LAUNCHD_SCRATCH);
 	if (run_from_pool(r)) {
-		run_fmt(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
+		bufprintf(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
 		    LAUNCHD_SCRATCH);
 		if (run_stage(r, 0, &rule, err, sizeof(err)) == -1) {
 			run_fail(r, rule, "%s", err);
@@ -2117,21 +1574,21 @@ run_prepare(struct run *r)
 		return;
 	}
 	if (ident_take(r->ld, &r->gid) == -1) {
-		run_fmt(err, sizeof(err), "all %u sandbox groups are in use "
+		bufprintf(err, sizeof(err), "all %u sandbox groups are in use "
 		    "(sandbox_groups.count)", r->ld->conf->sandbox_gid_count);
 		r->gid = 0;
 		run_abort(r, RULE_RUNTIME, err);
 		return;
 	}
 	if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
-		(void)run_unstage(r->dir);
+		(void)runtime_unstage(r->dir);
 		run_abort(r, rule, err);
 		return;
 	}
-	if (run_scratch_mount(r->dir, pol->limits->scratch_mb, r->gid) == -1) {
-		run_fmt(err, sizeof(err), "mounting %s: %s", r->scratch,
+	if (runtime_scratch_mount(r->dir, pol->limits->scratch_mb, r->gid) == -1) {
+		bufprintf(err, sizeof(err), "mounting %s: %s", r->scratch,
 		    strerror(errno));
-		(void)run_unstage(r->dir);
+		(void)runtime_unstage(r->dir);
 		run_abort(r, RULE_RUNTIME, err);
 		return;
 	}
@@ -2178,14 +1635,14 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	int				 tier, rc;
 
 	if (l == NULL || l->signed_ == NULL) {
-		control_refuse(ld, c, req->request_id, "", "",
+		record_refuse(ld, c, req->request_id, "", "",
 		    RULE_BAD_REQUEST, "launch request carries no signed "
 		    "policy");
 		return;
 	}
 	if ((g = sign_verify(ld->pk, l->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
-		control_refuse(ld, c, req->request_id, "", "",
+		record_refuse(ld, c, req->request_id, "", "",
 		    strncmp(err, "policy expired", 14) == 0 ? RULE_EXPIRED :
 		    RULE_SIGNATURE, err);
 		return;
@@ -2218,7 +1675,7 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	if (tier <= 0 || tier >= LAUNCHD_NTIERS ||
 	    ld->conf->runtimes[tier].path == NULL ||
 	    !ld->conf->runtimes[tier].available) {
-		run_fmt(err, sizeof(err), "isolation %s: %s",
+		bufprintf(err, sizeof(err), "isolation %s: %s",
 		    policy_isolation_name(pol->isolation),
 		    tier > 0 && tier < LAUNCHD_NTIERS &&
 		    ld->conf->runtimes[tier].path != NULL ?
@@ -2258,12 +1715,12 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	r->code_len = l->code.len;
 	r->cap = (size_t)(pol->outputs != NULL && pol->outputs->max_text_kb ?
 	    pol->outputs->max_text_kb : LAUNCHD_TEXT_KB_DEFAULT) * 1024;
-	run_rtroot(ld, tier, r->rtroot);
+	runtime_state_dir(ld, tier, r->rtroot);
 	if (run_container_id(r->id, sizeof(r->id)) == -1) {
 		run_abort(r, RULE_RUNTIME, "no random bytes for a container id");
 		return;
 	}
-	run_fmt(r->dir, sizeof(r->dir), "%s/x-%s", ld->conf->run_dir, r->id);
+	bufprintf(r->dir, sizeof(r->dir), "%s/x-%s", ld->conf->run_dir, r->id);
 	for (o = ld->runs; o != NULL; o = o->next)
 		if (o != r && strcmp(o->grant->execution_id,
 		    g->execution_id) == 0)
@@ -2302,148 +1759,6 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 
 /* ---- start-up and shutdown ---- */
 
-void
-run_check_runtimes(struct launchd *ld)
-{
-	for (int t = 1; t < LAUNCHD_NTIERS; t++) {
-		struct launchd_runtime	*rt = &ld->conf->runtimes[t];
-		char			*av[RUN_ARGV_MAX];
-		size_t			 n = 0;
-		int			 st;
-
-		if (rt->path == NULL)
-			continue;
-		rt->available = 0;
-		if (access(rt->path, X_OK) == -1) {
-			log_warn("tier %s unavailable: runtime %s",
-			    parse_tier_name(t), rt->path);
-			continue;
-		}
-		/* Without it runsc ignores the spec's seccomp profile
-		 * without a word: the tier would not enforce the policy. */
-		if (rt->flavor == SPEC_RUNSC) {
-			size_t	 i;
-
-			for (i = 0; i < rt->nargs; i++)
-				if (strcmp(rt->args[i], "--oci-seccomp") == 0 ||
-				    strcmp(rt->args[i],
-				    "--oci-seccomp=true") == 0)
-					break;
-			if (i == rt->nargs) {
-				log_warnx("tier %s unavailable: %s runs without "
-				    "--oci-seccomp, which would ignore the "
-				    "seccomp profile", parse_tier_name(t),
-				    rt->path);
-				continue;
-			}
-		}
-		av[n++] = rt->path;
-		/* runsc checks its flags too: pass them. */
-		if (rt->flavor == SPEC_RUNSC)
-			for (size_t i = 0; i < rt->nargs &&
-			    n < RUN_ARGV_MAX - 2; i++)
-				av[n++] = rt->args[i];
-		av[n++] = (char *)"--version";
-		av[n] = NULL;
-		if ((st = run_cmd(av, LAUNCHD_CHECK_SECONDS, NULL, 0)) != 0) {
-			log_warnx("tier %s unavailable: %s --version failed "
-			    "(status %d)", parse_tier_name(t), rt->path, st);
-			continue;
-		}
-		rt->available = 1;
-		log_info("tier %s: %s", parse_tier_name(t), rt->path);
-	}
-}
-
-static void
-run_reap_cgroups(const char *parent)
-{
-	char		 dir[PATH_MAX], sub[PATH_MAX];
-	DIR		*d;
-	struct dirent	*de;
-
-	for (size_t i = 0; run_controllers[i] != NULL; i++) {
-		run_fmt(dir, sizeof(dir), "%s/%s/%s", RUN_CGROUP_ROOT,
-		    run_controllers[i], parent);
-		if ((d = opendir(dir)) == NULL)
-			continue;
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_type != DT_DIR || de->d_name[0] == '.')
-				continue;
-			run_fmt(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-			/* Busy (a live process) is left, and logged. */
-			if (rmdir(sub) == -1)
-				log_warn("leftover cgroup %s", sub);
-			else
-				log_info("removed leftover cgroup %s", sub);
-		}
-		closedir(d);
-	}
-}
-
-void
-run_reap_leftovers(struct launchd *ld)
-{
-	char		 root[PATH_MAX], list[65536], path[PATH_MAX];
-	char		*av[RUN_ARGV_MAX], *line, *save;
-	DIR		*d;
-	struct dirent	*de;
-
-	for (int t = 1; t < LAUNCHD_NTIERS; t++) {
-		const struct launchd_runtime	*rt = &ld->conf->runtimes[t];
-		const char			*w[] = { "list", "--quiet", NULL };
-
-		if (rt->path == NULL || access(rt->path, X_OK) == -1)
-			continue;
-		run_rtroot(ld, t, root);
-		run_rtargv(rt, root, av, w);
-		if (run_cmd(av, LAUNCHD_CMD_SECONDS, list, sizeof(list)) != 0)
-			continue;
-		for (line = strtok_r(list, "\n", &save); line != NULL;
-		    line = strtok_r(NULL, "\n", &save)) {
-			const char *wd[] = { "delete", "--force", line, NULL };
-
-			if (!name_ok(line))
-				continue;
-			run_rtargv(rt, root, av, wd);
-			if (run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0) == 0)
-				log_info("removed leftover container %s", line);
-			else
-				log_warnx("cannot remove leftover container "
-				    "%s", line);
-		}
-	}
-	run_reap_mounts(ld->conf->run_dir);
-	if ((d = opendir(ld->conf->run_dir)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			if (strncmp(de->d_name, "x-", 2) != 0)
-				continue;
-			run_fmt(path, sizeof(path), "%s/%s",
-			    ld->conf->run_dir, de->d_name);
-			if (run_unstage(path) == -1)
-				log_warn("cannot remove leftover %s", path);
-			else
-				log_info("removed leftover staging %s", path);
-		}
-		closedir(d);
-	}
-	run_reap_cgroups(ld->conf->cgroup_parent);
-	/* Whatever the dead instance left of an unpack. */
-	run_fmt(path, sizeof(path), "%s/cache", ld->conf->state_dir);
-	if ((d = opendir(path)) != NULL) {
-		while ((de = readdir(d)) != NULL) {
-			size_t n = strlen(de->d_name);
-
-			if (n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0) {
-				run_fmt(root, sizeof(root), "%s/%s", path,
-				    de->d_name);
-				(void)run_rmtree(root);
-			}
-		}
-		closedir(d);
-	}
-}
-
 size_t
 run_count(const struct launchd *ld)
 {
@@ -2470,11 +1785,11 @@ static void
 run_cleanup_sync(struct run *r)
 {
 	const char	*w[] = { "delete", "--force", r->id, NULL };
-	char		*av[RUN_ARGV_MAX];
+	char		*av[RUNTIME_ARGV_MAX];
 
 	if (r->created) {
-		run_rtargv(r->rt, r->rtroot, av, w);
-		if (run_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0) != 0)
+		runtime_argv(r->rt, r->rtroot, av, w);
+		if (runtime_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0) != 0)
 			log_debug("execution %s: %s delete did not succeed",
 			    r->id, r->rt->path);
 	}
@@ -2490,7 +1805,7 @@ run_stop_all(struct launchd *ld)
 
 	/* Records queued now commit first, while their runs are alive:
 	 * their callbacks see ld->stopping. */
-	control_audit_flush(ld);
+	record_flush(ld);
 	for (r = ld->runs; r != NULL; r = next) {
 		next = r->next;
 		/* A delete after the init was reaped: let it finish. */
@@ -2623,5 +1938,5 @@ run_stop_all(struct launchd *ld)
 		    RULE_RUNTIME, r->fail_msg);
 	}
 	/* The records, then the replies. */
-	control_audit_flush(ld);
+	record_flush(ld);
 }
