@@ -78,6 +78,7 @@ SBXCTL_SRCS += sbxctl/secret.c
 SBXCTL_SRCS += sbxctl/request.c
 SBXCTL_SRCS += sbxctl/canary.c
 SBXCTL_SRCS += sbxctl/canary_channel.c
+SBXCTL_SRCS += sbxctl/canary_probe.c
 
 LAUNCHD_SRCS  = launchd-sbx/launchd.c
 LAUNCHD_SRCS += launchd-sbx/parse.c

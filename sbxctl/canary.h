@@ -1,6 +1,7 @@
 /*
  * canary.h: what canary.c (the probes) and canary_channel.c (the check
- * that no one else rides a live task's channel) share.
+ * that no one else rides a live task's channel) share, in canary_probe.c
+ * below them both.
  */
 #ifndef SBXCTL_CANARY_H
 #define SBXCTL_CANARY_H

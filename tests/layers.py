@@ -18,10 +18,10 @@ import subprocess
 import sys
 
 # The daemons held to it.  Not yet: egressd (proxy.c and proxy_tls.c call
-# each other: the TLS layer hands a finished or refused connection back)
-# and sbxctl (canary.c and canary_channel.c); -a shows them too.
-DAEMONS = ["launchd-sbx", "gated", "brokerd", "approvald"]
-LATER = ["policyd", "egressd", "sbxctl"]
+# each other: the TLS layer hands a finished or refused connection back);
+# -a shows it too.
+DAEMONS = ["launchd-sbx", "gated", "brokerd", "approvald", "sbxctl"]
+LATER = ["policyd", "egressd"]
 
 
 def symbols(obj):
