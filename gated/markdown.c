@@ -279,6 +279,52 @@ markdown_tag(struct md_next *nx, const uint8_t *s, size_t len, size_t i)
 	return gt < len ? gt + 1 : q;
 }
 
+/*
+ * A replacement takes a '<' out, and that '<' may be what kept an earlier
+ * one from being read: in "<ftp://evil.example/p<x:y>>" the autolink
+ * "<x:y>" goes, and "<ftp://evil.example/p (sbx: remote link removed)>"
+ * is left, which Python-Markdown links (it takes spaces inside).  So what
+ * the first pass left is read once more, and every '<' that now starts
+ * an autolink or a tag to remove gets a space after it -- "< ftp:" is
+ * text to every renderer, and to the first pass -- which takes no '<',
+ * '>', '[' or ']' out and so uncovers nothing further: the result reads
+ * the same however often it is neutralised.  One more linear scan, and a
+ * copy only when something is found.
+ */
+static uint8_t *
+markdown_uncovered(uint8_t *p, size_t len, size_t *outlen, uint32_t *n)
+{
+	struct md_buf	 b = { NULL, 0, 0 };
+	struct md_next	 nx;
+	size_t		 i, from = 0;
+	uint32_t	 found = 0;
+
+	memset(&nx, 0xff, sizeof(nx));
+	for (i = 0; i < len; i++) {
+		if (p[i] != '<')
+			continue;
+		if (markdown_autolink(p, len, i) == 0 &&
+		    !(i + 1 < len && isalpha(p[i + 1]) &&
+		    markdown_tag(&nx, p, len, i) != 0))
+			continue;
+		if (found++ == 0)
+			md_put(&b, "", 0);
+		md_put(&b, p + from, i + 1 - from);
+		md_put(&b, " ", 1);
+		from = i + 1;
+	}
+	if (found == 0) {
+		*outlen = len;
+		return p;
+	}
+	md_put(&b, p + from, len - from);
+	b.p[b.len] = '\0';
+	free(p);
+	*n += found;
+	*outlen = b.len;
+	return b.p;
+}
+
 uint8_t *
 markdown_neutralise(const uint8_t *in, size_t len, size_t *outlen,
     uint32_t *count)
@@ -358,6 +404,8 @@ markdown_neutralise(const uint8_t *in, size_t len, size_t *outlen,
 		i++;
 	}
 	b.p[b.len] = '\0';
+	if (n > 0)
+		b.p = markdown_uncovered(b.p, b.len, &b.len, &n);
 	*outlen = b.len;
 	if (count != NULL)
 		*count += n;

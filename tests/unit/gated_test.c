@@ -499,6 +499,38 @@ Test(markdown, every_way_to_name_another_host)
 	    "![a] (sbx: remote image removed)", 1);
 }
 
+/* What a replacement uncovers: the inner link's '<' kept the outer "<ftp:"
+ * from being read; with the inner gone the outer gets a space after its
+ * '<', and a second pass changes nothing (release_fuzz's check_neutral). */
+Test(markdown, a_replacement_uncovers_nothing)
+{
+	static const char *const cases[] = {
+		"<ftp://e.example/n/D<x:y>>",
+		"<https://e.example/s/D<script>>",
+		"<a:<b:<c:<d:x>>>>",
+		"<c:\x03\x01bi..?<c:\x03\x01\x04bi;*lkn/ii>n>",
+		NULL
+	};
+	size_t		 n, n2;
+	uint32_t	 count, count2;
+	uint8_t		*o, *o2;
+
+	expect_md("<ftp://e.example/n/D<x:y>>",
+	    "< ftp://e.example/n/D (sbx: remote link removed)>", 2);
+	for (size_t i = 0; cases[i] != NULL; i++) {
+		count = count2 = 0;
+		o = markdown_neutralise((const uint8_t *)cases[i],
+		    strlen(cases[i]), &n, &count);
+		cr_assert_gt(count, 0, "%zu: nothing neutralised", i);
+		o2 = markdown_neutralise(o, n, &n2, &count2);
+		cr_assert(count2 == 0 && n2 == n && memcmp(o, o2, n) == 0,
+		    "case %zu: a second pass changed \"%s\" to \"%s\"", i,
+		    (char *)o, (char *)o2);
+		free(o2);
+		free(o);
+	}
+}
+
 Test(markdown, references_autolinks_and_html)
 {
 	expect_md("![r][1]\n\n[1]: https://e.example/r.png?q=D \"t\"\n",
