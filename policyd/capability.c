@@ -18,8 +18,12 @@
  * requests live in policyd.db, so they survive a restart.
  *
  * Everything here writes on the store's write handle after draining the
- * group-commit batches (control_flush), as entitlement changes do: these
+ * group-commit batches (commit_flush), as entitlement changes do: these
  * requests are rare next to compiles.
+ *
+ * Below this file are the group commit (commit.c) and the compiler
+ * (compile.c), which reads a task's grants through pd->grants, set here
+ * to capability_grants(): compile.c calls nothing above it.
  */
 #include <sys/queue.h>
 
@@ -272,8 +276,8 @@ cap_count(struct policyd *pd, const char *template, int status)
 static void
 cap_quiesce(struct policyd *pd)
 {
-	if (pd->ctl != NULL)
-		control_flush(pd->ctl);
+	if (pd->commit != NULL)
+		commit_flush(pd->commit);
 	else if (store_busy(pd->store) || store_in_batch(pd->store))
 		(void)store_commit(pd->store);
 }
@@ -412,6 +416,7 @@ capability_open(struct policyd *pd, char *err, size_t errlen)
 	}
 	sqlite3_finalize(st);
 	pd->cap = cap;
+	pd->grants = capability_grants;
 	for (size_t k = 0; k < norphans; k++) {
 		Sbx__V1__CapabilityDecision	 d;
 
@@ -454,30 +459,14 @@ capability_close(struct capability *cap)
 	for (size_t k = 0; k < cap->nstats; k++)
 		free(cap->stats[k].template);
 	free(cap->stats);
-	if (cap->pd != NULL && cap->pd->cap == cap)
+	if (cap->pd != NULL && cap->pd->cap == cap) {
 		cap->pd->cap = NULL;
+		cap->pd->grants = NULL;
+	}
 	free(cap);
 }
 
 /* ---- grants ---- */
-
-void
-capability_strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-void
-capability_grants_clear(struct cap_grants *g)
-{
-	capability_strv_free(g->datasets, g->ndatasets);
-	for (size_t i = 0; i < g->nrules; i++)
-		sbx__v1__allow_rule__free_unpacked(g->rules[i], NULL);
-	free(g->rules);
-	memset(g, 0, sizeof(*g));
-}
 
 static int
 cap_strcmp(const void *a, const void *b)
@@ -563,7 +552,7 @@ capability_grants(struct capability *cap, const char *task_id,
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	if (ret == -1)
-		capability_grants_clear(g);
+		compile_grants_clear(g);
 	return ret;
 }
 
@@ -638,8 +627,8 @@ cap_recompile(struct policyd *pd, const char *task_id,
 		rc = 0;
 	policy_free(pol);
 done:
-	capability_grants_clear(&g);
-	capability_strv_free(ds, nds);
+	compile_grants_clear(&g);
+	compile_strv_free(ds, nds);
 	return rc;
 }
 

@@ -17,7 +17,10 @@
  * the user's entitlements covered or an approver approved, recorded for
  * one task id.  compile_policy_grants() lets a granted dataset be read and
  * adds a granted host's rule, for that task only; with no grants it is
- * exactly compile_policy().
+ * exactly compile_policy().  The grant list (struct cap_grants) is this
+ * file's, as compile_policy_grants() reads it; capability.c, above, fills
+ * it, and compile_task() gets a task's through pd->grants, so this file
+ * calls nothing above it (only store.c, entitle.c, template.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -250,6 +253,24 @@ compile_has_rule(const Sbx__V1__Network *net, const char *host)
 	return 0;
 }
 
+void
+compile_strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+compile_grants_clear(struct cap_grants *g)
+{
+	compile_strv_free(g->datasets, g->ndatasets);
+	for (size_t i = 0; i < g->nrules; i++)
+		sbx__v1__allow_rule__free_unpacked(g->rules[i], NULL);
+	free(g->rules);
+	memset(g, 0, sizeof(*g));
+}
+
 static int
 compile_granted(const struct cap_grants *g, const char *dataset)
 {
@@ -462,11 +483,11 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		return compile_internal(t, err,
 		    "cannot read the entitlements");
 	/* Only a bound task can have grants. */
-	if (known && pd->cap != NULL &&
-	    capability_grants(pd->cap, t->id, &grants) == -1)
+	if (known && pd->cap != NULL && pd->grants != NULL &&
+	    pd->grants(pd->cap, t->id, &grants) == -1)
 		return compile_internal(t, err, "cannot read the grants");
 	out->policy = compile_policy_grants(tm, t, eff, &grants, err);
-	capability_grants_clear(&grants);
+	compile_grants_clear(&grants);
 	if (out->policy == NULL) {
 		if (err->code == SBX__V1__ERROR_CODE__ERROR_INTERNAL)
 			return -1;

@@ -1,106 +1,32 @@
 /*
- * control.c: policyd's two sockets.  The orchestrator socket compiles
- * (and, in a later issue, runs) tasks and answers audit questions; the
- * admin socket also manages entitlements, lists templates and reports
- * metrics.  Framing, peer checks, frame caps and version checks are
- * common/frame.c's; this file dispatches.
+ * control.c: policyd's sockets and what comes in on them.  The
+ * orchestrator socket compiles and runs tasks and answers audit
+ * questions; the admin socket also manages entitlements, lists templates
+ * and reports metrics; approvald's decisions on capability requests come
+ * on the optional approvals socket, which takes nothing else.  Framing,
+ * peer checks, frame caps and version checks are common/frame.c's; this
+ * file checks each request and hands it down: a compile to compile.c, a
+ * run's launch to launch.c, a capability request or decision to
+ * capability.c.
  *
  * The invariant it upholds: nothing is acknowledged before it is on disk.
- * A compile adds its records to the store's open batch, and its reply is
- * packed at once but held.  When the store's writer thread is idle it
- * takes the open batch at once and commits it (one fsync) while the loop
- * goes on compiling into the next batch, so batches grow with the load.
- * When the writer is done, the held replies of that batch go out -- or,
- * if the commit failed, every one of those clients gets ERROR_INTERNAL
- * instead and nothing is acknowledged.  Every other request first drains
- * both batches (waits for the one in flight, commits the open one), so
- * each connection still gets its replies in order and reads see every
- * acknowledged record; an entitlement change is then its own
- * transaction.
- *
- * A run is a compile whose held reply is a launch: only once the batch
- * holding its execution record has committed does policyd connect to
- * launchd-sbx (checking that uid launchd.user, root by default, is the
- * one listening), send the LaunchRequest, and relay the ExecutionResult.
- * Every way a launch can fail -- launchd-sbx not configured, unreachable,
- * refusing, silent, dying mid-run -- ends in an Error to the orchestrator
- * and a "run-failed" audit event with the rule, committed before the
- * error is sent: never a silent success.  A run's result comes when the
- * program ends, so it may overtake later replies on the same connection;
- * request ids tell them apart.  What the run sent upstream (the result's
- * usage) is recorded against its task's egress budget and the result is
- * held until that record commits, so the orchestrator's next run of the
- * task is compiled with it; a run that ended without a result keeps its
- * whole allowance counted (store.c), except where nothing ran.
- *
- * Capability requests (capability.c) come in on the orchestrator and admin
- * sockets; approvald's decisions on the optional approvals socket, which
- * takes nothing else.
+ * A compile's reply is held by the group commit (commit.c) until the
+ * batch with its records has committed; every other request first drains
+ * both batches (commit_flush()), so each connection still gets its
+ * replies in order and reads see every acknowledged record, and an
+ * entitlement change is then its own transaction.  A run is refused
+ * before anything is compiled or counted when launchd-sbx is not
+ * configured or the task has no code.
  */
-#include <sys/queue.h>
-
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/event.h>
 
 #include "audit.h"
 #include "frame.h"
 #include "log.h"
 #include "util.h"
 #include "policyd.h"
-
-enum held_kind {
-	HELD_OTHER,
-	HELD_EXECUTION,
-	HELD_DENIAL,
-};
-
-enum run_state {
-	RUN_WAITING,		/* its execution record is not yet durable */
-	RUN_READY,		/* durable: launch on the next loop pass */
-	RUN_LAUNCHED,		/* LaunchRequest sent; awaiting the result */
-};
-
-struct run {
-	TAILQ_ENTRY(run)	 entry;
-	struct control		*ctl;
-	struct frame_conn	*conn;		/* held */
-	struct frame_client	*fc;
-	enum run_state		 state;
-	uint64_t		 request_id;
-	char			*task_id;
-	char			 execution_id[40];
-	char			 hash[POLICY_HASH_HEX];
-	char			*policy_name;
-	uint32_t		 policy_version;
-	uint32_t		 wall;		/* the policy's wall_seconds */
-	char			 actor[32];
-	uint8_t			*launch;	/* packed LaunchRequest frame */
-	size_t			 launch_len;
-};
-
-TAILQ_HEAD(runs, run);
-
-struct held {
-	struct run		*run;		/* a run's launch, or NULL */
-	struct frame_conn	*conn;
-	uint8_t			*buf;
-	size_t			 len;
-	uint64_t		 request_id;
-	enum held_kind		 kind;
-	const char		*rule;		/* HELD_DENIAL */
-	int			 recorded;	/* true only if committed */
-};
-
-/* The replies that wait for one batch. */
-struct held_list {
-	struct held		*v;
-	size_t			 n;
-	size_t			 cap;
-};
 
 struct control_sock {
 	struct control		*ctl;
@@ -114,15 +40,8 @@ struct control {
 	struct frame_server	*approvals;	/* NULL: not configured */
 	struct control_sock	 orch_arg;
 	struct control_sock	 admin_arg;
-	struct event		*done_ev;	/* the writer has finished */
-	struct held_list	 open;		/* for the store's open batch */
-	struct held_list	 flight;	/* for the batch in flight */
-	struct runs		 runs;		/* every run not yet answered */
-	struct event		*launch_ev;	/* start the ready runs */
+	struct launch		*launch;	/* runs (launch.c) */
 };
-
-static void	control_run_ready(struct control *, struct run *);
-static void	control_run_free(struct run *);
 
 static const char *const control_rules[] = {
 	RULE_UNKNOWN_TASK_TYPE, RULE_TASK_MISMATCH, RULE_NO_ENTITLEMENT,
@@ -150,227 +69,12 @@ control_actor(struct frame_conn *c, char *buf, size_t len)
 		snprintf(buf, len, "uid:?");
 }
 
-/*
- * Hold a reply until the open batch commits.  For a run, env is NULL and
- * run is what happens on commit (the launch) instead of a reply.
- */
-static void
-control_hold_run(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule,
-    int recorded, struct run *run, uint64_t request_id)
-{
-	struct held_list	*l = &ctl->open;
-	struct held		*h;
-	uint8_t			*buf = NULL;
-	size_t			 len = 0;
-
-	if (env != NULL && (buf = frame_pack(env, &len)) == NULL) {
-		/* Still wait for the commit: an error sent now could
-		 * overtake this client's earlier held replies. */
-		Sbx__V1__Envelope	e;
-		Sbx__V1__Error		err;
-
-		sbx__v1__error__init(&err);
-		err.code = SBX__V1__ERROR_CODE__ERROR_INTERNAL;
-		err.message = (char *)"reply cannot be encoded";
-		frame_env_init(&e, env->request_id);
-		e.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
-		e.error = &err;
-		if ((buf = frame_pack(&e, &len)) == NULL)
-			fatalx("cannot encode an error reply");
-		kind = HELD_OTHER;
-	}
-	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 64;
-		l->v = xreallocarray(l->v, l->cap, sizeof(*l->v));
-	}
-	h = &l->v[l->n++];
-	h->run = run;
-	h->conn = c;
-	h->buf = buf;
-	h->len = len;
-	h->request_id = request_id;
-	h->kind = kind;
-	h->rule = rule;
-	h->recorded = recorded;
-	frame_conn_hold(c);
-	/* An idle writer takes the batch at once: what arrives while it
-	 * commits forms the next one, so batches grow with the load. */
-	control_kick(ctl);
-}
-
-static void
-control_hold(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *env, enum held_kind kind, const char *rule,
-    int recorded)
-{
-	control_hold_run(ctl, c, env, kind, rule, recorded, NULL,
-	    env->request_id);
-}
-
-/*
- * Send the replies held for a batch that has committed (ok) or rolled
- * back.  A reply that recorded nothing does not depend on the outcome.
- */
-static void
-control_release(struct control *ctl, struct held_list *l, int ok)
-{
-	struct policyd		*pd = ctl->pd;
-	struct held_list	 take = *l;
-
-	/* Take the list first: a send can run callbacks. */
-	l->v = NULL;
-	l->n = l->cap = 0;
-	if (!ok)
-		log_warnx("policyd.db: batch of %zu not committed; every "
-		    "waiting client gets an error", take.n);
-	for (size_t i = 0; i < take.n; i++) {
-		struct held *h = &take.v[i];
-
-		if (ok || !h->recorded) {
-			if (h->kind == HELD_EXECUTION) {
-				pd->metrics.compiles++;
-				pd->metrics.executions++;
-			} else if (h->kind == HELD_DENIAL) {
-				pd->metrics.compiles++;
-				if (h->rule != NULL)
-					compile_count_denial(&pd->metrics,
-					    h->rule);
-			}
-			if (h->run != NULL)
-				control_run_ready(ctl, h->run);
-			else
-				frame_conn_send_packed(h->conn, h->buf,
-				    h->len);
-		} else {
-			frame_conn_send_error(h->conn, h->request_id,
-			    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-			    "policyd.db: the record could not be committed; "
-			    "nothing was done");
-			if (h->run != NULL)
-				control_run_free(h->run);
-		}
-		free(h->buf);
-		frame_conn_release(h->conn);
-	}
-	/* Keep whichever array is larger for the next batch. */
-	if (l->v == NULL) {
-		take.n = 0;
-		*l = take;
-	} else
-		free(take.v);
-}
-
-static void
-control_committed(struct control *ctl, int ok)
-{
-	if (ok)
-		ctl->pd->metrics.commits++;
-}
-
-static void
-control_swap(struct held_list *a, struct held_list *b)
-{
-	struct held_list	 t = *a;
-
-	*a = *b;
-	*b = t;
-}
-
-static void
-control_done_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct control		*ctl = arg;
-	struct held_list	 done = { NULL, 0, 0 };
-	int			 ok;
-
-	(void)fd;
-	(void)what;
-	if (store_reap(ctl->pd->store, &ok) == 1) {
-		control_committed(ctl, ok);
-		control_swap(&done, &ctl->flight);
-	}
-	/* What arrived meanwhile is the next batch: the writer starts on it
-	 * before we spend time on the replies. */
-	control_kick(ctl);
-	if (done.n > 0)
-		control_release(ctl, &done, ok);
-	free(done.v);
-}
-
-/* Listen for the writer thread, once the store exists.  -1 if we cannot:
- * then batches commit on the loop's own thread. */
-static int
-control_watch_writer(struct control *ctl)
-{
-	int	 fd;
-
-	if (ctl->done_ev != NULL)
-		return 0;
-	if ((fd = store_done_fd(ctl->pd->store)) == -1)
-		return -1;
-	if ((ctl->done_ev = event_new(ctl->pd->base, fd, EV_READ | EV_PERSIST,
-	    control_done_cb, ctl)) == NULL)
-		return -1;
-	if (event_add(ctl->done_ev, NULL) == -1) {
-		event_free(ctl->done_ev);
-		ctl->done_ev = NULL;
-		return -1;
-	}
-	return 0;
-}
-
-void
-control_kick(struct control *ctl)
-{
-	struct store	*s = ctl->pd->store;
-	int		 ok;
-
-	/* One batch in flight at a time; its done event kicks again. */
-	if (s == NULL || store_busy(s))
-		return;
-	if (!store_in_batch(s)) {
-		/* Only replies that recorded nothing: nothing to wait for. */
-		if (ctl->open.n > 0)
-			control_release(ctl, &ctl->open, 1);
-		return;
-	}
-	control_swap(&ctl->open, &ctl->flight);
-	if (control_watch_writer(ctl) == 0 && store_submit(s) == 1)
-		return;
-	log_warnx("policyd.db: no writer thread; committing in the loop");
-	ok = store_commit(s) == 0;
-	control_committed(ctl, ok);
-	control_release(ctl, &ctl->flight, ok);
-}
-
-void
-control_flush(struct control *ctl)
-{
-	struct store	*s = ctl->pd->store;
-	int		 ok;
-
-	if (s == NULL)
-		return;
-	if (store_busy(s)) {
-		ok = store_wait(s) == 0;
-		control_committed(ctl, ok);
-		control_release(ctl, &ctl->flight, ok);
-	}
-	if (store_in_batch(s)) {
-		ok = store_commit(s) == 0;
-		control_committed(ctl, ok);
-		control_release(ctl, &ctl->open, ok);
-	} else if (ctl->open.n > 0)
-		control_release(ctl, &ctl->open, 1);
-}
-
 /* Send now, after anything this or another client is still owed. */
 static void
 control_send(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *env)
 {
-	control_flush(ctl);
+	commit_flush(ctl->pd->commit);
 	frame_conn_send(c, env);
 }
 
@@ -389,282 +93,6 @@ control_send_error(struct control *ctl, struct frame_conn *c, uint64_t id,
 	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
 	env.error = &err;
 	control_send(ctl, c, &env);
-}
-
-/* ---- run: compile, then launch on launchd-sbx ---- */
-
-static void
-control_run_free(struct run *r)
-{
-	TAILQ_REMOVE(&r->ctl->runs, r, entry);
-	frame_client_free(r->fc);
-	frame_conn_release(r->conn);
-	free(r->task_id);
-	free(r->policy_name);
-	free(r->launch);
-	free(r);
-}
-
-/*
- * The run failed after its execution was recorded: audit "run-failed"
- * with the rule, and send the orchestrator the error once that event is
- * durable.  Frees the run.
- */
-static void
-control_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
-    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void
-control_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
-    const char *fmt, ...)
-{
-	struct control		*ctl = r->ctl;
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__Error		 err;
-	char			 msg[512];
-	va_list			 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_warnx("run %s of task %s failed (%s): %s", r->execution_id,
-	    r->task_id, rule, msg);
-	ctl->pd->metrics.run_failures++;
-	store_add_event(ctl->pd->store, r->task_id, "run-failed",
-	    r->execution_id, r->hash, rule, msg, r->actor);
-	sbx__v1__error__init(&err);
-	err.code = code;
-	err.message = msg;
-	err.rule = (char *)rule;
-	frame_env_init(&env, r->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
-	env.error = &err;
-	control_hold(ctl, r->conn, &env, HELD_OTHER, NULL, 1);
-	control_run_free(r);
-}
-
-/* A run that failed before anything was launched sent nothing: its
- * allowance goes back to the task. */
-static void
-control_run_nothing_ran(struct run *r)
-{
-	store_add_egress(r->ctl->pd->store, r->task_id, r->execution_id,
-	    r->hash, 1, 0, r->actor);
-}
-
-static void
-control_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
-{
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__PolicyRef	 ref;
-	int			 known;
-
-	if (res->execution_id[0] != '\0' &&
-	    strcmp(res->execution_id, r->execution_id) != 0) {
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
-		    "launchd-bad-reply", "launchd-sbx answered for execution "
-		    "%.64s, not %s", res->execution_id, r->execution_id);
-		return;
-	}
-	if (res->policy != NULL && res->policy->hash[0] != '\0' &&
-	    strcmp(res->policy->hash, r->hash) != 0) {
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
-		    "launchd-bad-reply", "launchd-sbx ran policy %.64s, not "
-		    "%s", res->policy->hash, r->hash);
-		return;
-	}
-	/* What policyd knows for certain goes in whatever launchd said. */
-	res->task_id = r->task_id;
-	res->execution_id = r->execution_id;
-	sbx__v1__policy_ref__init(&ref);
-	ref.name = r->policy_name;
-	ref.version = r->policy_version;
-	ref.hash = r->hash;
-	res->policy = &ref;
-	frame_env_init(&env, r->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
-	env.result = res;
-	r->ctl->pd->metrics.runs++;
-	/* What it sent replaces what it was allowed, once on disk; the
-	 * result waits for that commit, but goes out even if it fails
-	 * (the allowance then stays counted: more, never less). */
-	known = res->usage != NULL && !res->usage->egress_unknown;
-	store_add_egress(r->ctl->pd->store, r->task_id, r->execution_id,
-	    r->hash, known, known ? res->usage->egress_bytes_out : 0,
-	    r->actor);
-	control_hold(r->ctl, r->conn, &env, HELD_OTHER, NULL, 0);
-	/* The unpacked reply owns its strings; ours must not be freed
-	 * through it. */
-	res->task_id = NULL;
-	res->execution_id = NULL;
-	res->policy = NULL;
-}
-
-static void
-control_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
-    const char *why, void *arg)
-{
-	struct run		*r = arg;
-	Sbx__V1__Error		*e;
-	char			*tid, *xid;
-	Sbx__V1__PolicyRef	*pol;
-
-	(void)fc;
-	if (rep == NULL) {
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
-		    "launchd-unavailable", "launchd-sbx at %s: %s; execution "
-		    "%s has no result", r->ctl->pd->conf->launchd_socket, why,
-		    r->execution_id);
-		return;
-	}
-	if (rep->request_id != r->request_id) {
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
-		    "launchd-bad-reply", "launchd-sbx answered request %llu, "
-		    "not %llu", (unsigned long long)rep->request_id,
-		    (unsigned long long)r->request_id);
-		return;
-	}
-	switch (rep->body_case) {
-	case SBX__V1__ENVELOPE__BODY_RESULT:
-		tid = rep->result->task_id;
-		xid = rep->result->execution_id;
-		pol = rep->result->policy;
-		control_run_result(r, rep->result);
-		/* Restore what the envelope owns, for its free. */
-		if (rep->result->task_id == NULL) {
-			rep->result->task_id = tid;
-			rep->result->execution_id = xid;
-			rep->result->policy = pol;
-			control_run_free(r);
-		}
-		return;
-	case SBX__V1__ENVELOPE__BODY_ERROR:
-		e = rep->error;
-		if (e->code == SBX__V1__ERROR_CODE__ERROR_LAUNCH)
-			control_run_fail(r, e->code, e->rule[0] != '\0' ?
-			    e->rule : "launch-refused", "%s", e->message);
-		else
-			control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
-			    e->rule[0] != '\0' ? e->rule : "launchd-error",
-			    "launchd-sbx: %s", e->message);
-		return;
-	default:
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
-		    "launchd-bad-reply", "launchd-sbx answered with message "
-		    "body %d, not a result", (int)rep->body_case);
-		return;
-	}
-}
-
-static void
-control_run_start(struct run *r)
-{
-	struct control		*ctl = r->ctl;
-	struct policyd_conf	*conf = ctl->pd->conf;
-	size_t			 max;
-	char			 err[512];
-
-	if (frame_conn_closed(r->conn)) {
-		control_run_nothing_ran(r);
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
-		    "client-gone", "the orchestrator hung up before the "
-		    "launch; nothing ran");
-		return;
-	}
-	/* Results carry capped stdout and stderr: allow at least 4 MiB. */
-	max = (size_t)conf->max_frame_kb * 1024;
-	if (max < 4 * 1024 * 1024)
-		max = 4 * 1024 * 1024;
-	r->fc = frame_connect(ctl->pd->base, conf->launchd_socket,
-	    conf->launchd_uid, max, control_run_reply, r, err, sizeof(err));
-	if (r->fc == NULL) {
-		control_run_nothing_ran(r);
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
-		    "launchd-unreachable", "launchd-sbx unreachable: %s; "
-		    "nothing ran", err);
-		return;
-	}
-	/* launchd-sbx enforces the wall clock; this only bounds our wait. */
-	frame_client_timeout(r->fc, (int)(r->wall + conf->launchd_grace));
-	if (frame_client_send_packed(r->fc, r->launch, r->launch_len) == -1) {
-		control_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
-		    "launchd-unreachable", "cannot send the launch request to "
-		    "launchd-sbx; nothing ran");
-		return;
-	}
-	r->state = RUN_LAUNCHED;
-	free(r->launch);
-	r->launch = NULL;
-	log_debug("run %s of task %s: launch sent", r->execution_id,
-	    r->task_id);
-}
-
-/* Launches start from the loop, never from inside a flush: a failure
- * adds an audit event to the batches a flush is settling. */
-static void
-control_launch_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct control	*ctl = arg;
-	struct run	*r, *next;
-
-	(void)fd;
-	(void)what;
-	for (r = TAILQ_FIRST(&ctl->runs); r != NULL; r = next) {
-		next = TAILQ_NEXT(r, entry);
-		if (r->state == RUN_READY) {
-			control_run_start(r);
-			/* A failure may have freed entries: start over. */
-			next = TAILQ_FIRST(&ctl->runs);
-		}
-	}
-}
-
-static void
-control_run_ready(struct control *ctl, struct run *r)
-{
-	r->state = RUN_READY;
-	event_active(ctl->launch_ev, EV_TIMEOUT, 0);
-}
-
-/* A compiled run: what the launch needs, packed now. */
-static struct run *
-control_run_new(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task,
-    struct compile_out *out, const char *actor)
-{
-	Sbx__V1__Envelope	 env;
-	Sbx__V1__LaunchRequest	 lr;
-	struct run		*r;
-
-	sbx__v1__launch_request__init(&lr);
-	lr.signed_ = &out->signed_;
-	lr.code_name = task->code_name;
-	lr.code = task->code;
-	lr.outputs = task->outputs;
-	lr.n_outputs = task->n_outputs;
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_LAUNCH;
-	env.launch = &lr;
-	r = xcalloc(1, sizeof(*r));
-	if ((r->launch = frame_pack(&env, &r->launch_len)) == NULL) {
-		free(r);
-		return NULL;
-	}
-	r->ctl = ctl;
-	r->conn = c;
-	frame_conn_hold(c);
-	r->state = RUN_WAITING;
-	r->request_id = req->request_id;
-	r->task_id = xstrdup(task->id);
-	snprintf(r->execution_id, sizeof(r->execution_id), "%s",
-	    out->execution_id);
-	memcpy(r->hash, out->hash, sizeof(r->hash));
-	r->policy_name = xstrdup(out->policy->name);
-	r->policy_version = out->policy->version;
-	r->wall = out->policy->limits != NULL ?
-	    out->policy->limits->wall_seconds : 0;
-	snprintf(r->actor, sizeof(r->actor), "%s", actor);
-	TAILQ_INSERT_TAIL(&ctl->runs, r, entry);
-	return r;
 }
 
 static void
@@ -689,18 +117,13 @@ control_compile(struct control *ctl, struct frame_conn *c,
 		recorded = store_pending(pd->store) > before;
 		env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
 		env.error = &err;
-		control_hold(ctl, c, &env, recorded ? HELD_DENIAL : HELD_OTHER,
-		    control_rule(err.rule), recorded);
+		commit_hold(pd->commit, c, &env, recorded ? HELD_DENIAL :
+		    HELD_OTHER, control_rule(err.rule), recorded);
 		compile_error_clear(&err);
 		return;
 	}
 	if (run) {
-		struct run	*r;
-
-		if ((r = control_run_new(ctl, c, req, task, &out,
-		    actor)) != NULL) {
-			control_hold_run(ctl, c, NULL, HELD_EXECUTION, NULL, 1,
-			    r, req->request_id);
+		if (launch_run(ctl->launch, c, req, task, &out, actor) == 0) {
 			compile_out_clear(&out);
 			return;
 		}
@@ -710,7 +133,7 @@ control_compile(struct control *ctl, struct frame_conn *c,
 		compile_error(&err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "the launch request cannot be encoded");
 		env.error = &err;
-		control_hold(ctl, c, &env, HELD_OTHER, NULL, 1);
+		commit_hold(pd->commit, c, &env, HELD_OTHER, NULL, 1);
 		compile_error_clear(&err);
 		return;
 	}
@@ -722,7 +145,7 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	rep.expires_at = out.expires_at;
 	env.body_case = SBX__V1__ENVELOPE__BODY_COMPILED;
 	env.compiled = &rep;
-	control_hold(ctl, c, &env, HELD_EXECUTION, NULL, 1);
+	commit_hold(pd->commit, c, &env, HELD_EXECUTION, NULL, 1);
 	compile_out_clear(&out);
 }
 
@@ -750,7 +173,7 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 		    "request has no entitlement" : err);
 		return;
 	}
-	control_flush(ctl);
+	commit_flush(ctl->pd->commit);
 	if (audit_begin(a) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
@@ -824,7 +247,7 @@ control_entitlement_list(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Entitlement		**v;
 	size_t				 n;
 
-	control_flush(ctl);
+	commit_flush(ctl->pd->commit);
 	if (entitle_list(ctl->pd->ent, q->tenant, q->user, &v, &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
@@ -930,7 +353,7 @@ control_audit_query(struct control *ctl, struct frame_conn *c,
 
 	/* Read only what is committed: never show a record that might
 	 * still roll back. */
-	control_flush(ctl);
+	commit_flush(ctl->pd->commit);
 	if (audit_query(store_audit(ctl->pd->store), q->task_id, q->limit,
 	    &v, &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
@@ -955,7 +378,7 @@ control_audit_verify(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Envelope		 env;
 	Sbx__V1__AuditVerifyReply	 r;
 
-	control_flush(ctl);
+	commit_flush(ctl->pd->commit);
 	sbx__v1__audit_verify_reply__init(&r);
 	if (audit_verify(store_audit(ctl->pd->store), &r) == -1) {
 		audit_verify_clear(&r);
@@ -1027,7 +450,7 @@ control_send_metrics(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Metrics	 m;
 
 	/* Count what is waiting, so the figures include it. */
-	control_flush(ctl);
+	commit_flush(ctl->pd->commit);
 	sbx__v1__metrics__init(&m);
 	m.text = control_metrics(ctl->pd);
 	frame_env_init(&env, req->request_id);
@@ -1175,15 +598,10 @@ control_start(struct policyd *pd)
 	ctl->orch_arg.admin = 0;
 	ctl->admin_arg.ctl = ctl;
 	ctl->admin_arg.admin = 1;
-	TAILQ_INIT(&ctl->runs);
-	if ((ctl->launch_ev = event_new(pd->base, -1, 0, control_launch_cb,
-	    ctl)) == NULL) {
+	if ((ctl->launch = launch_new(pd)) == NULL) {
 		free(ctl);
 		return NULL;
 	}
-	if (pd->conf->launchd_socket != NULL)
-		log_info("runs launch on %s (uid %u)",
-		    pd->conf->launchd_socket, (unsigned)pd->conf->launchd_uid);
 	if ((ctl->orch = control_listen(ctl, &pd->conf->orch, "orchestrator",
 	    &ctl->orch_arg)) == NULL ||
 	    (ctl->admin = control_listen(ctl, &pd->conf->admin, "admin",
@@ -1217,20 +635,11 @@ control_stop(struct control *ctl)
 {
 	if (ctl == NULL)
 		return;
-	control_flush(ctl);
-	/* Runs still waiting for launchd-sbx end with us: their clients'
-	 * connections close, which is no success. */
-	while (!TAILQ_EMPTY(&ctl->runs))
-		control_run_free(TAILQ_FIRST(&ctl->runs));
-	if (ctl->launch_ev != NULL)
-		event_free(ctl->launch_ev);
+	commit_flush(ctl->pd->commit);
+	launch_free(ctl->launch);
 	frame_server_free(ctl->orch);
 	frame_server_free(ctl->admin);
 	if (ctl->approvals != NULL)
 		frame_server_free(ctl->approvals);
-	if (ctl->done_ev != NULL)
-		event_free(ctl->done_ev);
-	free(ctl->open.v);
-	free(ctl->flight.v);
 	free(ctl);
 }

@@ -90,7 +90,7 @@ policyd_reload(struct policyd *pd)
 
 	/* Replies in the batch were compiled from the old templates;
 	 * commit them before the templates change under them. */
-	control_flush(pd->ctl);
+	commit_flush(pd->commit);
 	if ((reg = template_load(pd->conf, &errs)) == NULL) {
 		for (size_t i = 0; i < errs.n; i++)
 			log_warnx("%s", errs.msgs[i]);
@@ -170,6 +170,7 @@ main(int argc, char *argv[])
 
 	if ((pd.base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
+	pd.commit = commit_new(&pd);
 	if ((pd.ctl = control_start(&pd)) == NULL)
 		fatalx("cannot listen on the sockets");
 	if (!opts.debug) {
@@ -213,6 +214,7 @@ main(int argc, char *argv[])
 	/* Before the sockets go: it holds orchestrator connections. */
 	capability_close(pd.cap);
 	control_stop(pd.ctl);
+	commit_free(pd.commit);
 	for (int i = 0; i < 3; i++)
 		event_free(sigs[i]);
 	entitle_close(pd.ent);

@@ -4,6 +4,12 @@
  * policy.  The one invariant everything here serves: compilation only ever
  * removes capabilities from the template, and no reply acknowledges an
  * execution before its record and audit event are on disk.
+ *
+ * The sections below follow the files' layers from the bottom up: a file
+ * calls only files of the sections before its own (tests/layers.py checks
+ * that the calls between files form no cycle), and policyd.c, main, is
+ * on top: control.c; capability.c and launch.c; commit.c; compile.c;
+ * entitle.c, store.c, template.c and parse.c.
  */
 #ifndef SBX_POLICYD_H
 #define SBX_POLICYD_H
@@ -150,7 +156,7 @@ int		 store_task_get(struct store *, const char *task_id,
 		    struct store_task *);
 /* The datasets a task named at its last committed compile (what a
  * recompile for a grant starts from); *n 0 if it never compiled.  0 or
- * -1.  Free with capability_strv_free(). */
+ * -1.  Free with compile_strv_free(). */
 int		 store_task_datasets(struct store *, const char *task_id,
 		    char ***out, size_t *n);
 /* Executions of a task, the open and in-flight batches included; -1 on
@@ -268,6 +274,16 @@ struct policyd_metrics {
 };
 
 struct capability;
+struct commit;
+
+/* What a task has been granted beyond its template (capability.c fills
+ * it, compile_policy_grants() reads it). */
+struct cap_grants {
+	char			**datasets;	/* sorted, unique */
+	size_t			  ndatasets;
+	Sbx__V1__AllowRule	**rules;
+	size_t			  nrules;
+};
 
 struct policyd {
 	struct policyd_conf	*conf;
@@ -277,9 +293,14 @@ struct policyd {
 	struct entitle		*ent;
 	struct event_base	*base;
 	struct control		*ctl;
+	struct commit		*commit;	/* NULL: no sockets (unit tests) */
 	struct policyd_metrics	 metrics;
 	uint32_t		 ttl;
 	struct capability	*cap;	/* NULL: no grants (capability.c) */
+	/* How compile_task() reads a task's grants: capability_grants(),
+	 * set by capability_open(), so compile.c calls nothing above it. */
+	int			(*grants)(struct capability *,
+				    const char *task_id, struct cap_grants *);
 };
 
 struct compile_out {
@@ -313,7 +334,6 @@ int		 compile_substitute(Sbx__V1__Policy *, const Sbx__V1__Task *,
  */
 Sbx__V1__Policy	*compile_policy(const struct tmpl *, const Sbx__V1__Task *,
 		    const struct entitle_eff *, Sbx__V1__Error *err);
-struct cap_grants;
 /*
  * compile_policy() plus the task's grants (NULL: none): a granted dataset
  * is readable for this task and, where the template takes task datasets,
@@ -341,16 +361,41 @@ void		 compile_error(Sbx__V1__Error *, Sbx__V1__ErrorCode,
 		    __attribute__((format(printf, 4, 5)));
 void		 compile_error_clear(Sbx__V1__Error *);
 void		 compile_count_denial(struct policyd_metrics *, const char *rule);
+void		 compile_grants_clear(struct cap_grants *);
+/* Free a malloc'd vector of n malloc'd strings. */
+void		 compile_strv_free(char **, size_t);
+
+/* ---- commit.c ---- */
+
+/* What a held reply stands for, counted in the metrics once it goes out. */
+enum held_kind {
+	HELD_OTHER,
+	HELD_EXECUTION,
+	HELD_DENIAL,
+};
+
+struct commit	*commit_new(struct policyd *);
+void		 commit_free(struct commit *);
+/* Hold a reply until the open batch commits.  recorded: the reply
+ * acknowledges a record in the batch, so it goes out only if the batch
+ * commits (else the client gets ERROR_INTERNAL). */
+void		 commit_hold(struct commit *, struct frame_conn *,
+		    const Sbx__V1__Envelope *, enum held_kind, const char *rule,
+		    int recorded);
+/* commit_hold() of a call: done(arg, 1) runs where the reply would have
+ * gone out (env is then not sent, and may be NULL), done(arg, 0) after
+ * the client got the error; request_id is for that error. */
+void		 commit_hold_cb(struct commit *, struct frame_conn *,
+		    const Sbx__V1__Envelope *env, enum held_kind,
+		    const char *rule, int recorded, void (*done)(void *, int),
+		    void *arg, uint64_t request_id);
+/* Hand the open batch to the writer thread unless one is in flight. */
+void		 commit_kick(struct commit *);
+/* Wait for the batch in flight, commit the open one, and send their
+ * replies: afterwards nothing is pending and the write handle is free. */
+void		 commit_flush(struct commit *);
 
 /* ---- capability.c ---- */
-
-/* What a task has been granted beyond its template. */
-struct cap_grants {
-	char			**datasets;	/* sorted, unique */
-	size_t			  ndatasets;
-	Sbx__V1__AllowRule	**rules;
-	size_t			  nrules;
-};
 
 #define CAP_NO_APPROVER		"no approver available"
 
@@ -359,11 +404,10 @@ struct cap_grants {
 struct capability *capability_open(struct policyd *, char *err,
 		    size_t errlen);
 void		 capability_close(struct capability *);
-/* The grants of a task, through the read handle.  0 or -1. */
+/* The grants of a task, through the read handle (pd->grants).  0 or
+ * -1.  Free with compile_grants_clear(). */
 int		 capability_grants(struct capability *, const char *task_id,
 		    struct cap_grants *);
-void		 capability_grants_clear(struct cap_grants *);
-void		 capability_strv_free(char **, size_t);
 /*
  * Decide a request by rules.  Fills in request_id, tenant, user, template
  * and created_at, stores it and audits it.  Inside the user's
@@ -407,16 +451,25 @@ void		 capability_serve_decision(struct policyd *,
 /* Prometheus text for the capability counters (malloc'd). */
 char		*capability_metrics(const struct capability *);
 
+/* ---- launch.c ---- */
+
+struct launch;
+
+struct launch	*launch_new(struct policyd *);
+/* Ends the runs not yet answered: their clients' connections close. */
+void		 launch_free(struct launch *);
+/* A compiled run: held until the batch with its execution record has
+ * committed, then launched on launchd-sbx and its result relayed to c.
+ * 0, or -1 (nothing held) if the launch request cannot be encoded. */
+int		 launch_run(struct launch *, struct frame_conn *,
+		    const Sbx__V1__Envelope *req, const Sbx__V1__Task *,
+		    struct compile_out *, const char *actor);
+
 /* ---- control.c ---- */
 
 struct control;
 
 struct control	*control_start(struct policyd *);
-/* Hand the open batch to the writer thread unless one is in flight. */
-void		 control_kick(struct control *);
-/* Wait for the batch in flight, commit the open one, and send their
- * replies: afterwards nothing is pending and the write handle is free. */
-void		 control_flush(struct control *);
 void		 control_stop(struct control *);
 /* Prometheus text (malloc'd). */
 char		*control_metrics(const struct policyd *);

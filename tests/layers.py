@@ -20,8 +20,8 @@ import sys
 # The daemons held to it.  Not yet: egressd (proxy.c and proxy_tls.c call
 # each other: the TLS layer hands a finished or refused connection back);
 # -a shows it too.
-DAEMONS = ["launchd-sbx", "gated", "brokerd", "approvald", "sbxctl"]
-LATER = ["policyd", "egressd"]
+DAEMONS = ["policyd", "launchd-sbx", "gated", "brokerd", "approvald", "sbxctl"]
+LATER = ["egressd"]
 
 
 def symbols(obj):

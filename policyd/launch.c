@@ -1,0 +1,396 @@
+/*
+ * launch.c: policyd's client of launchd-sbx.  A run is a compile whose
+ * held reply is a launch: only once the batch holding its execution
+ * record has committed (commit.c) does policyd connect to launchd-sbx
+ * (checking that uid launchd.user, root by default, is the one
+ * listening), send the LaunchRequest, and relay the ExecutionResult.
+ *
+ * The invariant it upholds: never a silent success.  Every way a launch
+ * can fail -- launchd-sbx unreachable, refusing, silent, dying mid-run --
+ * ends in an Error to the orchestrator and a "run-failed" audit event
+ * with the rule, committed before the error is sent.  A run's result
+ * comes when the program ends, so it may overtake later replies on the
+ * same connection; request ids tell them apart.  What the run sent
+ * upstream (the result's usage) is recorded against its task's egress
+ * budget and the result is held until that record commits, so the
+ * orchestrator's next run of the task is compiled with it; a run that
+ * ended without a result keeps its whole allowance counted (store.c),
+ * except where nothing ran.  control.c refuses a run before anything is
+ * compiled when launchd-sbx is not configured.
+ */
+#include <sys/queue.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "frame.h"
+#include "log.h"
+#include "util.h"
+#include "policyd.h"
+
+enum run_state {
+	RUN_WAITING,		/* its execution record is not yet durable */
+	RUN_READY,		/* durable: launch on the next loop pass */
+	RUN_LAUNCHED,		/* LaunchRequest sent; awaiting the result */
+};
+
+struct run {
+	TAILQ_ENTRY(run)	 entry;
+	struct launch		*lc;
+	struct frame_conn	*conn;		/* held */
+	struct frame_client	*fc;
+	enum run_state		 state;
+	uint64_t		 request_id;
+	char			*task_id;
+	char			 execution_id[40];
+	char			 hash[POLICY_HASH_HEX];
+	char			*policy_name;
+	uint32_t		 policy_version;
+	uint32_t		 wall;		/* the policy's wall_seconds */
+	char			 actor[32];
+	uint8_t			*launch;	/* packed LaunchRequest frame */
+	size_t			 launch_len;
+};
+
+struct launch {
+	struct policyd		*pd;
+	TAILQ_HEAD(, run)	 runs;		/* every run not yet answered */
+	struct event		*ev;		/* start the ready runs */
+};
+
+static void
+launch_run_free(struct run *r)
+{
+	TAILQ_REMOVE(&r->lc->runs, r, entry);
+	frame_client_free(r->fc);
+	frame_conn_release(r->conn);
+	free(r->task_id);
+	free(r->policy_name);
+	free(r->launch);
+	free(r);
+}
+
+/*
+ * The run failed after its execution was recorded: audit "run-failed"
+ * with the rule, and send the orchestrator the error once that event is
+ * durable.  Frees the run.
+ */
+static void
+launch_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void
+launch_run_fail(struct run *r, Sbx__V1__ErrorCode code, const char *rule,
+    const char *fmt, ...)
+{
+	struct launch		*lc = r->lc;
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Error		 err;
+	char			 msg[512];
+	va_list			 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("run %s of task %s failed (%s): %s", r->execution_id,
+	    r->task_id, rule, msg);
+	lc->pd->metrics.run_failures++;
+	store_add_event(lc->pd->store, r->task_id, "run-failed",
+	    r->execution_id, r->hash, rule, msg, r->actor);
+	sbx__v1__error__init(&err);
+	err.code = code;
+	err.message = msg;
+	err.rule = (char *)rule;
+	frame_env_init(&env, r->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+	env.error = &err;
+	commit_hold(lc->pd->commit, r->conn, &env, HELD_OTHER, NULL, 1);
+	launch_run_free(r);
+}
+
+/* A run that failed before anything was launched sent nothing: its
+ * allowance goes back to the task. */
+static void
+launch_run_nothing_ran(struct run *r)
+{
+	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
+	    r->hash, 1, 0, r->actor);
+}
+
+static void
+launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__PolicyRef	 ref;
+	int			 known;
+
+	if (res->execution_id[0] != '\0' &&
+	    strcmp(res->execution_id, r->execution_id) != 0) {
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx answered for execution "
+		    "%.64s, not %s", res->execution_id, r->execution_id);
+		return;
+	}
+	if (res->policy != NULL && res->policy->hash[0] != '\0' &&
+	    strcmp(res->policy->hash, r->hash) != 0) {
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx ran policy %.64s, not "
+		    "%s", res->policy->hash, r->hash);
+		return;
+	}
+	/* What policyd knows for certain goes in whatever launchd said. */
+	res->task_id = r->task_id;
+	res->execution_id = r->execution_id;
+	sbx__v1__policy_ref__init(&ref);
+	ref.name = r->policy_name;
+	ref.version = r->policy_version;
+	ref.hash = r->hash;
+	res->policy = &ref;
+	frame_env_init(&env, r->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
+	env.result = res;
+	r->lc->pd->metrics.runs++;
+	/* What it sent replaces what it was allowed, once on disk; the
+	 * result waits for that commit, but goes out even if it fails
+	 * (the allowance then stays counted: more, never less). */
+	known = res->usage != NULL && !res->usage->egress_unknown;
+	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
+	    r->hash, known, known ? res->usage->egress_bytes_out : 0,
+	    r->actor);
+	commit_hold(r->lc->pd->commit, r->conn, &env, HELD_OTHER, NULL,
+	    0);
+	/* The unpacked reply owns its strings; ours must not be freed
+	 * through it. */
+	res->task_id = NULL;
+	res->execution_id = NULL;
+	res->policy = NULL;
+}
+
+static void
+launch_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	struct run		*r = arg;
+	Sbx__V1__Error		*e;
+	char			*tid, *xid;
+	Sbx__V1__PolicyRef	*pol;
+
+	(void)fc;
+	if (rep == NULL) {
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "launchd-unavailable", "launchd-sbx at %s: %s; execution "
+		    "%s has no result", r->lc->pd->conf->launchd_socket, why,
+		    r->execution_id);
+		return;
+	}
+	if (rep->request_id != r->request_id) {
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx answered request %llu, "
+		    "not %llu", (unsigned long long)rep->request_id,
+		    (unsigned long long)r->request_id);
+		return;
+	}
+	switch (rep->body_case) {
+	case SBX__V1__ENVELOPE__BODY_RESULT:
+		tid = rep->result->task_id;
+		xid = rep->result->execution_id;
+		pol = rep->result->policy;
+		launch_run_result(r, rep->result);
+		/* Restore what the envelope owns, for its free. */
+		if (rep->result->task_id == NULL) {
+			rep->result->task_id = tid;
+			rep->result->execution_id = xid;
+			rep->result->policy = pol;
+			launch_run_free(r);
+		}
+		return;
+	case SBX__V1__ENVELOPE__BODY_ERROR:
+		e = rep->error;
+		if (e->code == SBX__V1__ERROR_CODE__ERROR_LAUNCH)
+			launch_run_fail(r, e->code, e->rule[0] != '\0' ?
+			    e->rule : "launch-refused", "%s", e->message);
+		else
+			launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+			    e->rule[0] != '\0' ? e->rule : "launchd-error",
+			    "launchd-sbx: %s", e->message);
+		return;
+	default:
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_LAUNCH,
+		    "launchd-bad-reply", "launchd-sbx answered with message "
+		    "body %d, not a result", (int)rep->body_case);
+		return;
+	}
+}
+
+static void
+launch_run_start(struct run *r)
+{
+	struct launch		*lc = r->lc;
+	struct policyd_conf	*conf = lc->pd->conf;
+	size_t			 max;
+	char			 err[512];
+
+	if (frame_conn_closed(r->conn)) {
+		launch_run_nothing_ran(r);
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "client-gone", "the orchestrator hung up before the "
+		    "launch; nothing ran");
+		return;
+	}
+	/* Results carry capped stdout and stderr: allow at least 4 MiB. */
+	max = (size_t)conf->max_frame_kb * 1024;
+	if (max < 4 * 1024 * 1024)
+		max = 4 * 1024 * 1024;
+	r->fc = frame_connect(lc->pd->base, conf->launchd_socket,
+	    conf->launchd_uid, max, launch_run_reply, r, err, sizeof(err));
+	if (r->fc == NULL) {
+		launch_run_nothing_ran(r);
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "launchd-unreachable", "launchd-sbx unreachable: %s; "
+		    "nothing ran", err);
+		return;
+	}
+	/* launchd-sbx enforces the wall clock; this only bounds our wait. */
+	frame_client_timeout(r->fc, (int)(r->wall + conf->launchd_grace));
+	if (frame_client_send_packed(r->fc, r->launch, r->launch_len) == -1) {
+		launch_run_fail(r, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    "launchd-unreachable", "cannot send the launch request to "
+		    "launchd-sbx; nothing ran");
+		return;
+	}
+	r->state = RUN_LAUNCHED;
+	free(r->launch);
+	r->launch = NULL;
+	log_debug("run %s of task %s: launch sent", r->execution_id,
+	    r->task_id);
+}
+
+/* Launches start from the loop, never from inside a flush: a failure
+ * adds an audit event to the batches a flush is settling. */
+static void
+launch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct launch	*lc = arg;
+	struct run	*r, *next;
+
+	(void)fd;
+	(void)what;
+	for (r = TAILQ_FIRST(&lc->runs); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, entry);
+		if (r->state == RUN_READY) {
+			launch_run_start(r);
+			/* A failure may have freed entries: start over. */
+			next = TAILQ_FIRST(&lc->runs);
+		}
+	}
+}
+
+static void
+launch_run_ready(struct launch *lc, struct run *r)
+{
+	r->state = RUN_READY;
+	event_active(lc->ev, EV_TIMEOUT, 0);
+}
+
+/* A compiled run: what the launch needs, packed now. */
+static struct run *
+launch_run_new(struct launch *lc, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task,
+    struct compile_out *out, const char *actor)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__LaunchRequest	 lr;
+	struct run		*r;
+
+	sbx__v1__launch_request__init(&lr);
+	lr.signed_ = &out->signed_;
+	lr.code_name = task->code_name;
+	lr.code = task->code;
+	lr.outputs = task->outputs;
+	lr.n_outputs = task->n_outputs;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_LAUNCH;
+	env.launch = &lr;
+	r = xcalloc(1, sizeof(*r));
+	if ((r->launch = frame_pack(&env, &r->launch_len)) == NULL) {
+		free(r);
+		return NULL;
+	}
+	r->lc = lc;
+	r->conn = c;
+	frame_conn_hold(c);
+	r->state = RUN_WAITING;
+	r->request_id = req->request_id;
+	r->task_id = xstrdup(task->id);
+	snprintf(r->execution_id, sizeof(r->execution_id), "%s",
+	    out->execution_id);
+	memcpy(r->hash, out->hash, sizeof(r->hash));
+	r->policy_name = xstrdup(out->policy->name);
+	r->policy_version = out->policy->version;
+	r->wall = out->policy->limits != NULL ?
+	    out->policy->limits->wall_seconds : 0;
+	snprintf(r->actor, sizeof(r->actor), "%s", actor);
+	TAILQ_INSERT_TAIL(&lc->runs, r, entry);
+	return r;
+}
+
+/* Once the batch with the run's execution record has settled: launch
+ * (ok), or end the run, whose client has had the error (commit.c). */
+static void
+launch_committed(void *arg, int ok)
+{
+	struct run	*r = arg;
+
+	if (ok)
+		launch_run_ready(r->lc, r);
+	else
+		launch_run_free(r);
+}
+
+int
+launch_run(struct launch *lc, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const Sbx__V1__Task *task,
+    struct compile_out *out, const char *actor)
+{
+	struct run	*r;
+
+	if ((r = launch_run_new(lc, c, req, task, out, actor)) == NULL)
+		return -1;
+	commit_hold_cb(lc->pd->commit, c, NULL, HELD_EXECUTION, NULL, 1,
+	    launch_committed, r, req->request_id);
+	return 0;
+}
+
+struct launch *
+launch_new(struct policyd *pd)
+{
+	struct launch	*lc;
+
+	lc = xcalloc(1, sizeof(*lc));
+	lc->pd = pd;
+	TAILQ_INIT(&lc->runs);
+	if ((lc->ev = event_new(pd->base, -1, 0, launch_cb, lc)) == NULL) {
+		free(lc);
+		return NULL;
+	}
+	if (pd->conf->launchd_socket != NULL)
+		log_info("runs launch on %s (uid %u)",
+		    pd->conf->launchd_socket, (unsigned)pd->conf->launchd_uid);
+	return lc;
+}
+
+void
+launch_free(struct launch *lc)
+{
+	if (lc == NULL)
+		return;
+	/* Runs still waiting for launchd-sbx end with us: their clients'
+	 * connections close, which is no success. */
+	while (!TAILQ_EMPTY(&lc->runs))
+		launch_run_free(TAILQ_FIRST(&lc->runs));
+	event_free(lc->ev);
+	free(lc);
+}
