@@ -612,3 +612,13 @@ capability_status_name(int status)
 		return "unspecified";
 	}
 }
+
+int
+policy_path_match(const char *prefix, const char *path, size_t plen)
+{
+	size_t	 n = strlen(prefix);
+
+	if (n == 0 || n > plen || strncmp(path, prefix, n) != 0)
+		return 0;
+	return prefix[n - 1] == '/' || n == plen || path[n] == '/';
+}

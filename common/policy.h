@@ -57,6 +57,16 @@ int		 policy_is_subset(const Sbx__V1__Policy *narrow,
 const char	*policy_isolation_name(Sbx__V1__Isolation);
 const char	*policy_destination_name(Sbx__V1__Destination);
 
+/*
+ * Whether a path rule's prefix allows path[0..plen) (the path without its
+ * query), as egressd decides it and as the template diff judges a new
+ * prefix: a prefix ending in "/" allows every path under it; any other
+ * allows itself and what is under it ("/v1/rates" allows "/v1/rates" and
+ * "/v1/rates/eur", not "/v1/ratesx").  Compared as written, undecoded.
+ */
+int		 policy_path_match(const char *prefix, const char *path,
+		    size_t plen);
+
 /* ---- policy_yaml.c ---- */
 
 /* Parse a template in the reference text's shape.  Every error goes to

@@ -124,12 +124,19 @@ pd_set(struct pd_list *l, const char *key, char *const *a, size_t na,
 			    "+ %s: %s added", key, b[i]);
 }
 
-/* A new path is no wider if an old prefix already covered it. */
+/*
+ * A new path prefix is no wider if an old one allows every path it does,
+ * by egressd's own matcher (policy_path_match): which holds exactly when
+ * the old prefix allows the new one taken as a path -- whatever follows
+ * the new prefix (itself, "/..." or, after a "/", anything) then follows
+ * the old one as the matcher wants.  A raw string prefix would call
+ * "/v1/ratesx" covered by "/v1/rates", which egressd does not allow.
+ */
 static int
 pd_path_covered(const char *p, char *const *old, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(p, old[i], strlen(old[i])) == 0)
+		if (policy_path_match(old[i], p, strlen(p)))
 			return 1;
 	return 0;
 }

@@ -598,15 +598,9 @@ decide_path(const Sbx__V1__AllowRule *r, const char *path, const char **why)
 		return 0;
 	if (r->n_paths == 0)
 		return 1;
-	for (size_t i = 0; i < r->n_paths; i++) {
-		const char	*pre = r->paths[i];
-		size_t		 n = strlen(pre);
-
-		if (n > plen || strncmp(path, pre, n) != 0)
-			continue;
-		if (pre[n - 1] == '/' || n == plen || path[n] == '/')
+	for (size_t i = 0; i < r->n_paths; i++)
+		if (policy_path_match(r->paths[i], path, plen))
 			return 1;
-	}
 	return (*why = "no path rule matches", 0);
 }
 

@@ -27,6 +27,21 @@ f=$(grep -l '^version: *7' "$SBX_STATE"/templates/*.yaml | head -n 1)
 run ctl template diff "$f" analytics-readonly@7
 expect_rc 0 "diff file v7 against loaded v7"
 
+# A sibling prefix is a widening: v6 allows /v1/rates, and egressd's
+# matcher does not let /v1/ratesx through it (issue 13 item 4: the diff
+# once compared raw string prefixes and called it covered).
+f6=$(grep -l '^version: *6' "$SBX_STATE"/templates/*.yaml | head -n 1)
+[ -n "$f6" ] || fail "no version 6 template file in $SBX_STATE/templates"
+sed 's|paths: \[/v1/rates\]|paths: [/v1/rates, /v1/ratesx]|' "$f6" > "$T/v6-sibling.yaml"
+grep -q '/v1/ratesx' "$T/v6-sibling.yaml" || fail "could not add /v1/ratesx to $f6"
+run ctl template diff analytics-readonly@6 "$T/v6-sibling.yaml"
+expect_rc 1 "diff v6 against v6 with /v1/ratesx"
+out_has 'paths: /v1/ratesx added \(widening\)' "the sibling prefix /v1/ratesx is not marked a widening"
+sed 's|paths: \[/v1/rates\]|paths: [/v1/rates, /v1/rates/eur]|' "$f6" > "$T/v6-under.yaml"
+run ctl template diff analytics-readonly@6 "$T/v6-under.yaml"
+expect_rc 0 "diff v6 against v6 with /v1/rates/eur"
+note "a sibling prefix widens, a path under the old prefix does not"
+
 # v6 is v7 with less: going back only narrows.
 run ctl template diff analytics-readonly@7 analytics-readonly@6
 expect_rc 0 "diff v7 v6"

@@ -338,3 +338,98 @@ Test(policy_diff, example_v6_to_v7)
 	policy_free(v7);
 	yerrs_free(&e);
 }
+
+/* ---- issue 13 item 4: path coverage is egressd's matcher's ---- */
+
+/* Diff base with `from` replaced by a, then by b. */
+static struct diff
+diff_between(const char *from, const char *a_to, const char *b_to)
+{
+	struct diff	 d;
+	char		*ta = subst(base_yaml, from, a_to);
+	char		*tb = subst(base_yaml, from, b_to);
+	Sbx__V1__Policy	*a = parse_ok(ta), *b = parse_ok(tb);
+
+	d.n = policy_diff(a, b, &d.v);
+	policy_free(a);
+	policy_free(b);
+	free(ta);
+	free(tb);
+	return d;
+}
+
+/* "/v1/rates" does not allow "/v1/ratesx" (egressd: "/v1/rates" allows
+ * itself and what is under it): adding the second widens the policy. */
+Test(policy_diff, sibling_prefix_is_a_widening)
+{
+	struct diff	 d = diff_between("paths: [/v1/]", "paths: [/v1/rates]",
+			    "paths: [/v1/rates, /v1/ratesx]");
+
+	if (!has_line(&d, "+ " FX ".paths: /v1/ratesx added (widening)"))
+		show(&d);
+	cr_assert(has_line(&d, "+ " FX ".paths: /v1/ratesx added (widening)"));
+	cr_assert_eq(widenings(&d), 1);
+	policy_changes_free(d.v, d.n);
+
+	/* What "/v1/rates" already allows is no wider. */
+	d = diff_between("paths: [/v1/]", "paths: [/v1/rates]",
+	    "paths: [/v1/rates, /v1/rates/eur, /v1/rates/]");
+	if (widenings(&d) != 0)
+		show(&d);
+	cr_assert_eq(widenings(&d), 0);
+	policy_changes_free(d.v, d.n);
+}
+
+/*
+ * The property, on generated prefixes: the diff calls an added prefix p
+ * "no wider" beside an old prefix o exactly when every path egressd's
+ * matcher (policy_path_match, which decide_path uses) lets through p it
+ * also lets through o, over a set of paths built from both.
+ */
+Test(policy_diff, coverage_agrees_with_the_matcher)
+{
+	static const char *const pre[] = {
+		"/", "/a", "/a/", "/ab", "/ab/", "/a/b", "/a/b/", "/a/bc",
+		"/b", "/a.", "/a%2f", NULL
+	};
+	static const char *const tail[] = {
+		"", "/", "x", "/x", "b", "/b", "c", "/b/c", NULL
+	};
+	char		 from[64], a_to[64], b_to[96], path[64];
+	size_t		 checked = 0;
+
+	for (size_t i = 0; pre[i] != NULL; i++)
+		for (size_t j = 0; pre[j] != NULL; j++) {
+			struct diff	 d;
+			int		 covered = 1, said;
+
+			if (i == j)
+				continue;
+			/* Every path the new prefix p allows, the old o too? */
+			for (size_t k = 0; pre[k] != NULL; k++)
+				for (size_t t = 0; tail[t] != NULL; t++) {
+					snprintf(path, sizeof(path), "%s%s",
+					    pre[k], tail[t]);
+					if (policy_path_match(pre[j], path,
+					    strlen(path)) &&
+					    !policy_path_match(pre[i], path,
+					    strlen(path)))
+						covered = 0;
+				}
+			snprintf(from, sizeof(from), "paths: [/v1/]");
+			snprintf(a_to, sizeof(a_to), "paths: [\"%s\"]", pre[i]);
+			snprintf(b_to, sizeof(b_to), "paths: [\"%s\", \"%s\"]",
+			    pre[i], pre[j]);
+			d = diff_between(from, a_to, b_to);
+			said = widenings(&d) == 0;
+			if (said != covered)
+				show(&d);
+			cr_assert_eq(said, covered, "old %s, added %s: the diff "
+			    "says %s, the matcher %s", pre[i], pre[j],
+			    said ? "no wider" : "wider",
+			    covered ? "no wider" : "wider");
+			policy_changes_free(d.v, d.n);
+			checked++;
+		}
+	cr_assert_gt(checked, 100);
+}
