@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "util.h"
@@ -282,6 +283,60 @@ compile_granted(const struct cap_grants *g, const char *dataset)
 	return 0;
 }
 
+/* The template's rule for host (after the entitlement filter), or NULL. */
+static Sbx__V1__AllowRule *
+compile_rule_for(const Sbx__V1__Network *net, const char *host)
+{
+	for (size_t i = 0; i < net->n_allow; i++)
+		if (strcasecmp(net->allow[i]->host, host) == 0)
+			return net->allow[i];
+	return NULL;
+}
+
+/* Add what v lacks of add (strings the policy frees as its own). */
+static void
+compile_strv_union(char ***v, size_t *n, char *const *add, size_t nadd)
+{
+	for (size_t i = 0; i < nadd; i++) {
+		size_t	 j;
+
+		for (j = 0; j < *n; j++)
+			if (strcmp((*v)[j], add[i]) == 0)
+				break;
+		if (j < *n)
+			continue;
+		*v = xreallocarray(*v, *n + 1, sizeof(**v));
+		(*v)[(*n)++] = xstrdup(add[i]);
+	}
+}
+
+/*
+ * A grant for a host the template already has goes into the template's
+ * rule, not beside it: egressd takes the first rule that names a host, so
+ * a second rule could take the template's place -- its port, CIDRs and
+ * size caps gone, the credential still added -- or never be reached (a
+ * granted method on a rule the proxy does not take).  The grant brings
+ * methods and paths only (capability.c refuses a request for anything
+ * else); the template's port, CIDRs and caps stay.  A grant of no paths
+ * is any path, as it was granted.
+ */
+static void
+compile_rule_merge(Sbx__V1__AllowRule *mine, const Sbx__V1__AllowRule *gr)
+{
+	compile_strv_union(&mine->methods, &mine->n_methods, gr->methods,
+	    gr->n_methods);
+	if (mine->n_paths == 0)
+		return;			/* any path already */
+	if (gr->n_paths == 0) {
+		compile_strv_free(mine->paths, mine->n_paths);
+		mine->paths = NULL;
+		mine->n_paths = 0;
+		return;
+	}
+	compile_strv_union(&mine->paths, &mine->n_paths, gr->paths,
+	    gr->n_paths);
+}
+
 /* A copy of a granted rule, allocated as an unpacked message so the
  * policy frees it like its own. */
 static Sbx__V1__AllowRule *
@@ -390,9 +445,16 @@ compile_policy_grants(const struct tmpl *tm, const Sbx__V1__Task *t,
 	if (g != NULL && g->nrules > 0) {
 		net->allow = xreallocarray(net->allow, net->n_allow + g->nrules,
 		    sizeof(*net->allow));
-		for (i = 0; i < g->nrules; i++)
-			net->allow[net->n_allow++] = compile_rule_dup(
-			    g->rules[i]);
+		for (i = 0; i < g->nrules; i++) {
+			Sbx__V1__AllowRule	*mine;
+
+			if ((mine = compile_rule_for(net, g->rules[i]->host)) !=
+			    NULL)
+				compile_rule_merge(mine, g->rules[i]);
+			else
+				net->allow[net->n_allow++] = compile_rule_dup(
+				    g->rules[i]);
+		}
 	}
 
 	l = pol->limits;

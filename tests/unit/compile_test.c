@@ -1057,3 +1057,165 @@ Test(compile, egress_budget_is_the_tasks_across_runs)
 	task_init(&t, "t-egress-2", "analytics", "acme", "alice", alice_ds);
 	cr_assert_eq(run_spent(&t, NULL, 0), 0);
 }
+
+/* ---- issue 13 item 5: a grant merges into the template's rule ---- */
+
+static const char tmpl_fx_port[] =
+    "policy: fx-port\n"
+    "version: 1\n"
+    "isolation: gvisor\n"
+    "image: sandbox/py@sha256:"
+    "a2297711e96bea7cb00cd4dfdd083b1a568acfbf7c8e991512f488901936caed\n"
+    "limits: {cpus: 1, memory_mb: 512, pids: 64, wall_seconds: 60,"
+    " scratch_mb: 64}\n"
+    "network:\n"
+    "  default: deny\n"
+    "  allow:\n"
+    "    - {host: api.fx-rates.internal, methods: [GET], port: 8417,"
+    " cidrs: [127.0.0.0/8], paths: [/v1/rates], max_response_kb: 64}\n"
+    "credentials:\n"
+    "  - {host: api.fx-rates.internal, secret: fx, header: Authorization}\n"
+    "outputs:\n"
+    "  allowed_types: [text/csv]\n"
+    "  max_total_kb: 64\n"
+    "  destination: agent\n"
+    "executions_per_task: 3\n";
+
+/* A granted host rule as capability.c stores one: host, methods, paths. */
+static Sbx__V1__AllowRule *
+granted_rule(const char *host, const char *method, const char *path)
+{
+	Sbx__V1__AllowRule	*r = xcalloc(1, sizeof(*r));
+
+	sbx__v1__allow_rule__init(r);
+	r->host = xstrdup(host);
+	r->methods = xcalloc(1, sizeof(char *));
+	r->methods[0] = xstrdup(method);
+	r->n_methods = 1;
+	if (path != NULL) {
+		r->paths = xcalloc(1, sizeof(char *));
+		r->paths[0] = xstrdup(path);
+		r->n_paths = 1;
+	}
+	return r;
+}
+
+static Sbx__V1__Policy *
+compile_with_grant(Sbx__V1__AllowRule *rule)
+{
+	const struct tmpl	*tm;
+	const struct entitle_eff *eff;
+	struct cap_grants	 g = { NULL, 0, NULL, 0 };
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	Sbx__V1__Policy		*pol;
+
+	add_template(tmpl_fx_port, "fxport");
+	entitle("acme", "alice", NULL, fx_host, NULL);
+	cr_assert_not_null(tm = template_active(pd.reg, "fxport"));
+	cr_assert_not_null(eff = entitle_lookup(pd.ent, "acme", "alice"));
+	task_init(&t, "task-grant", "fxport", "acme", "alice", NULL);
+	g.rules = xcalloc(1, sizeof(*g.rules));
+	g.rules[0] = rule;
+	g.nrules = 1;
+	sbx__v1__error__init(&err);
+	pol = compile_policy_grants(tm, &t, eff, &g, &err);
+	cr_assert_not_null(pol, "compile: %s", err.message);
+	compile_grants_clear(&g);
+	return pol;
+}
+
+static const Sbx__V1__AllowRule *
+only_rule_for(const Sbx__V1__Policy *pol, const char *host)
+{
+	const Sbx__V1__AllowRule	*found = NULL;
+	size_t				 n = 0;
+
+	for (size_t i = 0; i < pol->network->n_allow; i++)
+		if (strcmp(pol->network->allow[i]->host, host) == 0) {
+			found = pol->network->allow[i];
+			n++;
+		}
+	cr_assert_eq(n, 1, "%zu rules for %s: a grant must not add a second "
+	    "one that the proxy could take first", n, host);
+	return found;
+}
+
+static int
+has_str(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* A shorter granted path: the template's port, CIDRs and size cap stay on
+ * the one rule for the host, and both paths are on it. */
+Test(compile, grant_with_a_shorter_path_keeps_the_templates_limits)
+{
+	Sbx__V1__Policy			*pol;
+	const Sbx__V1__AllowRule	*r;
+
+	pol = compile_with_grant(granted_rule("api.fx-rates.internal", "GET",
+	    "/"));
+	r = only_rule_for(pol, "api.fx-rates.internal");
+	cr_assert_eq(r->port, 8417, "port %u: the template's 8417 was dropped",
+	    r->port);
+	cr_assert_eq(r->n_cidrs, 1);
+	cr_assert_str_eq(r->cidrs[0], "127.0.0.0/8");
+	cr_assert_eq(r->max_response_kb, 64);
+	cr_assert(has_str(r->paths, r->n_paths, "/v1/rates"));
+	cr_assert(has_str(r->paths, r->n_paths, "/"));
+	cr_assert_eq(pol->n_credentials, 1);
+	policy_free(pol);
+}
+
+/* Another method: granted, and on the rule the proxy uses; the
+ * template's paths still bound it (the grant named none of its own). */
+Test(compile, grant_of_another_method_is_on_the_templates_rule)
+{
+	Sbx__V1__Policy			*pol;
+	const Sbx__V1__AllowRule	*r;
+
+	pol = compile_with_grant(granted_rule("API.FX-RATES.INTERNAL", "POST",
+	    "/v1/rates"));
+	r = only_rule_for(pol, "api.fx-rates.internal");
+	cr_assert(has_str(r->methods, r->n_methods, "GET"));
+	cr_assert(has_str(r->methods, r->n_methods, "POST"),
+	    "POST was granted but is not on the rule the proxy takes");
+	cr_assert_eq(r->n_paths, 1);
+	cr_assert_eq(r->port, 8417);
+	policy_free(pol);
+}
+
+/* A grant with no paths is "any path" for its host: so is the merged rule
+ * (what was granted), still on the template's port and CIDRs. */
+Test(compile, grant_of_any_path_widens_only_the_paths)
+{
+	Sbx__V1__Policy			*pol;
+	const Sbx__V1__AllowRule	*r;
+
+	pol = compile_with_grant(granted_rule("api.fx-rates.internal", "GET",
+	    NULL));
+	r = only_rule_for(pol, "api.fx-rates.internal");
+	cr_assert_eq(r->n_paths, 0);
+	cr_assert_eq(r->port, 8417);
+	cr_assert_eq(r->n_cidrs, 1);
+	policy_free(pol);
+}
+
+/* A host the template lacks still gets the granted rule of its own. */
+Test(compile, grant_for_a_new_host_is_its_own_rule)
+{
+	Sbx__V1__Policy			*pol;
+	const Sbx__V1__AllowRule	*r;
+
+	pol = compile_with_grant(granted_rule("api.other.internal", "GET",
+	    "/x"));
+	r = only_rule_for(pol, "api.other.internal");
+	cr_assert_eq(r->port, 0);
+	cr_assert(has_str(r->paths, r->n_paths, "/x"));
+	(void)only_rule_for(pol, "api.fx-rates.internal");
+	policy_free(pol);
+}
