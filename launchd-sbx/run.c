@@ -1395,6 +1395,23 @@ run_egress_usage(struct run *r, const Sbx__V1__EgressUsage *u)
 			    (unsigned long long)u->denials[i]->count);
 }
 
+/*
+ * egressd could not say what went through the channel: it died or was
+ * restarted during the run (the code's requests then failed, closed, as
+ * they should), or it does not answer now.  The result names the lost
+ * boundary, so an orchestrator can tell a broken deployment from a run
+ * whose requests were refused; policyd counts the whole egress allowance
+ * against the task (eg_known stays 0).
+ */
+static void
+run_egress_lost(struct run *r, const char *why)
+{
+	log_warnx("execution %s: %s; its egress usage is unknown", r->id, why);
+	run_denial(r, RULE_EGRESS_DOWN, "egress", "egressd (%s): %s; the "
+	    "egress channel was lost, what went through it is unknown",
+	    r->ld->conf->egress_socket, why);
+}
+
 static void
 run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
@@ -1409,8 +1426,7 @@ run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	if ((u = egress_client_usage(rep, why, err, sizeof(err))) != NULL)
 		run_egress_usage(r, u);
 	else
-		log_warnx("execution %s: %s; its egress usage is unknown",
-		    r->id, err);
+		run_egress_lost(r, err);
 	run_after_egress(r);
 }
 
@@ -1423,7 +1439,7 @@ run_egress_close(struct run *r)
 	r->state = RUN_EGRESS_CLOSE;
 	if (egress_client_close(r->ld, &r->peer, r->grant->execution_id,
 	    run_egress_closed, r, err, sizeof(err)) == -1) {
-		log_warnx("execution %s: egress_close: %s", r->id, err);
+		run_egress_lost(r, err);
 		run_after_egress(r);
 	}
 }
@@ -1438,10 +1454,14 @@ run_egress_close_sync(struct run *r)
 
 	r->egress_open = 0;
 	if ((rep = egress_client_close_sync(r->ld, r->grant->execution_id)) ==
-	    NULL)
+	    NULL) {
+		run_egress_lost(r, "egress_close: no reply");
 		return;
+	}
 	if ((u = egress_client_usage(rep, NULL, err, sizeof(err))) != NULL)
 		run_egress_usage(r, u);
+	else
+		run_egress_lost(r, err);
 	sbx__v1__envelope__free_unpacked(rep, NULL);
 }
 
