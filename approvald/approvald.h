@@ -56,10 +56,8 @@ struct approvald_conf {
 	struct cfg_sock		 console;
 };
 
-/* The skeleton's parse and free (daemon.h): a struct approvald_conf,
- * NULL after recording every problem in errs. */
-void		*aparse_config(const char *file, struct yerrs *);
-void		 aparse_config_free(void *);
+/* The keys of approvald.yaml, for the skeleton (daemon.h) and cfg_parse. */
+extern const struct cfg_table aparse_table;
 
 /* ---- queue.c ---- */
 

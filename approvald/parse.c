@@ -67,18 +67,6 @@ static const struct cfg_key aparse_keys[] = {
 	CFG_END
 };
 
-static const struct cfg_table aparse_table = {
+const struct cfg_table aparse_table = {
 	"approvald.yaml", sizeof(struct approvald_conf), aparse_keys, NULL
 };
-
-void *
-aparse_config(const char *file, struct yerrs *errs)
-{
-	return cfg_parse(file, &aparse_table, errs);
-}
-
-void
-aparse_config_free(void *c)
-{
-	cfg_free(&aparse_table, c);
-}

@@ -57,10 +57,8 @@ struct brokerd_conf {
 	struct cfg_sock		 admin;
 };
 
-/* The skeleton's parse and free (daemon.h): a struct brokerd_conf, NULL
- * after recording every problem in errs. */
-void		*bparse_config(const char *file, struct yerrs *);
-void		 bparse_config_free(void *);
+/* The keys of brokerd.yaml, for the skeleton (daemon.h) and cfg_parse. */
+extern const struct cfg_table bparse_table;
 
 /* ---- store.c ---- */
 

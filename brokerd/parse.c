@@ -39,18 +39,6 @@ static const struct cfg_key bparse_keys[] = {
 	CFG_END
 };
 
-static const struct cfg_table bparse_table = {
+const struct cfg_table bparse_table = {
 	"brokerd.yaml", sizeof(struct brokerd_conf), bparse_keys, NULL
 };
-
-void *
-bparse_config(const char *file, struct yerrs *errs)
-{
-	return cfg_parse(file, &bparse_table, errs);
-}
-
-void
-bparse_config_free(void *c)
-{
-	cfg_free(&bparse_table, c);
-}

@@ -52,6 +52,24 @@ struct daemon_run {
 /* usage() takes no argument (daemon_getopt's). */
 static const char *daemon_name;
 
+static void *
+daemon_parse(const struct daemon_main *dm, const char *file,
+    struct yerrs *errs)
+{
+	if (dm->config != NULL)
+		return cfg_parse(file, dm->config, errs);
+	return dm->parse(file, errs);
+}
+
+static void
+daemon_conf_free(const struct daemon_main *dm, void *conf)
+{
+	if (dm->config != NULL)
+		cfg_free(dm->config, conf);
+	else
+		dm->conf_free(conf);
+}
+
 void
 daemon_getopt(int argc, char **argv, const char *default_file,
     struct daemon_opts *opts, void (*usage)(void))
@@ -318,17 +336,17 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	daemon_getopt(argc, argv, dm->conf_file, &opts, daemon_usage);
 	log_init(dm->name, 1, opts.noaction ? 0 : opts.verbose);
 
-	if ((conf = dm->parse(opts.file, &errs)) == NULL)
+	if ((conf = daemon_parse(dm, opts.file, &errs)) == NULL)
 		return daemon_config_errors(dm->name, opts.file, &errs);
 	yerrs_free(&errs);
 	daemon_set(state, dm->conf_at, conf);
 	if (dm->check != NULL && dm->check(state, &opts) == -1) {
-		dm->conf_free(conf);
+		daemon_conf_free(dm, conf);
 		return 1;
 	}
 	if (opts.noaction) {
 		printf("configuration OK\n");
-		dm->conf_free(conf);
+		daemon_conf_free(dm, conf);
 		return 0;
 	}
 
@@ -351,7 +369,7 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 		event_free(r.sigs[i]);
 	if (dm->close != NULL)
 		dm->close(state);
-	dm->conf_free(conf);
+	daemon_conf_free(dm, conf);
 	event_base_free(r.base);
 	log_info("stopped");
 	return 0;

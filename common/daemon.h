@@ -17,6 +17,7 @@
 
 #include "frame.h"
 
+struct cfg_table;
 struct yerrs;
 struct ucred;
 
@@ -76,6 +77,9 @@ struct daemon_main {
 	 * offsetof the two pointers in the daemon's state. */
 	size_t			 conf_at;
 	size_t			 base_at;
+	/* The configuration: a table cfg_parse reads, or (config NULL)
+	 * the daemon's own parse and free. */
+	const struct cfg_table	*config;
 	void			*(*parse)(const char *file, struct yerrs *);
 	void			 (*conf_free)(void *conf);
 	const struct daemon_sock *socks;

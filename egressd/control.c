@@ -281,8 +281,6 @@ control_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
 		admin_audit_verify(c, req, auditq_sync(ed->aq), "egressd");
 		return;
 	default:
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
-		    "the admin socket does not take this message");
+		admin_refuse(c, req);
 	}
 }

@@ -104,10 +104,8 @@ struct egressd_conf {
 	struct cfg_sock		 admin;
 };
 
-/* The skeleton's parse and free (daemon.h): a struct egressd_conf, NULL
- * after recording every problem in errs. */
-void		*parse_config(const char *file, struct yerrs *);
-void		 parse_config_free(void *);
+/* The keys of egressd.yaml, for the skeleton (daemon.h) and cfg_parse. */
+extern const struct cfg_table parse_table;
 
 /* ---- decide.c: the pure decision ---- */
 

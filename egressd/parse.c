@@ -99,18 +99,6 @@ static const struct cfg_key parse_keys[] = {
 	CFG_END
 };
 
-static const struct cfg_table parse_table = {
+const struct cfg_table parse_table = {
 	"egressd.yaml", sizeof(struct egressd_conf), parse_keys, NULL
 };
-
-void *
-parse_config(const char *file, struct yerrs *errs)
-{
-	return cfg_parse(file, &parse_table, errs);
-}
-
-void
-parse_config_free(void *c)
-{
-	cfg_free(&parse_table, c);
-}

@@ -308,8 +308,6 @@ gcontrol_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
 		free(text);
 		return;
 	default:
-		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
-		    "the admin socket does not take this message");
+		admin_refuse(c, req);
 	}
 }

@@ -83,10 +83,8 @@ struct gated_conf {
 	struct cfg_sock		 admin;		/* path NULL: none */
 };
 
-/* The skeleton's parse and free (daemon.h): a struct gated_conf, NULL
- * after recording every problem in errs. */
-void		*gparse_config(const char *file, struct yerrs *);
-void		 gparse_config_free(void *);
+/* The keys of gated.yaml, for the skeleton (daemon.h) and cfg_parse. */
+extern const struct cfg_table gparse_table;
 
 /* ---- text.c (pure) ---- */
 

@@ -38,18 +38,6 @@ static const struct cfg_key gparse_keys[] = {
 	CFG_END
 };
 
-static const struct cfg_table gparse_table = {
+const struct cfg_table gparse_table = {
 	"gated.yaml", sizeof(struct gated_conf), gparse_keys, NULL
 };
-
-void *
-gparse_config(const char *file, struct yerrs *errs)
-{
-	return cfg_parse(file, &gparse_table, errs);
-}
-
-void
-gparse_config_free(void *c)
-{
-	cfg_free(&gparse_table, c);
-}
