@@ -1,127 +1,103 @@
 /*
- * approvald.c: main.  Reads like the daemon's table of contents: options,
- * config (every error reported, -n stops there), the state directory, the
- * sockets, the queue, the privilege drop, the event loop.  What needs root
- * (creating files for the daemon's user, binding sockets under /run)
- * happens before the drop, which is verified; after it approvald holds
- * only its queue and its sockets.
+ * approvald.c: main, as a table for the skeleton in common/daemon.c.
+ * Reads like the daemon's table of contents: options, config (every error
+ * reported, -n stops there), the state directory, the sockets, the queue,
+ * the privilege drop, the event loop.  What needs root (creating files for
+ * the daemon's user, binding sockets under /run) happens before the drop,
+ * which is verified; after it approvald holds only its queue and its
+ * sockets.
  *
  * The queue is the daemon's memory: a request acknowledged as PENDING is
  * on disk, so a crash or kill -9 loses nothing an approver could still
  * decide.
  */
-#include <sys/stat.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <event2/event.h>
 
 #include "daemon.h"
 #include "log.h"
-#include "util.h"
-#include "yaml.h"
 #include "approvald/approvald.h"
 
-static void __attribute__((noreturn))
-usage(void)
+static void
+approvald_open(void *arg)
 {
-	fprintf(stderr, "usage: approvald [-dnv] [-f file]\n");
-	exit(1);
+	struct approvald	*ad = arg;
+	char			 err[512];
+
+	if ((ad->queue = aqueue_open(APPROVALD_DB, err, sizeof(err))) == NULL)
+		fatalx("%s/%s: %s", ad->conf->common.state_dir, APPROVALD_DB,
+		    err);
 }
 
 static void
-approvald_signal(evutil_socket_t sig, short what, void *arg)
+approvald_start(void *arg)
 {
 	struct approvald	*ad = arg;
 
-	(void)what;
-	switch (sig) {
-	case SIGHUP:
-		log_info("SIGHUP: nothing to reload; restart approvald to "
-		    "read %s again", ad->conf->file);
-		break;
-	case SIGTERM:
-	case SIGINT:
-		log_info("exiting on signal %d", (int)sig);
-		event_base_loopbreak(ad->base);
-		break;
-	}
+	log_info("started: submit %s, console %s, policyd %s",
+	    ad->conf->submit.path, ad->conf->console.path,
+	    ad->conf->policyd_socket);
 }
+
+static void
+approvald_hup(void *arg)
+{
+	struct approvald	*ad = arg;
+
+	log_info("SIGHUP: nothing to reload; restart approvald to read %s "
+	    "again", ad->conf->common.file);
+}
+
+static void
+approvald_stop(void *arg)
+{
+	acontrol_stop(arg);
+}
+
+static void
+approvald_close(void *arg)
+{
+	struct approvald	*ad = arg;
+
+	aqueue_close(ad->queue);
+}
+
+static const struct daemon_sock approvald_socks[] = {
+	{ "submit", offsetof(struct approvald_conf, submit),
+	    acontrol_submit_socket, NULL, 0, 0 },
+	{ "console", offsetof(struct approvald_conf, console),
+	    acontrol_console_socket, NULL, 0, 0 },
+	{ NULL, 0, NULL, NULL, 0, 0 }
+};
+
+static const struct daemon_main approvald_main = {
+	.name = "approvald",
+	.conf_file = APPROVALD_CONF_DEFAULT,
+	.db = APPROVALD_DB,
+	/* The queue and its journal are approvald's alone; the sockets get
+	 * their modes explicitly. */
+	.umask = 077,
+	.conf_at = offsetof(struct approvald, conf),
+	.base_at = offsetof(struct approvald, base),
+	.config = &aparse_table,
+	.socks = approvald_socks,
+	.refused = acontrol_refused_peer,
+	.open = approvald_open,
+	.start = approvald_start,
+	.hup = approvald_hup,
+	.stop = approvald_stop,
+	.close = approvald_close,
+};
 
 int
 main(int argc, char *argv[])
 {
-	struct daemon_opts opts;
-	struct approvald ad;
-	struct yerrs	 errs = { NULL, 0 };
-	struct event	*sigs[3];
-	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
-	char		 err[512];
-
-	daemon_getopt(argc, argv, APPROVALD_CONF_DEFAULT, &opts, usage);
-	log_init("approvald", 1, opts.noaction ? 0 : opts.verbose);
+	struct approvald	 ad;
 
 	memset(&ad, 0, sizeof(ad));
-	if ((ad.conf = aparse_config(opts.file, &errs)) == NULL)
-		return daemon_config_errors("approvald", opts.file, &errs);
-	yerrs_free(&errs);
-	if (opts.noaction) {
-		printf("configuration OK\n");
-		aparse_config_free(ad.conf);
-		return 0;
-	}
-
-	signal(SIGPIPE, SIG_IGN);
-	/* The queue and its journal are approvald's alone; the sockets get
-	 * their modes explicitly. */
-	umask(077);
-	daemon_state_dir(ad.conf->state_dir, ad.conf->user, ad.conf->uid,
-	    ad.conf->gid);
-
-	if ((ad.base = event_base_new()) == NULL)
-		fatalx("cannot create the event loop");
-	if ((ad.ctl = acontrol_start(&ad)) == NULL)
-		fatalx("cannot listen on the sockets");
-	if (!opts.debug) {
-		if (daemon(1, 0) == -1)
-			fatal("daemon");
-		log_foreground(0);
-		if (event_reinit(ad.base) == -1)
-			fatalx("cannot reinitialise the event loop");
-	}
-
-	if (chdir(ad.conf->state_dir) == -1)
-		fatal("chdir %s", ad.conf->state_dir);
-	if ((ad.queue = aqueue_open(APPROVALD_DB, err, sizeof(err))) == NULL)
-		fatalx("%s/%s: %s", ad.conf->state_dir, APPROVALD_DB, err);
-	daemon_chown_db(APPROVALD_DB, ad.conf->state_dir, ad.conf->user,
-	    ad.conf->uid, ad.conf->gid);
-	daemon_drop(ad.conf->file, ad.conf->user, ad.conf->uid, ad.conf->gid);
-
-	for (int i = 0; i < 3; i++) {
-		if ((sigs[i] = evsignal_new(ad.base, signos[i],
-		    approvald_signal, &ad)) == NULL ||
-		    event_add(sigs[i], NULL) == -1)
-			fatalx("cannot handle signal %d", signos[i]);
-	}
-	log_info("started: submit %s, console %s, policyd %s",
-	    ad.conf->submit.path, ad.conf->console.path,
-	    ad.conf->policyd_socket);
-
-	if (event_base_dispatch(ad.base) == -1)
-		log_warnx("event loop failed");
-
-	acontrol_stop(ad.ctl);
-	for (int i = 0; i < 3; i++)
-		event_free(sigs[i]);
-	aqueue_close(ad.queue);
-	aparse_config_free(ad.conf);
-	event_base_free(ad.base);
-	log_info("stopped");
-	return 0;
+	TAILQ_INIT(&ad.forwards);
+	return daemon_main(argc, argv, &approvald_main, &ad);
 }

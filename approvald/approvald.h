@@ -13,6 +13,7 @@
 #ifndef SBX_APPROVALD_H
 #define SBX_APPROVALD_H
 
+#include <sys/queue.h>
 #include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -37,6 +38,8 @@
 #define ARULE_POLICYD		"policyd-refused"
 
 struct event_base;
+struct frame_conn;
+struct ucred;
 struct yerrs;
 struct audit;
 struct sqlite3;
@@ -44,13 +47,7 @@ struct sqlite3;
 /* ---- parse.c ---- */
 
 struct approvald_conf {
-	char			*file;
-	char			*dir;
-	char			*user;		/* NULL: no drop */
-	uid_t			 uid;
-	gid_t			 gid;
-	char			*state_dir;
-	uint32_t		 max_frame_kb;
+	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	/* policyd's approvals socket, and who must be listening on it. */
 	char			*policyd_socket;
 	uid_t			 policyd_uid;
@@ -59,10 +56,8 @@ struct approvald_conf {
 	struct cfg_sock		 console;
 };
 
-/* Parse and check a config file; every problem goes to errs.  NULL if
- * there was any. */
-struct approvald_conf *aparse_config(const char *file, struct yerrs *);
-void		 aparse_config_free(struct approvald_conf *);
+/* The keys of approvald.yaml, for the skeleton (daemon.h) and cfg_parse. */
+extern const struct cfg_table aparse_table;
 
 /* ---- queue.c ---- */
 
@@ -125,15 +120,26 @@ char		*aquote_what(const Sbx__V1__CapabilityRequest *);
 
 /* ---- control.c ---- */
 
+struct aforward;
+
 struct approvald {
 	struct approvald_conf	*conf;
 	struct aqueue		*queue;
 	struct event_base	*base;
-	struct acontrol		*ctl;
+	/* Decisions on their way to policyd. */
+	TAILQ_HEAD(, aforward)	 forwards;
 };
 
-struct acontrol	*acontrol_start(struct approvald *);
-void		 acontrol_stop(struct acontrol *);
+/* The frame handlers of the submit and console sockets (arg: the struct
+ * approvald), and the audit of a peer refused at either. */
+void		 acontrol_submit_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 acontrol_console_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 acontrol_refused_peer(void *, const char *sock,
+		    const struct ucred *, const char *why);
+/* Drop the decisions still on their way (they stay pending). */
+void		 acontrol_stop(struct approvald *);
 /* The Unix user name of uid (getpwuid), or "uid:N" when it has none. */
 void		 acontrol_user_name(uid_t, char *buf, size_t len);
 

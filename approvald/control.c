@@ -1,6 +1,7 @@
 /*
- * control.c: approvald's two sockets and the forwarding of decisions to
- * policyd.  The submit socket takes `capability` from policyd (its uid
+ * control.c: approvald's two sockets (the skeleton in common/daemon.c
+ * listens on them, with the handlers here) and the forwarding of
+ * decisions to policyd.  The submit socket takes `capability` from policyd (its uid
  * only, checked before a byte is read) and answers `decision` PENDING once
  * the request is on disk.  The console socket (root and the approvers
  * group) lists the queue and takes `decision`s: the approver is the Unix
@@ -25,23 +26,16 @@
 
 #include "admin.h"
 #include "audit.h"
-#include "config.h"
 #include "frame.h"
 #include "log.h"
 #include "policy.h"
 #include "util.h"
 #include "approvald/approvald.h"
 
-struct acontrol_sock {
-	struct acontrol		*ctl;
-	int			 console;
-	const char		*name;
-};
-
 /* A decision on its way to policyd, with the console waiting for it. */
 struct aforward {
 	TAILQ_ENTRY(aforward)	 entry;
-	struct acontrol		*ctl;
+	struct approvald	*ad;
 	struct frame_conn	*conn;
 	struct frame_client	*fc;
 	uint64_t		 rid;		/* the console's request id */
@@ -49,14 +43,6 @@ struct aforward {
 	char			*task_id;
 };
 
-struct acontrol {
-	struct approvald	*ad;
-	struct frame_server	*submit;
-	struct frame_server	*console;
-	struct acontrol_sock	 submit_arg;
-	struct acontrol_sock	 console_arg;
-	TAILQ_HEAD(, aforward)	 forwards;
-};
 
 void
 acontrol_user_name(uid_t uid, char *buf, size_t len)
@@ -80,11 +66,11 @@ acontrol_actor(const struct ucred *cr, char *buf, size_t len)
 		acontrol_user_name(cr->uid, buf, len);
 }
 
-static void
-acontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
+void
+acontrol_refused_peer(void *arg, const char *sock, const struct ucred *cr,
+    const char *why)
 {
-	struct acontrol_sock	*cs = arg;
-	struct approvald	*ad = cs->ctl->ad;
+	struct approvald	*ad = arg;
 	char			 actor[64], detail[256];
 
 	if (ad->queue == NULL)
@@ -92,13 +78,13 @@ acontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
 	acontrol_actor(cr, actor, sizeof(actor));
 	if (cr != NULL)
 		snprintf(detail, sizeof(detail), "%s socket: peer %s (uid %u "
-		    "gid %u pid %ld) refused: %s", cs->name, actor,
+		    "gid %u pid %ld) refused: %s", sock, actor,
 		    (unsigned)cr->uid, (unsigned)cr->gid, (long)cr->pid,
 		    strcmp(why, "not-allowed") == 0 ?
 		    "not on the socket's allowlist" : "too many connections");
 	else
 		snprintf(detail, sizeof(detail), "%s socket: a peer whose "
-		    "credentials cannot be read was refused", cs->name);
+		    "credentials cannot be read was refused", sock);
 	(void)aqueue_audit_event(ad->queue, actor, "deny", NULL, NULL,
 	    ARULE_PEER, detail);
 }
@@ -165,13 +151,13 @@ acontrol_request_ok(const Sbx__V1__CapabilityRequest *r, char *why,
 }
 
 static void
-acontrol_submit(struct acontrol *ctl, struct frame_conn *c,
+acontrol_submit(struct approvald *ad, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__CapabilityRequest *r = req->capability;
 	Sbx__V1__CapabilityRequest	*old;
 	Sbx__V1__CapabilityDecision	 d, *dec;
-	struct aqueue			*q = ctl->ad->queue;
+	struct aqueue			*q = ad->queue;
 	char				 actor[64], err[512];
 	int				 rc;
 
@@ -214,14 +200,14 @@ acontrol_submit(struct acontrol *ctl, struct frame_conn *c,
 /* ---- the console socket ---- */
 
 static void
-acontrol_list(struct acontrol *ctl, struct frame_conn *c,
+acontrol_list(struct approvald *ad, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__ApprovalItems	 it;
 	char			 err[512];
 
-	if (aqueue_list(ctl->ad->queue, req->approval_list->pending_only, &it,
+	if (aqueue_list(ad->queue, req->approval_list->pending_only, &it,
 	    err, sizeof(err)) == -1) {
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", "%s", err);
@@ -237,7 +223,7 @@ acontrol_list(struct acontrol *ctl, struct frame_conn *c,
 static void
 aforward_free(struct aforward *f)
 {
-	TAILQ_REMOVE(&f->ctl->forwards, f, entry);
+	TAILQ_REMOVE(&f->ad->forwards, f, entry);
 	if (f->fc != NULL)
 		frame_client_free(f->fc);
 	frame_conn_release(f->conn);
@@ -269,7 +255,7 @@ aforward_fail(struct aforward *f, Sbx__V1__ErrorCode code, const char *rule,
 	    f->dec.status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED ?
 	    "approval" : "denial", f->dec.request_id, f->dec.approver, why);
 	log_warnx("%s", detail);
-	(void)aqueue_audit_event(f->ctl->ad->queue, f->dec.approver,
+	(void)aqueue_audit_event(f->ad->queue, f->dec.approver,
 	    "decision-failed", f->task_id, NULL, rule, detail);
 	if (!frame_conn_closed(f->conn))
 		frame_conn_send_error(f->conn, f->rid, code, rule,
@@ -336,7 +322,7 @@ aforward_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	/* The client goes now: the handler may free its own client. */
 	frame_client_free(f->fc);
 	f->fc = NULL;
-	if (aqueue_decide(f->ctl->ad->queue, &f->dec, &rule, err,
+	if (aqueue_decide(f->ad->queue, &f->dec, &rule, err,
 	    sizeof(err)) == -1) {
 		aforward_fail(f, rule != NULL ?
 		    SBX__V1__ERROR_CODE__ERROR_INVALID :
@@ -354,11 +340,11 @@ aforward_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 }
 
 static void
-acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
+acontrol_decide(struct approvald *ad, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__CapabilityDecision *d = req->decision;
-	const struct approvald_conf	*conf = ctl->ad->conf;
+	const struct approvald_conf	*conf = ad->conf;
 	Sbx__V1__CapabilityRequest	*r;
 	Sbx__V1__CapabilityDecision	*old;
 	Sbx__V1__Envelope		 env;
@@ -394,7 +380,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 		    "a denial needs a reason: the requester reads it");
 		return;
 	}
-	if ((rc = aqueue_get(ctl->ad->queue, d->request_id, &r, &old, err,
+	if ((rc = aqueue_get(ad->queue, d->request_id, &r, &old, err,
 	    sizeof(err))) != 1) {
 		frame_conn_send_error(c, req->request_id, rc == 0 ?
 		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND :
@@ -411,7 +397,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 		aqueue_item_free(r, old);
 		return;
 	}
-	TAILQ_FOREACH(f, &ctl->forwards, entry) {
+	TAILQ_FOREACH(f, &ad->forwards, entry) {
 		if (strcmp(f->dec.request_id, d->request_id) == 0) {
 			frame_conn_send_error(c, req->request_id,
 			    SBX__V1__ERROR_CODE__ERROR_INVALID,
@@ -426,7 +412,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 	/* The approver is who the kernel says is connected. */
 	acontrol_actor(cr, approver, sizeof(approver));
 	f = xcalloc(1, sizeof(*f));
-	f->ctl = ctl;
+	f->ad = ad;
 	f->conn = c;
 	frame_conn_hold(c);
 	f->rid = req->request_id;
@@ -438,7 +424,7 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 	f->dec.approver = xstrdup(approver);
 	f->dec.policy_hash = xstrdup("");
 	f->dec.decided_at = now_s();
-	TAILQ_INSERT_TAIL(&ctl->forwards, f, entry);
+	TAILQ_INSERT_TAIL(&ad->forwards, f, entry);
 	aqueue_item_free(r, old);
 
 	if (conf->policyd_socket == NULL) {
@@ -446,8 +432,8 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 		    ARULE_UNREACHABLE, "no policyd socket is configured");
 		return;
 	}
-	if ((f->fc = frame_connect(ctl->ad->base, conf->policyd_socket,
-	    conf->policyd_uid, (size_t)conf->max_frame_kb * 1024,
+	if ((f->fc = frame_connect(ad->base, conf->policyd_socket,
+	    conf->policyd_uid, (size_t)conf->common.max_frame_kb * 1024,
 	    aforward_reply, f, err, sizeof(err))) == NULL) {
 		aforward_fail(f, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
 		    ARULE_UNREACHABLE, "policyd unreachable: %s", err);
@@ -469,92 +455,53 @@ acontrol_decide(struct acontrol *ctl, struct frame_conn *c,
 
 
 
-static void
-acontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+void
+acontrol_submit_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	struct acontrol_sock	*cs = arg;
-	struct acontrol		*ctl = cs->ctl;
-
-	if (!cs->console) {
-		if (req->body_case == SBX__V1__ENVELOPE__BODY_CAPABILITY) {
-			acontrol_submit(ctl, c, req);
-			return;
-		}
-	} else {
-		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_APPROVAL_LIST:
-			acontrol_list(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_DECISION:
-			acontrol_decide(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			admin_audit_query(c, req, aqueue_audit(ctl->ad->queue));
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			admin_audit_verify(c, req, aqueue_audit(ctl->ad->queue),
-			    "approvald");
-			return;
-		default:
-			break;
-		}
+	if (req->body_case == SBX__V1__ENVELOPE__BODY_CAPABILITY) {
+		acontrol_submit(arg, c, req);
+		return;
 	}
 	frame_conn_send_error(c, req->request_id,
-	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "%s", cs->console ?
-	    "the console socket takes approval_list, decision, audit_query "
-	    "and audit_verify" :
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
 	    "the submit socket takes only capability requests");
 }
 
-static struct frame_server *
-acontrol_listen(struct acontrol *ctl, const struct cfg_sock *sc,
-    struct acontrol_sock *arg)
+void
+acontrol_console_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	struct frame_server_config	 cfg;
+	struct approvald	*ad = arg;
 
-	cfg_socket_server(sc, arg->name, &cfg);
-	cfg.max_frame = (size_t)ctl->ad->conf->max_frame_kb * 1024;
-	cfg.refused = acontrol_refused_peer;
-	cfg.refused_arg = arg;
-	return frame_server_listen(ctl->ad->base, &cfg, acontrol_dispatch,
-	    arg);
-}
-
-struct acontrol *
-acontrol_start(struct approvald *ad)
-{
-	struct acontrol	*ctl;
-
-	ctl = xcalloc(1, sizeof(*ctl));
-	ctl->ad = ad;
-	TAILQ_INIT(&ctl->forwards);
-	ctl->submit_arg.ctl = ctl;
-	ctl->submit_arg.console = 0;
-	ctl->submit_arg.name = "submit";
-	ctl->console_arg.ctl = ctl;
-	ctl->console_arg.console = 1;
-	ctl->console_arg.name = "console";
-	if ((ctl->submit = acontrol_listen(ctl, &ad->conf->submit,
-	    &ctl->submit_arg)) == NULL ||
-	    (ctl->console = acontrol_listen(ctl, &ad->conf->console,
-	    &ctl->console_arg)) == NULL) {
-		acontrol_stop(ctl);
-		return NULL;
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_APPROVAL_LIST:
+		acontrol_list(ad, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_DECISION:
+		acontrol_decide(ad, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		admin_audit_query(c, req, aqueue_audit(ad->queue));
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+		admin_audit_verify(c, req, aqueue_audit(ad->queue),
+		    "approvald");
+		return;
+	default:
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+		    "the console socket takes approval_list, decision, "
+		    "audit_query and audit_verify");
 	}
-	return ctl;
 }
 
 void
-acontrol_stop(struct acontrol *ctl)
+acontrol_stop(struct approvald *ad)
 {
 	struct aforward	*f;
 
-	if (ctl == NULL)
-		return;
 	/* Decisions still on their way stay pending: nothing recorded. */
-	while ((f = TAILQ_FIRST(&ctl->forwards)) != NULL)
+	while ((f = TAILQ_FIRST(&ad->forwards)) != NULL)
 		aforward_free(f);
-	frame_server_free(ctl->submit);
-	frame_server_free(ctl->console);
-	free(ctl);
 }

@@ -74,3 +74,11 @@ admin_metrics(struct frame_conn *c, const Sbx__V1__Envelope *req,
 	env.metrics = &m;
 	frame_conn_send(c, &env);
 }
+
+void
+admin_refuse(struct frame_conn *c, const Sbx__V1__Envelope *req)
+{
+	frame_conn_send_error(c, req->request_id,
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+	    "the admin socket does not take this message");
+}

@@ -21,5 +21,7 @@ void	admin_audit_verify(struct frame_conn *, const Sbx__V1__Envelope *req,
 /* Reply metrics with text (the caller keeps text). */
 void	admin_metrics(struct frame_conn *, const Sbx__V1__Envelope *req,
 	    const char *text);
+/* Refuse a message the admin socket does not take (ERROR_UNEXPECTED). */
+void	admin_refuse(struct frame_conn *, const Sbx__V1__Envelope *req);
 
 #endif

@@ -2,8 +2,8 @@
  * control.c: egressd's two sockets.  The control socket (launchd-sbx
  * only) opens and closes channels; the admin socket (root and sbx-admin)
  * reports metrics and answers audit questions.  Framing, peer checks,
- * frame caps and version checks are common/frame.c's; this file
- * dispatches.
+ * frame caps and version checks are common/frame.c's, listening the
+ * skeleton's (common/daemon.c); this file dispatches.
  *
  * The invariant: a channel exists only for a policy whose signature,
  * expiry and hash egressd has verified with policyd's public key, on the
@@ -21,26 +21,11 @@
 #include "admin.h"
 #include "audit.h"
 #include "auditq.h"
-#include "config.h"
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
 #include "util.h"
 #include "egressd.h"
-
-struct control_sock {
-	struct control		*ctl;
-	int			 admin;
-};
-
-struct control {
-	struct egressd		*ed;
-	struct frame_server	*control;
-	struct frame_server	*admin;
-	struct control_sock	 control_arg;
-	struct control_sock	 admin_arg;
-};
-
 
 static int
 control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
@@ -85,10 +70,9 @@ control_cgroup_ok(const char *p)
 }
 
 static void
-control_open(struct control *ctl, struct frame_conn *c,
+control_open(struct egressd *ed, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
-	struct egressd		*ed = ctl->ed;
 	const Sbx__V1__EgressOpen *o = req->egress_open;
 	Sbx__V1__PolicyGrant	*g;
 	Sbx__V1__EgressOpened	 rep = SBX__V1__EGRESS_OPENED__INIT;
@@ -169,10 +153,9 @@ control_open(struct control *ctl, struct frame_conn *c,
 }
 
 static void
-control_close(struct control *ctl, struct frame_conn *c,
+control_close(struct egressd *ed, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
-	struct egressd		*ed = ctl->ed;
 	struct channel		*ch;
 	Sbx__V1__EgressUsage	 u = SBX__V1__EGRESS_USAGE__INIT;
 	Sbx__V1__RuleCount	 rc[EGRESS_NRULES], *rcp[EGRESS_NRULES];
@@ -260,87 +243,44 @@ control_metrics(const struct egressd *ed)
 	return s;
 }
 
-static void
-control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+void
+control_control_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	struct control_sock	*cs = arg;
-	struct control		*ctl = cs->ctl;
-
-	if (!cs->admin) {
-		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_EGRESS_OPEN:
-			control_open(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE:
-			control_close(ctl, c, req);
-			return;
-		default:
-			break;
-		}
-	} else {
-		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST: {
-			char	*text = control_metrics(ctl->ed);
-
-			admin_metrics(c, req, text);
-			free(text);
-			return;
-		}
-		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			admin_audit_query(c, req, auditq_sync(ctl->ed->aq));
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			admin_audit_verify(c, req, auditq_sync(ctl->ed->aq),
-			    "egressd");
-			return;
-		default:
-			break;
-		}
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_EGRESS_OPEN:
+		control_open(arg, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE:
+		control_close(arg, c, req);
+		return;
+	default:
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+		    "the control socket does not take this message");
 	}
-	frame_conn_send_error(c, req->request_id,
-	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", cs->admin ?
-	    "the admin socket does not take this message" :
-	    "the control socket does not take this message");
-}
-
-static struct frame_server *
-control_listen(struct control *ctl, const struct cfg_sock *sc,
-    const char *name, struct control_sock *arg)
-{
-	struct frame_server_config	 cfg;
-
-	cfg_socket_server(sc, name, &cfg);
-	/* egress_open brings the channel's socket as a descriptor. */
-	cfg.pass_fds = arg->admin ? 0 : 1;
-	return frame_server_listen(ctl->ed->base, &cfg, control_dispatch, arg);
-}
-
-struct control *
-control_start(struct egressd *ed)
-{
-	struct control	*ctl;
-
-	ctl = xcalloc(1, sizeof(*ctl));
-	ctl->ed = ed;
-	ctl->control_arg.ctl = ctl;
-	ctl->admin_arg.ctl = ctl;
-	ctl->admin_arg.admin = 1;
-	if ((ctl->control = control_listen(ctl, &ed->conf->control,
-	    "control", &ctl->control_arg)) == NULL ||
-	    (ctl->admin = control_listen(ctl, &ed->conf->admin, "admin",
-	    &ctl->admin_arg)) == NULL) {
-		control_stop(ctl);
-		return NULL;
-	}
-	return ctl;
 }
 
 void
-control_stop(struct control *ctl)
+control_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	if (ctl == NULL)
+	struct egressd	*ed = arg;
+	char		*text;
+
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+		text = control_metrics(ed);
+		admin_metrics(c, req, text);
+		free(text);
 		return;
-	frame_server_free(ctl->control);
-	frame_server_free(ctl->admin);
-	free(ctl);
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		admin_audit_query(c, req, auditq_sync(ed->aq));
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+		admin_audit_verify(c, req, auditq_sync(ed->aq), "egressd");
+		return;
+	default:
+		admin_refuse(c, req);
+	}
 }

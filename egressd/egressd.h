@@ -78,18 +78,13 @@ struct audit;
 struct auditq;
 struct auditq_entry;
 struct yerrs;
+struct frame_conn;
 struct ca;
-struct control;
 
 /* ---- parse.c ---- */
 
 struct egressd_conf {
-	char			*file;
-	char			*dir;
-	char			*user;		/* NULL: no drop */
-	uid_t			 uid;
-	gid_t			 gid;
-	char			*state_dir;
+	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*run_dir;
 	char			*public_key;
 	char			*resolv_conf;	/* NULL: /etc/resolv.conf */
@@ -109,8 +104,8 @@ struct egressd_conf {
 	struct cfg_sock		 admin;
 };
 
-struct egressd_conf *parse_config(const char *file, struct yerrs *);
-void		 parse_config_free(struct egressd_conf *);
+/* The keys of egressd.yaml, for the skeleton (daemon.h) and cfg_parse. */
+extern const struct cfg_table parse_table;
 
 /* ---- decide.c: the pure decision ---- */
 
@@ -500,7 +495,6 @@ struct egressd {
 	struct evdns_base	*dns;
 	struct audit		*audit;
 	struct auditq		*aq;		/* group commit of denials */
-	struct control		*ctl;
 	struct channels		 channels;
 	struct egress_metrics	 m;
 	struct ssl_ctx_st	*upstream_ctx;	/* verified client side */
@@ -592,8 +586,12 @@ void		 proxy_send_request(struct proxy_conn *);
 
 /* ---- control.c ---- */
 
-struct control	*control_start(struct egressd *);
-void		 control_stop(struct control *);
+/* The frame handlers of the control and admin sockets (arg: the struct
+ * egressd). */
+void		 control_control_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 control_admin_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
 char		*control_metrics(const struct egressd *);
 
 #endif
