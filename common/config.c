@@ -259,3 +259,301 @@ cfg_socket_server(const struct cfg_sock *sc, const char *name,
 	fc->group = sc->group;
 	fc->allow = &sc->allow;
 }
+
+int
+cfg_uid(struct ydoc *doc, const struct ynode *n, const char *key,
+    uid_t *uid, gid_t *gid)
+{
+	const char	*s;
+	unsigned long	 num;
+	struct passwd	*pw;
+
+	if (yget_str(doc, n, key, &s) == -1)
+		return -1;
+	if (cfg_number(s, &num) == 0) {
+		*uid = (uid_t)num;
+		if (gid != NULL)
+			*gid = (gid_t)-1;
+	} else if ((pw = getpwnam(s)) == NULL) {
+		yerr(doc, n, key, "no such user \"%s\"", s);
+		return -1;
+	} else {
+		*uid = pw->pw_uid;
+		if (gid != NULL)
+			*gid = pw->pw_gid;
+	}
+	return 0;
+}
+
+/* ---- the declarative table ---- */
+
+#define CFG_FIELD(conf, k, type)	((type *)(void *)((char *)(conf) + (k)->off))
+
+static size_t
+cfg_nkeys(const struct cfg_key *keys)
+{
+	size_t	 n = 0;
+
+	while (keys[n].name != NULL)
+		n++;
+	return n;
+}
+
+/* "prefix.name", or name at the top. */
+static char *
+cfg_keyname(const char *prefix, const char *name)
+{
+	char	*s;
+
+	if (prefix == NULL || prefix[0] == '\0')
+		return xstrdup(name);
+	xasprintf(&s, "%s.%s", prefix, name);
+	return s;
+}
+
+static void
+cfg_defaults(const struct cfg_key *keys, void *conf)
+{
+	for (const struct cfg_key *k = keys; k->name != NULL; k++) {
+		switch (k->type) {
+		case CFG_UINT:
+			*CFG_FIELD(conf, k, uint32_t) = (uint32_t)k->def;
+			break;
+		case CFG_BOOL:
+			*CFG_FIELD(conf, k, int) = k->def != 0;
+			break;
+		case CFG_UID:
+			*CFG_FIELD(conf, k, uid_t) = (uid_t)k->def;
+			break;
+		case CFG_MAP:
+			cfg_defaults(k->sub, conf);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* A path key left unset whose default names another key of the same map
+ * ("$state_dir/store"): that key's value joined to the rest. */
+static void
+cfg_default_paths(const struct cfg_key *keys, void *conf)
+{
+	const struct cfg_key	*ref;
+	const char		*rest;
+	char			**p;
+	size_t			 len;
+
+	for (const struct cfg_key *k = keys; k->name != NULL; k++) {
+		if (k->type == CFG_MAP)
+			cfg_default_paths(k->sub, conf);
+		if (k->type != CFG_PATH || k->def_path == NULL ||
+		    *(p = CFG_FIELD(conf, k, char *)) != NULL)
+			continue;
+		if (k->def_path[0] != '$') {
+			*p = xstrdup(k->def_path);
+			continue;
+		}
+		rest = strchr(k->def_path, '/');
+		len = rest != NULL ? (size_t)(rest - k->def_path - 1) :
+		    strlen(k->def_path + 1);
+		for (ref = keys; ref->name != NULL; ref++)
+			if (strlen(ref->name) == len &&
+			    strncmp(ref->name, k->def_path + 1, len) == 0)
+				break;
+		if (ref->name == NULL || (ref->type != CFG_PATH &&
+		    ref->type != CFG_STRING) ||
+		    *CFG_FIELD(conf, ref, char *) == NULL)
+			continue;
+		xasprintf(p, "%s%s", *CFG_FIELD(conf, ref, char *),
+		    rest != NULL ? rest : "");
+	}
+}
+
+/* Two sockets of one map on the same path: the second is the error. */
+static void
+cfg_socket_paths(struct ydoc *doc, const struct ynode *map,
+    const struct cfg_key *keys, const char *prefix, void *conf)
+{
+	const struct cfg_sock	*a, *b;
+	char			*key, *path;
+
+	for (const struct cfg_key *j = keys; j->name != NULL; j++) {
+		if (j->type != CFG_SOCKET)
+			continue;
+		b = CFG_FIELD(conf, j, struct cfg_sock);
+		for (const struct cfg_key *i = keys; i != j; i++) {
+			a = CFG_FIELD(conf, i, struct cfg_sock);
+			if (i->type != CFG_SOCKET || a->path == NULL ||
+			    b->path == NULL || strcmp(a->path, b->path) != 0)
+				continue;
+			key = cfg_keyname(prefix, j->name);
+			xasprintf(&path, "%s.path", key);
+			yerr(doc, ymap_get(ymap_get(map, j->name), "path"),
+			    path, "same path as the %s socket", i->name);
+			free(path);
+			free(key);
+			break;
+		}
+	}
+}
+
+static void	cfg_parse_map(struct ydoc *, const struct ynode *,
+		    const struct cfg_key *, const char *prefix, int top,
+		    void *conf);
+
+static void
+cfg_parse_key(struct ydoc *doc, const struct ynode *map,
+    const struct cfg_key *k, const char *key, void *conf)
+{
+	struct cfg_common	*cm = conf;
+	const struct ynode	*n = ymap_get(map, k->name);
+	const char		*s;
+	uint64_t		 v;
+	int			 b;
+
+	switch (k->type) {
+	case CFG_UINT:
+		if (n != NULL &&
+		    yget_uint(doc, n, key, k->min, k->max, &v) == 0)
+			*CFG_FIELD(conf, k, uint32_t) = (uint32_t)v;
+		break;
+	case CFG_BOOL:
+		if (n != NULL && yget_bool(doc, n, key, &b) == 0)
+			*CFG_FIELD(conf, k, int) = b;
+		break;
+	case CFG_STRING:
+		if (n != NULL && yget_str(doc, n, key, &s) == 0) {
+			free(*CFG_FIELD(conf, k, char *));
+			*CFG_FIELD(conf, k, char *) = xstrdup(s);
+		}
+		break;
+	case CFG_PATH:
+		cfg_pathkey(doc, map, k->name, key, cm->dir,
+		    CFG_FIELD(conf, k, char *));
+		break;
+	case CFG_USER:
+		cfg_user(doc, map, &cm->user, &cm->uid, &cm->gid);
+		break;
+	case CFG_UID:
+		if (n != NULL)
+			(void)cfg_uid(doc, n, key, CFG_FIELD(conf, k, uid_t),
+			    NULL);
+		break;
+	case CFG_SOCKET:
+		if (n != NULL || !(k->flags & CFG_OPTIONAL))
+			cfg_socket(doc, n, k->name, cm->dir,
+			    CFG_FIELD(conf, k, struct cfg_sock));
+		break;
+	case CFG_MAP:
+		if (n != NULL)
+			cfg_parse_map(doc, n, k->sub, key, 0, conf);
+		break;
+	case CFG_FUNC:
+		k->parse(doc, n, key, conf);
+		break;
+	}
+}
+
+/* The keys of map by the table, in the table's order.  A map with an
+ * unknown key or without a required one is not read further, except the
+ * top one, which is as long as it is a map at all. */
+static void
+cfg_parse_map(struct ydoc *doc, const struct ynode *map,
+    const struct cfg_key *keys, const char *prefix, int top, void *conf)
+{
+	size_t		 n = cfg_nkeys(keys), nreq = 0;
+	const char	**allowed, **required;
+	char		*key;
+	int		 nerr;
+
+	allowed = xcalloc(n + 1, sizeof(*allowed));
+	required = xcalloc(n + 1, sizeof(*required));
+	for (size_t i = 0; i < n; i++) {
+		allowed[i] = keys[i].name;
+		if (keys[i].flags & CFG_REQUIRED)
+			required[nreq++] = keys[i].name;
+	}
+	nerr = ymap_check(doc, map, prefix, allowed, required);
+	free(allowed);
+	free(required);
+	if (nerr != 0 && (!top || map->type != YN_MAP))
+		return;
+	for (const struct cfg_key *k = keys; k->name != NULL; k++) {
+		key = cfg_keyname(prefix, k->name);
+		cfg_parse_key(doc, map, k, key, conf);
+		free(key);
+	}
+	cfg_socket_paths(doc, map, keys, prefix, conf);
+}
+
+void *
+cfg_parse(const char *file, const struct cfg_table *t, struct yerrs *errs)
+{
+	struct ydoc		*doc;
+	struct cfg_common	*cm;
+	size_t			 nerr = errs->n;
+
+	if ((doc = yaml_load_file(file, errs)) == NULL)
+		return NULL;
+	cm = xcalloc(1, t->size);
+	cm->file = xstrdup(file);
+	cm->dir = cfg_dir(file);
+	cm->uid = (uid_t)-1;
+	cm->gid = (gid_t)-1;
+	cfg_defaults(t->keys, cm);
+	if (doc->root == NULL)
+		yerr(doc, NULL, t->name, "empty configuration");
+	else {
+		cfg_parse_map(doc, doc->root, t->keys, "", 1, cm);
+		cfg_default_paths(t->keys, cm);
+		if (t->check != NULL && doc->root->type == YN_MAP)
+			t->check(doc, doc->root, cm);
+	}
+	ydoc_free(doc);
+	if (errs->n != nerr) {
+		cfg_free(t, cm);
+		return NULL;
+	}
+	return cm;
+}
+
+static void
+cfg_free_keys(const struct cfg_key *keys, void *conf)
+{
+	for (const struct cfg_key *k = keys; k->name != NULL; k++) {
+		switch (k->type) {
+		case CFG_STRING:
+		case CFG_PATH:
+			free(*CFG_FIELD(conf, k, char *));
+			*CFG_FIELD(conf, k, char *) = NULL;
+			break;
+		case CFG_SOCKET:
+			cfg_socket_free(CFG_FIELD(conf, k, struct cfg_sock));
+			break;
+		case CFG_MAP:
+			cfg_free_keys(k->sub, conf);
+			break;
+		case CFG_FUNC:
+			if (k->free != NULL)
+				k->free(conf);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+void
+cfg_free(const struct cfg_table *t, void *conf)
+{
+	struct cfg_common	*cm = conf;
+
+	if (cm == NULL)
+		return;
+	cfg_free_keys(t->keys, conf);
+	free(cm->file);
+	free(cm->dir);
+	free(cm->user);
+	free(cm);
+}

@@ -1,23 +1,56 @@
 /*
- * daemon.c: state directory, database ownership and the privilege drop
- * shared by every daemon that does not need root (daemon.h).  A drop that
- * did not take, or that could be undone, is fatal: a daemon that meant to
- * run as its own user must never go on as root.  The options and the
- * configuration error report are here too, so that every daemon is started
- * and says what is wrong with its configuration in the same words.
+ * daemon.c: the skeleton every daemon's main() calls (daemon.h), and its
+ * pieces: state directory, database ownership and the privilege drop
+ * shared by every daemon that does not need root.  A drop that did not
+ * take, or that could be undone, is fatal: a daemon that meant to run as
+ * its own user must never go on as root.  Everything that needs root
+ * (binding the sockets, making the state directory and the files in it)
+ * happens before the drop, in one order for every daemon.  The options and
+ * the configuration error report are here too, so that every daemon is
+ * started and says what is wrong with its configuration in the same words.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
 #include <grp.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
+#include "config.h"
 #include "daemon.h"
 #include "frame.h"
 #include "log.h"
+#include "util.h"
 #include "yaml.h"
+
+/* One socket listened on, and what its refusals are told to. */
+struct daemon_listener {
+	struct daemon_run		*run;
+	const struct daemon_sock	*ds;
+	struct frame_server		*srv;
+};
+
+/* The skeleton's own state while main() runs. */
+struct daemon_run {
+	const struct daemon_main	*dm;
+	void				*state;
+	struct cfg_common		*conf;
+	struct event_base		*base;
+	struct daemon_listener		*ls;
+	size_t				 nls;
+	struct event			*sigs[3];
+	size_t				 nsigs;
+};
+
+/* usage() takes no argument (daemon_getopt's). */
+static const char *daemon_name;
 
 void
 daemon_getopt(int argc, char **argv, const char *default_file,
@@ -130,4 +163,196 @@ daemon_drop(const char *conffile, const char *user, uid_t uid, gid_t gid)
 		fatalx("cannot listen as %s", user);
 	log_debug("running as %s (uid %u gid %u)", user, (unsigned)uid,
 	    (unsigned)gid);
+}
+
+static void __attribute__((noreturn))
+daemon_usage(void)
+{
+	fprintf(stderr, "usage: %s [-dnv] [-f file]\n", daemon_name);
+	exit(1);
+}
+
+static void
+daemon_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon_run	*r = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		r->dm->hup(r->state);
+		return;
+	}
+	log_info("exiting on signal %d", (int)sig);
+	event_base_loopbreak(r->base);
+}
+
+static void
+daemon_refused(const struct ucred *cr, const char *why, void *arg)
+{
+	struct daemon_listener	*l = arg;
+
+	l->run->dm->refused(l->run->state, l->ds->name, cr, why);
+}
+
+static void
+daemon_unlisten(struct daemon_run *r)
+{
+	for (size_t i = 0; i < r->nls; i++)
+		frame_server_free(r->ls[i].srv);
+	free(r->ls);
+	r->ls = NULL;
+	r->nls = 0;
+}
+
+/* Every socket of the table with a path; -1 (none left open) on error. */
+static int
+daemon_listen(struct daemon_run *r)
+{
+	const struct daemon_sock	*ds;
+	const struct cfg_sock		*sc;
+	struct daemon_listener		*l;
+	struct frame_server_config	 cfg;
+	size_t				 n = 0;
+
+	for (ds = r->dm->socks; ds != NULL && ds->name != NULL; ds++)
+		n++;
+	r->ls = xcalloc(n + 1, sizeof(*r->ls));
+	for (ds = r->dm->socks; ds != NULL && ds->name != NULL; ds++) {
+		sc = (const struct cfg_sock *)(const void *)
+		    ((const char *)r->conf + ds->conf);
+		if (sc->path == NULL)
+			continue;
+		l = &r->ls[r->nls++];
+		l->run = r;
+		l->ds = ds;
+		cfg_socket_server(sc, ds->name, &cfg);
+		cfg.max_frame = (size_t)r->conf->max_frame_kb * 1024;
+		cfg.idle_timeout = ds->idle_timeout;
+		cfg.pass_fds = ds->pass_fds;
+		if (r->dm->refused != NULL) {
+			cfg.refused = daemon_refused;
+			cfg.refused_arg = l;
+		}
+		if ((l->srv = frame_server_listen(r->base, &cfg, ds->handler,
+		    ds->arg != NULL ? ds->arg : r->state)) == NULL) {
+			daemon_unlisten(r);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Set the pointer at off in the daemon's state. */
+static void
+daemon_set(void *state, size_t off, void *p)
+{
+	memcpy((char *)state + off, &p, sizeof(p));
+}
+
+/* SIGTERM and SIGINT end the loop; SIGHUP is the hup hook's. */
+static void
+daemon_signals(struct daemon_run *r)
+{
+	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
+
+	r->nsigs = r->dm->hup != NULL ? 3 : 2;
+	for (size_t i = 0; i < r->nsigs; i++) {
+		if ((r->sigs[i] = evsignal_new(r->base, signos[i],
+		    daemon_signal, r)) == NULL ||
+		    event_add(r->sigs[i], NULL) == -1)
+			fatalx("cannot handle signal %d", signos[i]);
+	}
+}
+
+/* What runs as root: the state directory, the sockets, daemon(), the
+ * database, then the drop. */
+static void
+daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
+{
+	const struct daemon_main	*dm = r->dm;
+	struct cfg_common		*c = r->conf;
+	const struct rlimit		 no_core = { 0, 0 };
+
+	if (dm->no_core && setrlimit(RLIMIT_CORE, &no_core) == -1)
+		fatal("setrlimit RLIMIT_CORE");
+	signal(SIGPIPE, SIG_IGN);
+	umask(dm->umask);
+	if (dm->init != NULL)
+		dm->init(r->state);
+	daemon_state_dir(c->state_dir, c->user, c->uid, c->gid);
+	if (dm->prepare != NULL)
+		dm->prepare(r->state);
+
+	if ((r->base = event_base_new()) == NULL)
+		fatalx("cannot create the event loop");
+	daemon_set(r->state, dm->base_at, r->base);
+	if (daemon_listen(r) == -1)
+		fatalx("cannot listen on the sockets");
+	if (!opts->debug) {
+		if (daemon(1, 0) == -1)
+			fatal("daemon");
+		log_foreground(0);
+		if (event_reinit(r->base) == -1)
+			fatalx("cannot reinitialise the event loop");
+	}
+
+	if (chdir(c->state_dir) == -1)
+		fatal("chdir %s", c->state_dir);
+	if (dm->open != NULL)
+		dm->open(r->state);
+	if (dm->db != NULL)
+		daemon_chown_db(dm->db, c->state_dir, c->user, c->uid, c->gid);
+	daemon_drop(c->file, c->user, c->uid, c->gid);
+}
+
+int
+daemon_main(int argc, char *argv[], const struct daemon_main *dm,
+    void *state)
+{
+	struct daemon_opts	 opts;
+	struct daemon_run	 r;
+	struct yerrs		 errs = { NULL, 0 };
+	void			*conf;
+
+	daemon_name = dm->name;
+	daemon_getopt(argc, argv, dm->conf_file, &opts, daemon_usage);
+	log_init(dm->name, 1, opts.noaction ? 0 : opts.verbose);
+
+	if ((conf = dm->parse(opts.file, &errs)) == NULL)
+		return daemon_config_errors(dm->name, opts.file, &errs);
+	yerrs_free(&errs);
+	daemon_set(state, dm->conf_at, conf);
+	if (dm->check != NULL && dm->check(state, &opts) == -1) {
+		dm->conf_free(conf);
+		return 1;
+	}
+	if (opts.noaction) {
+		printf("configuration OK\n");
+		dm->conf_free(conf);
+		return 0;
+	}
+
+	memset(&r, 0, sizeof(r));
+	r.dm = dm;
+	r.state = state;
+	r.conf = conf;
+	daemon_privileged(&r, &opts);
+	daemon_signals(&r);
+	if (dm->start != NULL)
+		dm->start(state);
+
+	if (event_base_dispatch(r.base) == -1)
+		log_warnx("event loop failed");
+
+	if (dm->stop != NULL)
+		dm->stop(state);
+	daemon_unlisten(&r);
+	for (size_t i = 0; i < r.nsigs; i++)
+		event_free(r.sigs[i]);
+	if (dm->close != NULL)
+		dm->close(state);
+	dm->conf_free(conf);
+	event_base_free(r.base);
+	log_info("stopped");
+	return 0;
 }

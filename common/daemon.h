@@ -1,17 +1,24 @@
 /*
- * daemon.h: what every sbx daemon does between parsing its configuration
- * and entering its event loop: make its state directory, hand its database
- * files to its user, and drop root for good (verified, and checked that it
- * cannot be undone).  launchd-sbx is the one daemon that keeps root.
- * Before that, the start of every main(): the options every daemon takes
- * (-d -f -n -v) and the report of a configuration that did not parse.
+ * daemon.h: the skeleton of every sbx daemon's main() (Postfix's
+ * single_server_main, OpenBSD's daemon shape), and the pieces it is made
+ * of.  A daemon describes itself in a struct daemon_main: its name and
+ * default file, its parse function, a table of sockets with their frame
+ * handlers, and hooks for what it does between the steps; daemon_main()
+ * then takes the options (-d -f -n -v), parses, answers -n, does what
+ * needs root, listens, daemonises, drops root for good (verified, and
+ * checked that it cannot be undone), runs the loop until SIGTERM or
+ * SIGINT, and tears down.  launchd-sbx is the one daemon that keeps root.
  */
 #ifndef SBX_DAEMON_H
 #define SBX_DAEMON_H
 
 #include <sys/types.h>
+#include <stddef.h>
+
+#include "frame.h"
 
 struct yerrs;
+struct ucred;
 
 /* The options every sbx daemon takes: -d (stay in the foreground), -f file,
  * -n (check the configuration and exit), -v (more each time). */
@@ -43,5 +50,63 @@ void	daemon_chown_db(const char *db, const char *state_dir,
  * every id changed and that root cannot be regained.  As root without a
  * user: a warning naming conffile.  Not root: nothing. */
 void	daemon_drop(const char *conffile, const char *user, uid_t, gid_t);
+
+/* One socket the skeleton listens on, from sockets.<name> of the
+ * configuration; a table of them ends with name NULL. */
+struct daemon_sock {
+	const char	*name;		/* "release": logs and refusals */
+	size_t		 conf;		/* offsetof its struct cfg_sock */
+	frame_handler	 handler;
+	void		*arg;		/* NULL: the daemon's state */
+	int		 idle_timeout;	/* seconds; 0: frame.c's default */
+	int		 pass_fds;	/* takes a descriptor with a frame */
+};
+
+/* A socket whose cfg_sock has no path (an optional one left out) is not
+ * opened.  Every socket's frames are capped at the configuration's
+ * max_frame_kb (struct cfg_common, the first member of the conf). */
+struct daemon_main {
+	const char		*name;		/* "gated": usage, logs, errors */
+	const char		*conf_file;	/* default for -f */
+	const char		*db;		/* in state_dir, handed to the
+						 * user before the drop; NULL */
+	mode_t			 umask;
+	int			 no_core;	/* secrets in memory: no core */
+	/* Where the skeleton puts the conf and the event base it makes:
+	 * offsetof the two pointers in the daemon's state. */
+	size_t			 conf_at;
+	size_t			 base_at;
+	void			*(*parse)(const char *file, struct yerrs *);
+	void			 (*conf_free)(void *conf);
+	const struct daemon_sock *socks;
+	/* A peer refused at a socket's check (frame.h's refused). */
+	void			 (*refused)(void *state, const char *sock,
+				    const struct ucred *, const char *why);
+	/*
+	 * Hooks, each given the daemon's state, each may be NULL.  check:
+	 * after the parse, with -n too: what must hold for the
+	 * configuration to be OK; -1 (having said why on stderr) exits 1.
+	 * init: as root, before the state directory (libraries, keys to
+	 * read).  prepare: as root, the state directory made (files in it,
+	 * other directories).  open: as root, after daemon() and chdir to
+	 * the state directory (the database).  start: after the drop,
+	 * before the loop.  hup: SIGHUP (not caught when NULL).  stop: the
+	 * loop has ended, the sockets are still open.  close: the sockets
+	 * closed; what open made.
+	 */
+	int			 (*check)(void *, const struct daemon_opts *);
+	void			 (*init)(void *);
+	void			 (*prepare)(void *);
+	void			 (*open)(void *);
+	void			 (*start)(void *);
+	void			 (*hup)(void *);
+	void			 (*stop)(void *);
+	void			 (*close)(void *);
+};
+
+/* main() of a daemon: state is its zeroed state struct.  Returns main's
+ * exit status. */
+int	daemon_main(int argc, char *argv[], const struct daemon_main *,
+	    void *state);
 
 #endif

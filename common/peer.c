@@ -217,3 +217,17 @@ peer_actor(const struct ucred *cr, char *buf, size_t len)
 	else
 		snprintf(buf, len, "uid:?");
 }
+
+void
+peer_refused_detail(const struct ucred *cr, const char *why,
+    const char *sock, char *buf, size_t len)
+{
+	if (cr != NULL)
+		bufprintf(buf, len, "%s socket: peer uid %u gid %u pid %ld "
+		    "refused: %s", sock, (unsigned)cr->uid, (unsigned)cr->gid,
+		    (long)cr->pid, strcmp(why, "not-allowed") == 0 ?
+		    "not on the socket's allowlist" : "too many connections");
+	else
+		bufprintf(buf, len, "%s socket: a peer whose credentials "
+		    "cannot be read was refused", sock);
+}

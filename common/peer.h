@@ -35,5 +35,10 @@ int	peer_allowed(int fd, const struct peer_allow *, struct ucred *out);
 
 /* The actor recorded in audit events: "uid:N" ("uid:?" when unknown). */
 void	peer_actor(const struct ucred *, char *buf, size_t len);
+/* The audit detail of a peer refused at socket sock's check (why as
+ * frame.h's refused hook has it): "admin socket: peer uid 5 gid 5 pid 9
+ * refused: not on the socket's allowlist". */
+void	peer_refused_detail(const struct ucred *, const char *why,
+	    const char *sock, char *buf, size_t len);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * control.c: gated's sockets.  The release socket takes only
+ * control.c: gated's sockets (the skeleton in common/daemon.c listens on
+ * them, with the handlers here).  The release socket takes only
  * ReleaseRequest, from launchd-sbx's uid (the peer check in common/frame.c
  * runs before a byte is read; a refused peer is audited here and gets no
  * reply), with the scratch directory passed as a descriptor on the same
@@ -14,31 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "admin.h"
 #include "audit.h"
-#include "config.h"
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
 #include "util.h"
 #include "gated/gated.h"
-
-struct gcontrol_sock {
-	struct gcontrol		*ctl;
-	int			 admin;
-	const char		*name;
-};
-
-struct gcontrol {
-	struct gated		*gd;
-	struct frame_server	*rel;
-	struct frame_server	*admin;
-	struct gcontrol_sock	 rel_arg;
-	struct gcontrol_sock	 admin_arg;
-};
-
 
 static const char *
 gcontrol_dest_name(const Sbx__V1__Outputs *o)
@@ -78,26 +61,18 @@ gcontrol_audit_add(struct gated *gd, const char *actor, const char *action,
 	return 0;
 }
 
-static void
-gcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
+void
+gcontrol_refused_peer(void *arg, const char *sock, const struct ucred *cr,
+    const char *why)
 {
-	struct gcontrol_sock	*cs = arg;
-	struct gated		*gd = cs->ctl->gd;
+	struct gated		*gd = arg;
 	char			 actor[32], detail[256];
 
 	gd->metrics.peers_refused++;
 	if (gd->audit == NULL)
 		return;
 	peer_actor(cr, actor, sizeof(actor));
-	if (cr != NULL)
-		bufprintf(detail, sizeof(detail), "%s socket: peer uid %u "
-		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
-		    (unsigned)cr->gid, (long)cr->pid,
-		    strcmp(why, "not-allowed") == 0 ?
-		    "not on the socket's allowlist" : "too many connections");
-	else
-		bufprintf(detail, sizeof(detail), "%s socket: a peer whose "
-		    "credentials cannot be read was refused", cs->name);
+	peer_refused_detail(cr, why, sock, detail, sizeof(detail));
 	(void)gcontrol_audit_add(gd, actor, "deny", NULL, RULE_PEER, detail);
 }
 
@@ -192,11 +167,10 @@ fail:
 }
 
 static void
-gcontrol_release(struct gcontrol *ctl, struct frame_conn *c,
+gcontrol_release(struct gated *gd, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__ReleaseRequest	*rq = req->release;
-	struct gated			*gd = ctl->gd;
 	Sbx__V1__PolicyGrant		*g = NULL;
 	Sbx__V1__ReleaseResult		 res;
 	Sbx__V1__Envelope		 env;
@@ -301,89 +275,41 @@ gcontrol_metrics(const struct gated *gd)
 	return s;
 }
 
-static void
-gcontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+void
+gcontrol_release_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	struct gcontrol_sock	*cs = arg;
-	struct gcontrol		*ctl = cs->ctl;
-	char			*text;
-
-	if (!cs->admin) {
-		if (req->body_case == SBX__V1__ENVELOPE__BODY_RELEASE) {
-			gcontrol_release(ctl, c, req);
-			return;
-		}
-	} else {
-		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			admin_audit_query(c, req, ctl->gd->audit);
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			admin_audit_verify(c, req, ctl->gd->audit, "gated");
-			return;
-		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
-			text = gcontrol_metrics(ctl->gd);
-			admin_metrics(c, req, text);
-			free(text);
-			return;
-		default:
-			break;
-		}
+	if (req->body_case == SBX__V1__ENVELOPE__BODY_RELEASE) {
+		gcontrol_release(arg, c, req);
+		return;
 	}
 	frame_conn_send_error(c, req->request_id,
-	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "%s", cs->admin ?
-	    "the admin socket does not take this message" :
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
 	    "the release socket takes only release requests");
 }
 
-static struct frame_server *
-gcontrol_listen(struct gcontrol *ctl, const struct cfg_sock *sc,
-    struct gcontrol_sock *arg, int pass_fds)
-{
-	struct frame_server_config	 cfg;
-
-	cfg_socket_server(sc, arg->name, &cfg);
-	cfg.max_frame = (size_t)ctl->gd->conf->max_frame_kb * 1024;
-	cfg.refused = gcontrol_refused_peer;
-	cfg.refused_arg = arg;
-	cfg.pass_fds = pass_fds;
-	return frame_server_listen(ctl->gd->base, &cfg, gcontrol_dispatch,
-	    arg);
-}
-
-struct gcontrol *
-gcontrol_start(struct gated *gd)
-{
-	struct gcontrol	*ctl;
-
-	ctl = xcalloc(1, sizeof(*ctl));
-	ctl->gd = gd;
-	ctl->rel_arg.ctl = ctl;
-	ctl->rel_arg.admin = 0;
-	ctl->rel_arg.name = "release";
-	ctl->admin_arg.ctl = ctl;
-	ctl->admin_arg.admin = 1;
-	ctl->admin_arg.name = "admin";
-	if ((ctl->rel = gcontrol_listen(ctl, &gd->conf->release,
-	    &ctl->rel_arg, 1)) == NULL) {
-		gcontrol_stop(ctl);
-		return NULL;
-	}
-	if (gd->conf->admin.path != NULL &&
-	    (ctl->admin = gcontrol_listen(ctl, &gd->conf->admin,
-	    &ctl->admin_arg, 0)) == NULL) {
-		gcontrol_stop(ctl);
-		return NULL;
-	}
-	return ctl;
-}
-
 void
-gcontrol_stop(struct gcontrol *ctl)
+gcontrol_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	if (ctl == NULL)
+	struct gated	*gd = arg;
+	char		*text;
+
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		admin_audit_query(c, req, gd->audit);
 		return;
-	frame_server_free(ctl->rel);
-	frame_server_free(ctl->admin);
-	free(ctl);
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+		admin_audit_verify(c, req, gd->audit, "gated");
+		return;
+	case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+		text = gcontrol_metrics(gd);
+		admin_metrics(c, req, text);
+		free(text);
+		return;
+	default:
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+		    "the admin socket does not take this message");
+	}
 }

@@ -1,5 +1,5 @@
 /*
- * gated.c: main.  Reads like the daemon's table of contents: options,
+ * gated.c: main, as a table for the skeleton in common/daemon.c: options,
  * config (every error reported, -n stops there), policyd's public key,
  * libmagic's database, the sockets, the audit log, the privilege drop, the
  * event loop.  What needs root (creating the state and store directories
@@ -8,136 +8,120 @@
  * only its own files and the descriptors launchd-sbx hands it, one
  * request at a time.
  */
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <signal.h>
-#include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <event2/event.h>
 #include <sodium.h>
 
 #include "audit.h"
 #include "daemon.h"
 #include "log.h"
 #include "sign.h"
-#include "util.h"
-#include "yaml.h"
 #include "gated/gated.h"
 
-static void __attribute__((noreturn))
-usage(void)
+/* Before the state directory: policyd's key and libmagic's database. */
+static void
+gated_init(void *arg)
 {
-	fprintf(stderr, "usage: gated [-dnv] [-f file]\n");
-	exit(1);
+	struct gated	*gd = arg;
+	char		 err[512];
+
+	if (sodium_init() < 0)
+		fatalx("libsodium could not be initialised");
+	if (sign_pubkey_load(gd->conf->policy_public_key, gd->pk, err,
+	    sizeof(err)) == -1)
+		fatalx("policy_public_key: %s", err);
+	if ((gd->sniff = sniff_open(err, sizeof(err))) == NULL)
+		fatalx("%s", err);
 }
 
-/* SIGHUP: read policyd's public key again (a rotated key). */
+static void
+gated_prepare(void *arg)
+{
+	struct gated		*gd = arg;
+	const struct cfg_common	*c = &gd->conf->common;
+
+	daemon_state_dir(gd->conf->store_dir, c->user, c->uid, c->gid);
+}
 
 static void
-gated_signal(evutil_socket_t sig, short what, void *arg)
+gated_open(void *arg)
+{
+	struct gated	*gd = arg;
+	char		 err[512];
+
+	if ((gd->audit = audit_open(GATED_DB, "gated", err, sizeof(err))) ==
+	    NULL)
+		fatalx("%s/%s: %s", gd->conf->common.state_dir, GATED_DB, err);
+}
+
+static void
+gated_start(void *arg)
 {
 	struct gated	*gd = arg;
 
-	(void)what;
-	switch (sig) {
-	case SIGHUP:
-		(void)sign_pubkey_reload(gd->conf->policy_public_key, gd->pk);
-		break;
-	case SIGTERM:
-	case SIGINT:
-		log_info("exiting on signal %d", (int)sig);
-		event_base_loopbreak(gd->base);
-		break;
-	}
+	log_info("started: release %s%s%s", gd->conf->release.path,
+	    gd->conf->admin.path != NULL ? ", admin " : "",
+	    gd->conf->admin.path != NULL ? gd->conf->admin.path : "");
 }
+
+/* SIGHUP: read policyd's public key again (a rotated key). */
+static void
+gated_hup(void *arg)
+{
+	struct gated	*gd = arg;
+
+	(void)sign_pubkey_reload(gd->conf->policy_public_key, gd->pk);
+}
+
+static void
+gated_close(void *arg)
+{
+	struct gated	*gd = arg;
+
+	audit_close(gd->audit);
+	sniff_close(gd->sniff);
+}
+
+static const struct daemon_sock gated_socks[] = {
+	/* The scratch directory comes with a release as a descriptor. */
+	{ "release", offsetof(struct gated_conf, release),
+	    gcontrol_release_socket, NULL, 0, 1 },
+	{ "admin", offsetof(struct gated_conf, admin),
+	    gcontrol_admin_socket, NULL, 0, 0 },
+	{ NULL, 0, NULL, NULL, 0, 0 }
+};
+
+static const struct daemon_main gated_main = {
+	.name = "gated",
+	.conf_file = GATED_CONF_DEFAULT,
+	.db = GATED_DB,
+	.umask = 027,
+	/* A core file would hold whatever output was being decided. */
+	.no_core = 1,
+	.conf_at = offsetof(struct gated, conf),
+	.base_at = offsetof(struct gated, base),
+	.parse = gparse_config,
+	.conf_free = gparse_config_free,
+	.socks = gated_socks,
+	.refused = gcontrol_refused_peer,
+	.init = gated_init,
+	.prepare = gated_prepare,
+	.open = gated_open,
+	.start = gated_start,
+	.hup = gated_hup,
+	.close = gated_close,
+};
 
 int
 main(int argc, char *argv[])
 {
-	struct daemon_opts opts;
 	struct gated	 gd;
-	struct yerrs	 errs = { NULL, 0 };
-	struct event	*sigs[3];
-	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
-	const struct rlimit no_core = { 0, 0 };
-	char		 err[512];
-
-	daemon_getopt(argc, argv, GATED_CONF_DEFAULT, &opts, usage);
-	log_init("gated", 1, opts.noaction ? 0 : opts.verbose);
 
 	memset(&gd, 0, sizeof(gd));
-	if ((gd.conf = gparse_config(opts.file, &errs)) == NULL)
-		return daemon_config_errors("gated", opts.file, &errs);
-	yerrs_free(&errs);
-	if (opts.noaction) {
-		printf("configuration OK\n");
-		gparse_config_free(gd.conf);
-		return 0;
-	}
-
-	/* A core file would hold whatever output was being decided. */
-	if (setrlimit(RLIMIT_CORE, &no_core) == -1)
-		fatal("setrlimit RLIMIT_CORE");
-	if (sodium_init() < 0)
-		fatalx("libsodium could not be initialised");
-	signal(SIGPIPE, SIG_IGN);
-	umask(027);
-	if (sign_pubkey_load(gd.conf->policy_public_key, gd.pk, err,
-	    sizeof(err)) == -1)
-		fatalx("policy_public_key: %s", err);
-	if ((gd.sniff = sniff_open(err, sizeof(err))) == NULL)
-		fatalx("%s", err);
-	daemon_state_dir(gd.conf->state_dir, gd.conf->user, gd.conf->uid,
-	    gd.conf->gid);
-	daemon_state_dir(gd.conf->store_dir, gd.conf->user, gd.conf->uid,
-	    gd.conf->gid);
-
-	if ((gd.base = event_base_new()) == NULL)
-		fatalx("cannot create the event loop");
-	if ((gd.ctl = gcontrol_start(&gd)) == NULL)
-		fatalx("cannot listen on the sockets");
-	if (!opts.debug) {
-		if (daemon(1, 0) == -1)
-			fatal("daemon");
-		log_foreground(0);
-		if (event_reinit(gd.base) == -1)
-			fatalx("cannot reinitialise the event loop");
-	}
-
-	if (chdir(gd.conf->state_dir) == -1)
-		fatal("chdir %s", gd.conf->state_dir);
-	if ((gd.audit = audit_open(GATED_DB, "gated", err, sizeof(err))) ==
-	    NULL)
-		fatalx("%s/%s: %s", gd.conf->state_dir, GATED_DB, err);
-	daemon_chown_db(GATED_DB, gd.conf->state_dir, gd.conf->user,
-	    gd.conf->uid, gd.conf->gid);
-	daemon_drop(gd.conf->file, gd.conf->user, gd.conf->uid, gd.conf->gid);
-
-	for (int i = 0; i < 3; i++) {
-		if ((sigs[i] = evsignal_new(gd.base, signos[i],
-		    gated_signal, &gd)) == NULL ||
-		    event_add(sigs[i], NULL) == -1)
-			fatalx("cannot handle signal %d", signos[i]);
-	}
-	log_info("started: release %s%s%s", gd.conf->release.path,
-	    gd.conf->admin.path != NULL ? ", admin " : "",
-	    gd.conf->admin.path != NULL ? gd.conf->admin.path : "");
-
-	if (event_base_dispatch(gd.base) == -1)
-		log_warnx("event loop failed");
-
-	gcontrol_stop(gd.ctl);
-	for (int i = 0; i < 3; i++)
-		event_free(sigs[i]);
-	audit_close(gd.audit);
-	sniff_close(gd.sniff);
-	gparse_config_free(gd.conf);
-	event_base_free(gd.base);
-	log_info("stopped");
-	return 0;
+	return daemon_main(argc, argv, &gated_main, &gd);
 }

@@ -70,25 +70,23 @@
 #define DROP_IMAGE_BAD		"image-unreadable"
 
 struct yerrs;
+struct frame_conn;
+struct ucred;
 
 /* ---- parse.c ---- */
 
 struct gated_conf {
-	char			*file;
-	char			*dir;
-	char			*user;		/* NULL: no drop */
-	uid_t			 uid;
-	gid_t			 gid;
-	char			*state_dir;
+	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*store_dir;	/* default state_dir/store */
 	char			*policy_public_key;
-	uint32_t		 max_frame_kb;
 	struct cfg_sock		 release;
 	struct cfg_sock		 admin;		/* path NULL: none */
 };
 
-struct gated_conf *gparse_config(const char *file, struct yerrs *);
-void		 gparse_config_free(struct gated_conf *);
+/* The skeleton's parse and free (daemon.h): a struct gated_conf, NULL
+ * after recording every problem in errs. */
+void		*gparse_config(const char *file, struct yerrs *);
+void		 gparse_config_free(void *);
 
 /* ---- text.c (pure) ---- */
 
@@ -287,12 +285,17 @@ struct gated {
 	struct audit		*audit;
 	struct sniff		*sniff;
 	struct event_base	*base;
-	struct gcontrol		*ctl;
 	struct gated_metrics	 metrics;
 };
 
-struct gcontrol	*gcontrol_start(struct gated *);
-void		 gcontrol_stop(struct gcontrol *);
+/* The frame handlers of the release and admin sockets (arg: the struct
+ * gated), and the audit of a peer refused at either. */
+void		 gcontrol_release_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 gcontrol_admin_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 gcontrol_refused_peer(void *, const char *sock,
+		    const struct ucred *, const char *why);
 char		*gcontrol_metrics(const struct gated *);
 
 #endif
