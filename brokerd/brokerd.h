@@ -41,30 +41,26 @@
 #define RULE_BAD_REQUEST	"bad-request"
 
 struct event_base;
+struct frame_conn;
+struct ucred;
 struct yerrs;
 struct audit;
 
 /* ---- parse.c ---- */
 
 struct brokerd_conf {
-	char			*file;
-	char			*dir;
-	char			*user;		/* NULL: no drop */
-	uid_t			 uid;
-	gid_t			 gid;
-	char			*state_dir;
+	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*master_key;	/* default state_dir/master.key */
 	char			*policy_public_key;
 	uint32_t		 mint_ttl;	/* seconds */
-	uint32_t		 max_frame_kb;
-	struct cfg_sock credential;
-	struct cfg_sock admin;
+	struct cfg_sock		 credential;
+	struct cfg_sock		 admin;
 };
 
-/* Parse and check a config file; every problem goes to errs.  NULL if
- * there was any. */
-struct brokerd_conf *bparse_config(const char *file, struct yerrs *);
-void		 bparse_config_free(struct brokerd_conf *);
+/* The skeleton's parse and free (daemon.h): a struct brokerd_conf, NULL
+ * after recording every problem in errs. */
+void		*bparse_config(const char *file, struct yerrs *);
+void		 bparse_config_free(void *);
 
 /* ---- store.c ---- */
 
@@ -174,9 +170,10 @@ struct brokerd_metrics {
 struct brokerd {
 	struct brokerd_conf	*conf;
 	unsigned char		 pk[32];	/* policyd's public key */
+	unsigned char		*key;		/* the master key, until the
+						 * store takes it */
 	struct bstore		*store;
 	struct event_base	*base;
-	struct bcontrol		*ctl;
 	struct brokerd_metrics	 metrics;
 };
 
@@ -214,8 +211,14 @@ void		 bcontrol_answer_clear(struct bcontrol_answer *);
 const Sbx__V1__Credential *bcontrol_binding(const Sbx__V1__PolicyGrant *,
 		    const char *host, const char *secret, const char *header,
 		    char *why, size_t whylen);
-struct bcontrol	*bcontrol_start(struct brokerd *);
-void		 bcontrol_stop(struct bcontrol *);
+/* The frame handlers of the credential and admin sockets (arg: the
+ * struct brokerd), and the audit of a peer refused at either. */
+void		 bcontrol_credential_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 bcontrol_admin_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
+void		 bcontrol_refused_peer(void *, const char *sock,
+		    const struct ucred *, const char *why);
 /* Prometheus text (malloc'd). */
 char		*bcontrol_metrics(const struct brokerd *);
 

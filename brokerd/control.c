@@ -1,6 +1,7 @@
 /*
- * control.c: brokerd's two sockets and the credential decision.  The
- * credential socket takes only CredentialRequest, from egressd's uid (the
+ * control.c: brokerd's two sockets (the skeleton in common/daemon.c
+ * listens on them, with the handlers here) and the credential decision.
+ * The credential socket takes only CredentialRequest, from egressd's uid (the
  * peer check in common/frame.c runs before a byte is read; a refused peer
  * is audited here); the admin socket stores secrets, lists their names
  * and answers audit and metrics questions.
@@ -23,7 +24,6 @@
 
 #include "admin.h"
 #include "audit.h"
-#include "config.h"
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
@@ -31,21 +31,6 @@
 #include "brokerd/brokerd.h"
 
 #define BCONTROL_NAME_MAX	253	/* a host name; header names are less */
-
-struct bcontrol_sock {
-	struct bcontrol		*ctl;
-	int			 admin;
-	const char		*name;
-};
-
-struct bcontrol {
-	struct brokerd		*bd;
-	struct frame_server	*cred;
-	struct frame_server	*admin;
-	struct bcontrol_sock	 cred_arg;
-	struct bcontrol_sock	 admin_arg;
-};
-
 
 static const char *
 bcontrol_kind_name(Sbx__V1__CredentialKind k)
@@ -254,26 +239,18 @@ bcontrol_audit(struct brokerd *bd, const char *actor, const char *action,
 	return 0;
 }
 
-static void
-bcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
+void
+bcontrol_refused_peer(void *arg, const char *sock, const struct ucred *cr,
+    const char *why)
 {
-	struct bcontrol_sock	*cs = arg;
-	struct brokerd		*bd = cs->ctl->bd;
+	struct brokerd		*bd = arg;
 	char			 actor[32], detail[256];
 
 	bd->metrics.peers_refused++;
 	if (bd->store == NULL)
 		return;		/* still starting: nothing to record into */
 	peer_actor(cr, actor, sizeof(actor));
-	if (cr != NULL)
-		bufprintf(detail, sizeof(detail), "%s socket: peer uid %u "
-		    "gid %u pid %ld refused: %s", cs->name, (unsigned)cr->uid,
-		    (unsigned)cr->gid, (long)cr->pid,
-		    strcmp(why, "not-allowed") == 0 ?
-		    "not on the socket's allowlist" : "too many connections");
-	else
-		bufprintf(detail, sizeof(detail), "%s socket: a peer whose "
-		    "credentials cannot be read was refused", cs->name);
+	peer_refused_detail(cr, why, sock, detail, sizeof(detail));
 	(void)bcontrol_audit(bd, actor, "deny", NULL, NULL, NULL, RULE_PEER,
 	    detail);
 }
@@ -281,11 +258,10 @@ bcontrol_refused_peer(const struct ucred *cr, const char *why, void *arg)
 /* ---- the credential socket ---- */
 
 static void
-bcontrol_credential(struct bcontrol *ctl, struct frame_conn *c,
+bcontrol_credential(struct brokerd *bd, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__CredentialRequest *r = req->credential;
-	struct brokerd			*bd = ctl->bd;
 	struct bcontrol_answer		 a;
 	Sbx__V1__Envelope		 env;
 	Sbx__V1__CredentialReply	 rep;
@@ -366,11 +342,10 @@ bcontrol_ack(struct frame_conn *c, uint64_t rid, const char *detail)
 }
 
 static void
-bcontrol_secret_put(struct bcontrol *ctl, struct frame_conn *c,
+bcontrol_secret_put(struct brokerd *bd, struct frame_conn *c,
     Sbx__V1__Envelope *req)
 {
 	Sbx__V1__SecretPut	*p = req->secret_put;
-	struct brokerd		*bd = ctl->bd;
 	struct audit		*au = bstore_audit(bd->store);
 	Sbx__V1__AuditEvent	 ev;
 	unsigned char		*seed = NULL, pk[32];
@@ -446,7 +421,7 @@ done:
 }
 
 static void
-bcontrol_secret_list(struct bcontrol *ctl, struct frame_conn *c,
+bcontrol_secret_list(struct brokerd *bd, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	Sbx__V1__Envelope	 env;
@@ -454,7 +429,7 @@ bcontrol_secret_list(struct bcontrol *ctl, struct frame_conn *c,
 	char			**names;
 	size_t			  n;
 
-	if (bstore_names(ctl->bd->store, &names, &n) == -1) {
+	if (bstore_names(bd->store, &names, &n) == -1) {
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "the secret store cannot be read");
@@ -501,92 +476,47 @@ bcontrol_metrics(const struct brokerd *bd)
 }
 
 
-static void
-bcontrol_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+void
+bcontrol_credential_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	struct bcontrol_sock	*cs = arg;
-	struct bcontrol		*ctl = cs->ctl;
-
-	if (!cs->admin) {
-		if (req->body_case == SBX__V1__ENVELOPE__BODY_CREDENTIAL) {
-			bcontrol_credential(ctl, c, req);
-			return;
-		}
-	} else {
-		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_SECRET_PUT:
-			bcontrol_secret_put(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_SECRET_LIST:
-			bcontrol_secret_list(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			admin_audit_query(c, req, bstore_audit(ctl->bd->store));
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			admin_audit_verify(c, req, bstore_audit(ctl->bd->store),
-			    "brokerd");
-			return;
-		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST: {
-			char	*text = bcontrol_metrics(ctl->bd);
-
-			admin_metrics(c, req, text);
-			free(text);
-			return;
-		}
-		default:
-			break;
-		}
+	if (req->body_case == SBX__V1__ENVELOPE__BODY_CREDENTIAL) {
+		bcontrol_credential(arg, c, req);
+		return;
 	}
 	frame_conn_send_error(c, req->request_id,
-	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "%s", cs->admin ?
-	    "the admin socket does not take this message" :
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
 	    "the credential socket takes only credential requests");
 }
 
-static struct frame_server *
-bcontrol_listen(struct bcontrol *ctl, const struct cfg_sock *sc,
-    struct bcontrol_sock *arg)
-{
-	struct frame_server_config	 cfg;
-
-	cfg_socket_server(sc, arg->name, &cfg);
-	cfg.max_frame = (size_t)ctl->bd->conf->max_frame_kb * 1024;
-	cfg.refused = bcontrol_refused_peer;
-	cfg.refused_arg = arg;
-	return frame_server_listen(ctl->bd->base, &cfg, bcontrol_dispatch,
-	    arg);
-}
-
-struct bcontrol *
-bcontrol_start(struct brokerd *bd)
-{
-	struct bcontrol	*ctl;
-
-	ctl = xcalloc(1, sizeof(*ctl));
-	ctl->bd = bd;
-	ctl->cred_arg.ctl = ctl;
-	ctl->cred_arg.admin = 0;
-	ctl->cred_arg.name = "credential";
-	ctl->admin_arg.ctl = ctl;
-	ctl->admin_arg.admin = 1;
-	ctl->admin_arg.name = "admin";
-	if ((ctl->cred = bcontrol_listen(ctl, &bd->conf->credential,
-	    &ctl->cred_arg)) == NULL ||
-	    (ctl->admin = bcontrol_listen(ctl, &bd->conf->admin,
-	    &ctl->admin_arg)) == NULL) {
-		bcontrol_stop(ctl);
-		return NULL;
-	}
-	return ctl;
-}
-
 void
-bcontrol_stop(struct bcontrol *ctl)
+bcontrol_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	if (ctl == NULL)
+	struct brokerd	*bd = arg;
+	char		*text;
+
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_SECRET_PUT:
+		bcontrol_secret_put(bd, c, req);
 		return;
-	frame_server_free(ctl->cred);
-	frame_server_free(ctl->admin);
-	free(ctl);
+	case SBX__V1__ENVELOPE__BODY_SECRET_LIST:
+		bcontrol_secret_list(bd, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		admin_audit_query(c, req, bstore_audit(bd->store));
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+		admin_audit_verify(c, req, bstore_audit(bd->store), "brokerd");
+		return;
+	case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+		text = bcontrol_metrics(bd);
+		admin_metrics(c, req, text);
+		free(text);
+		return;
+	default:
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+		    "the admin socket does not take this message");
+	}
 }
