@@ -264,8 +264,8 @@ daemon_signals(struct daemon_run *r)
 	}
 }
 
-/* What runs as root: the state directory, the sockets, daemon(), the
- * database, then the drop. */
+/* What runs as root: the state directory, the loop, the sockets, daemon(),
+ * the database, then the drop. */
 static void
 daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 {
@@ -286,6 +286,8 @@ daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 	if ((r->base = event_base_new()) == NULL)
 		fatalx("cannot create the event loop");
 	daemon_set(r->state, dm->base_at, r->base);
+	if (dm->loop != NULL)
+		dm->loop(r->state);
 	if (daemon_listen(r) == -1)
 		fatalx("cannot listen on the sockets");
 	if (!opts->debug) {
@@ -328,6 +330,8 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	}
 	if (opts.noaction) {
 		printf("configuration OK\n");
+		if (dm->unload != NULL)
+			dm->unload(state);
 		dm->conf_free(conf);
 		return 0;
 	}
@@ -351,6 +355,8 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 		event_free(r.sigs[i]);
 	if (dm->close != NULL)
 		dm->close(state);
+	if (dm->unload != NULL)
+		dm->unload(state);
 	dm->conf_free(conf);
 	event_base_free(r.base);
 	log_info("stopped");

@@ -88,20 +88,24 @@ struct daemon_main {
 	 * configuration to be OK; -1 (having said why on stderr) exits 1.
 	 * init: as root, before the state directory (libraries, keys to
 	 * read).  prepare: as root, the state directory made (files in it,
-	 * other directories).  open: as root, after daemon() and chdir to
-	 * the state directory (the database).  start: after the drop,
-	 * before the loop.  hup: SIGHUP (not caught when NULL).  stop: the
-	 * loop has ended, the sockets are still open.  close: the sockets
-	 * closed; what open made.
+	 * other directories).  loop: the event loop made, before the
+	 * sockets: the daemon's own events.  open: as root, after daemon()
+	 * and chdir to the state directory (the database).  start: after
+	 * the drop, before the loop.  hup: SIGHUP (not caught when NULL).
+	 * stop: the loop has ended, the sockets are still open.  close: the
+	 * sockets closed; what open made.  unload: what a good check made,
+	 * last before the conf is freed, after -n too.
 	 */
 	int			 (*check)(void *, const struct daemon_opts *);
 	void			 (*init)(void *);
 	void			 (*prepare)(void *);
+	void			 (*loop)(void *);
 	void			 (*open)(void *);
 	void			 (*start)(void *);
 	void			 (*hup)(void *);
 	void			 (*stop)(void *);
 	void			 (*close)(void *);
+	void			 (*unload)(void *);
 };
 
 /* main() of a daemon: state is its zeroed state struct.  Returns main's
