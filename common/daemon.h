@@ -62,6 +62,14 @@ struct daemon_sock {
 	int		 pass_fds;	/* takes a descriptor with a frame */
 };
 
+/* A signal besides SIGTERM, SIGINT and SIGHUP (launchd-sbx's SIGCHLD), and
+ * what it runs, given the daemon's state; a table of them ends with signo
+ * 0. */
+struct daemon_signal {
+	int		 signo;
+	void		 (*fn)(void *);
+};
+
 /* A socket whose cfg_sock has no path (an optional one left out) is not
  * opened.  Every socket's frames are capped at the configuration's
  * max_frame_kb (struct cfg_common, the first member of the conf). */
@@ -72,6 +80,10 @@ struct daemon_main {
 						 * user before the drop; NULL */
 	mode_t			 umask;
 	int			 no_core;	/* secrets in memory: no core */
+	int			 keep_root;	/* no drop (launchd-sbx, which
+						 * runs the OCI runtime) */
+	int			 nprio;		/* the loop's event priorities;
+						 * 0: libevent's one */
 	/* Where the skeleton puts the conf and the event base it makes:
 	 * offsetof the two pointers in the daemon's state. */
 	size_t			 conf_at;
@@ -79,6 +91,7 @@ struct daemon_main {
 	void			*(*parse)(const char *file, struct yerrs *);
 	void			 (*conf_free)(void *conf);
 	const struct daemon_sock *socks;
+	const struct daemon_signal *signals;	/* may be NULL */
 	/* A peer refused at a socket's check (frame.h's refused). */
 	void			 (*refused)(void *state, const char *sock,
 				    const struct ucred *, const char *why);
