@@ -28,6 +28,8 @@ static const char *const sock_keys[] = {
 static const char *const sock_required[] = { "path", "allow", NULL };
 static const char *const allow_keys[] = { "users", "groups", NULL };
 
+static char	*cfg_keyname(const char *, const char *);
+
 void
 cfg_user(struct ydoc *doc, const struct ynode *root, char **user,
     uid_t *uid, gid_t *gid)
@@ -260,6 +262,40 @@ cfg_socket_server(const struct cfg_sock *sc, const char *name,
 	fc->allow = &sc->allow;
 }
 
+void
+cfg_peer(struct ydoc *doc, const struct ynode *n, const char *what,
+    const char *def, const char *hint, const char *dir, char **path,
+    uid_t *uid)
+{
+	static const char *const keys[] = { "socket", "user", NULL };
+	static const char *const required[] = { "socket", NULL };
+	const struct ynode	*un;
+	const char		*u = def;
+	char			*key;
+	unsigned long		 num;
+	struct passwd		*pw;
+
+	if (ymap_check(doc, n, what, keys, required) != 0)
+		return;
+	key = cfg_keyname(what, "socket");
+	cfg_pathkey(doc, n, "socket", key, dir, path);
+	free(key);
+	key = cfg_keyname(what, "user");
+	if ((un = ymap_get(n, "user")) != NULL &&
+	    yget_str(doc, un, key, &u) != 0) {
+		free(key);
+		return;
+	}
+	if (cfg_number(u, &num) == 0)
+		*uid = (uid_t)num;
+	else if ((pw = getpwnam(u)) != NULL)
+		*uid = pw->pw_uid;
+	else
+		yerr(doc, un != NULL ? un : n, key, "no such user \"%s\"%s", u,
+		    un == NULL ? hint : "");
+	free(key);
+}
+
 int
 cfg_uid(struct ydoc *doc, const struct ynode *n, const char *key,
     uid_t *uid, gid_t *gid)
@@ -370,31 +406,28 @@ cfg_default_paths(const struct cfg_key *keys, void *conf)
 	}
 }
 
-/* Two sockets of one map on the same path: the second is the error. */
+/* Two sockets of one map on the same path: the second, socket j, is the
+ * error, reported as soon as it is read. */
 static void
 cfg_socket_paths(struct ydoc *doc, const struct ynode *map,
-    const struct cfg_key *keys, const char *prefix, void *conf)
+    const struct cfg_key *keys, const struct cfg_key *j, const char *prefix,
+    void *conf)
 {
-	const struct cfg_sock	*a, *b;
+	const struct cfg_sock	*a, *b = CFG_FIELD(conf, j, struct cfg_sock);
 	char			*key, *path;
 
-	for (const struct cfg_key *j = keys; j->name != NULL; j++) {
-		if (j->type != CFG_SOCKET)
+	for (const struct cfg_key *i = keys; i != j; i++) {
+		a = CFG_FIELD(conf, i, struct cfg_sock);
+		if (i->type != CFG_SOCKET || a->path == NULL ||
+		    b->path == NULL || strcmp(a->path, b->path) != 0)
 			continue;
-		b = CFG_FIELD(conf, j, struct cfg_sock);
-		for (const struct cfg_key *i = keys; i != j; i++) {
-			a = CFG_FIELD(conf, i, struct cfg_sock);
-			if (i->type != CFG_SOCKET || a->path == NULL ||
-			    b->path == NULL || strcmp(a->path, b->path) != 0)
-				continue;
-			key = cfg_keyname(prefix, j->name);
-			xasprintf(&path, "%s.path", key);
-			yerr(doc, ymap_get(ymap_get(map, j->name), "path"),
-			    path, "same path as the %s socket", i->name);
-			free(path);
-			free(key);
-			break;
-		}
+		key = cfg_keyname(prefix, j->name);
+		xasprintf(&path, "%s.path", key);
+		yerr(doc, ymap_get(ymap_get(map, j->name), "path"), path,
+		    "same path as the %s socket", i->name);
+		free(path);
+		free(key);
+		break;
 	}
 }
 
@@ -452,6 +485,9 @@ cfg_parse_key(struct ydoc *doc, const struct ynode *map,
 	case CFG_FUNC:
 		k->parse(doc, n, key, conf);
 		break;
+	case CFG_CHECK:
+		k->parse(doc, map, key, conf);
+		break;
 	}
 }
 
@@ -469,8 +505,9 @@ cfg_parse_map(struct ydoc *doc, const struct ynode *map,
 
 	allowed = xcalloc(n + 1, sizeof(*allowed));
 	required = xcalloc(n + 1, sizeof(*required));
-	for (size_t i = 0; i < n; i++) {
-		allowed[i] = keys[i].name;
+	for (size_t i = 0, nallowed = 0; i < n; i++) {
+		if (keys[i].type != CFG_CHECK)
+			allowed[nallowed++] = keys[i].name;
 		if (keys[i].flags & CFG_REQUIRED)
 			required[nreq++] = keys[i].name;
 	}
@@ -483,8 +520,9 @@ cfg_parse_map(struct ydoc *doc, const struct ynode *map,
 		key = cfg_keyname(prefix, k->name);
 		cfg_parse_key(doc, map, k, key, conf);
 		free(key);
+		if (k->type == CFG_SOCKET)
+			cfg_socket_paths(doc, map, keys, k, prefix, conf);
 	}
-	cfg_socket_paths(doc, map, keys, prefix, conf);
 }
 
 void *

@@ -59,6 +59,8 @@ enum cfg_type {
 			 * paths must differ */
 	CFG_MAP,	/* a map whose keys are sub */
 	CFG_FUNC,	/* the daemon's own reader (and free) */
+	CFG_CHECK,	/* no key: parse checks the keys before it, in its
+			 * place in the table (n: their map) */
 };
 
 #define CFG_REQUIRED	0x01	/* its absence is an error (ymap_check's) */
@@ -76,7 +78,7 @@ struct cfg_key {
 	const char		*def_path;	/* CFG_PATH: "$key/rest" */
 	const struct cfg_key	*sub;		/* CFG_MAP */
 	/* CFG_FUNC: n is the key's node (NULL when absent), key its
-	 * name in messages ("policyd.user"). */
+	 * name in messages ("policyd.user").  CFG_CHECK: n is the map. */
 	void			(*parse)(struct ydoc *, const struct ynode *n,
 				    const char *key, void *conf);
 	void			(*free)(void *conf);
@@ -98,6 +100,8 @@ struct cfg_key {
 #define CFG_OWN(name, flags, parse, free)				\
 	{ (name), CFG_FUNC, (flags), 0, 0, 0, 0, NULL, NULL, (parse),	\
 	    (free) }
+#define CFG_CHECKS(parse)						\
+	{ "", CFG_CHECK, 0, 0, 0, 0, 0, NULL, NULL, (parse), NULL }
 #define CFG_END		{ NULL, CFG_UINT, 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL }
 /* The keys every daemon has, in struct cfg_common. */
 #define CFG_COMMON_USER							\
@@ -135,6 +139,16 @@ void	 cfg_user(struct ydoc *, const struct ynode *root, char **user,
  * passwd entry, (gid_t)-1 for a number.  0, or -1 after an error. */
 int	 cfg_uid(struct ydoc *, const struct ynode *, const char *key,
 	    uid_t *uid, gid_t *gid);
+/*
+ * Another daemon's socket, the map n {socket: PATH, user: NAME} (what
+ * names it in messages): *path, and *uid, who must be listening there, a
+ * name or a number.  user defaults to def; an unknown default is reported
+ * at n with hint added (" (the default; name the user)").  *uid is
+ * untouched after an error.
+ */
+void	 cfg_peer(struct ydoc *, const struct ynode *n, const char *what,
+	    const char *def, const char *hint, const char *dir, char **path,
+	    uid_t *uid);
 /* path joined to dir unless absolute (malloc'd). */
 char	*cfg_path(const char *dir, const char *path);
 /* The absolute directory of a config file, symlinks left as written. */

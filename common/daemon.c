@@ -45,7 +45,7 @@ struct daemon_run {
 	struct event_base		*base;
 	struct daemon_listener		*ls;
 	size_t				 nls;
-	struct event			*sigs[3];
+	struct event			**sigs;
 	size_t				 nsigs;
 };
 
@@ -200,6 +200,12 @@ daemon_signal(evutil_socket_t sig, short what, void *arg)
 		r->dm->hup(r->state);
 		return;
 	}
+	for (const struct daemon_signal *ds = r->dm->signals;
+	    ds != NULL && ds->signo != 0; ds++)
+		if (ds->signo == sig) {
+			ds->fn(r->state);
+			return;
+		}
 	log_info("exiting on signal %d", (int)sig);
 	event_base_loopbreak(r->base);
 }
@@ -267,23 +273,36 @@ daemon_set(void *state, size_t off, void *p)
 	memcpy((char *)state + off, &p, sizeof(p));
 }
 
-/* SIGTERM and SIGINT end the loop; SIGHUP is the hup hook's. */
+/* SIGTERM and SIGINT end the loop; SIGHUP is the hup hook's, the table's
+ * signals their functions'. */
 static void
 daemon_signals(struct daemon_run *r)
 {
-	const int	 signos[3] = { SIGTERM, SIGINT, SIGHUP };
+	const struct daemon_signal	*ds = r->dm->signals;
+	size_t				 n = 0;
+	int				*signos;
 
-	r->nsigs = r->dm->hup != NULL ? 3 : 2;
+	while (ds != NULL && ds[n].signo != 0)
+		n++;
+	signos = xcalloc(n + 3, sizeof(*signos));
+	signos[r->nsigs++] = SIGTERM;
+	signos[r->nsigs++] = SIGINT;
+	if (r->dm->hup != NULL)
+		signos[r->nsigs++] = SIGHUP;
+	for (size_t i = 0; i < n; i++)
+		signos[r->nsigs++] = ds[i].signo;
+	r->sigs = xcalloc(r->nsigs, sizeof(*r->sigs));
 	for (size_t i = 0; i < r->nsigs; i++) {
 		if ((r->sigs[i] = evsignal_new(r->base, signos[i],
 		    daemon_signal, r)) == NULL ||
 		    event_add(r->sigs[i], NULL) == -1)
 			fatalx("cannot handle signal %d", signos[i]);
 	}
+	free(signos);
 }
 
-/* What runs as root: the state directory, the sockets, daemon(), the
- * database, then the drop. */
+/* What runs as root: the state directory, the loop, the sockets, daemon(),
+ * the database, then the drop (unless the daemon keeps root). */
 static void
 daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 {
@@ -301,9 +320,12 @@ daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 	if (dm->prepare != NULL)
 		dm->prepare(r->state);
 
-	if ((r->base = event_base_new()) == NULL)
+	if ((r->base = event_base_new()) == NULL || (dm->nprio > 0 &&
+	    event_base_priority_init(r->base, dm->nprio) == -1))
 		fatalx("cannot create the event loop");
 	daemon_set(r->state, dm->base_at, r->base);
+	if (dm->loop != NULL)
+		dm->loop(r->state);
 	if (daemon_listen(r) == -1)
 		fatalx("cannot listen on the sockets");
 	if (!opts->debug) {
@@ -320,7 +342,8 @@ daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 		dm->open(r->state);
 	if (dm->db != NULL)
 		daemon_chown_db(dm->db, c->state_dir, c->user, c->uid, c->gid);
-	daemon_drop(c->file, c->user, c->uid, c->gid);
+	if (!dm->keep_root)
+		daemon_drop(c->file, c->user, c->uid, c->gid);
 }
 
 int
@@ -346,6 +369,8 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	}
 	if (opts.noaction) {
 		printf("configuration OK\n");
+		if (dm->unload != NULL)
+			dm->unload(state);
 		daemon_conf_free(dm, conf);
 		return 0;
 	}
@@ -367,8 +392,11 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	daemon_unlisten(&r);
 	for (size_t i = 0; i < r.nsigs; i++)
 		event_free(r.sigs[i]);
+	free(r.sigs);
 	if (dm->close != NULL)
 		dm->close(state);
+	if (dm->unload != NULL)
+		dm->unload(state);
 	daemon_conf_free(dm, conf);
 	event_base_free(r.base);
 	log_info("stopped");

@@ -63,6 +63,14 @@ struct daemon_sock {
 	int		 pass_fds;	/* takes a descriptor with a frame */
 };
 
+/* A signal besides SIGTERM, SIGINT and SIGHUP (launchd-sbx's SIGCHLD), and
+ * what it runs, given the daemon's state; a table of them ends with signo
+ * 0. */
+struct daemon_signal {
+	int		 signo;
+	void		 (*fn)(void *);
+};
+
 /* A socket whose cfg_sock has no path (an optional one left out) is not
  * opened.  Every socket's frames are capped at the configuration's
  * max_frame_kb (struct cfg_common, the first member of the conf). */
@@ -73,6 +81,10 @@ struct daemon_main {
 						 * user before the drop; NULL */
 	mode_t			 umask;
 	int			 no_core;	/* secrets in memory: no core */
+	int			 keep_root;	/* no drop (launchd-sbx, which
+						 * runs the OCI runtime) */
+	int			 nprio;		/* the loop's event priorities;
+						 * 0: libevent's one */
 	/* Where the skeleton puts the conf and the event base it makes:
 	 * offsetof the two pointers in the daemon's state. */
 	size_t			 conf_at;
@@ -83,6 +95,7 @@ struct daemon_main {
 	void			*(*parse)(const char *file, struct yerrs *);
 	void			 (*conf_free)(void *conf);
 	const struct daemon_sock *socks;
+	const struct daemon_signal *signals;	/* may be NULL */
 	/* A peer refused at a socket's check (frame.h's refused). */
 	void			 (*refused)(void *state, const char *sock,
 				    const struct ucred *, const char *why);
@@ -92,20 +105,24 @@ struct daemon_main {
 	 * configuration to be OK; -1 (having said why on stderr) exits 1.
 	 * init: as root, before the state directory (libraries, keys to
 	 * read).  prepare: as root, the state directory made (files in it,
-	 * other directories).  open: as root, after daemon() and chdir to
-	 * the state directory (the database).  start: after the drop,
-	 * before the loop.  hup: SIGHUP (not caught when NULL).  stop: the
-	 * loop has ended, the sockets are still open.  close: the sockets
-	 * closed; what open made.
+	 * other directories).  loop: the event loop made, before the
+	 * sockets: the daemon's own events.  open: as root, after daemon()
+	 * and chdir to the state directory (the database).  start: after
+	 * the drop, before the loop.  hup: SIGHUP (not caught when NULL).
+	 * stop: the loop has ended, the sockets are still open.  close: the
+	 * sockets closed; what open made.  unload: what a good check made,
+	 * last before the conf is freed, after -n too.
 	 */
 	int			 (*check)(void *, const struct daemon_opts *);
 	void			 (*init)(void *);
 	void			 (*prepare)(void *);
+	void			 (*loop)(void *);
 	void			 (*open)(void *);
 	void			 (*start)(void *);
 	void			 (*hup)(void *);
 	void			 (*stop)(void *);
 	void			 (*close)(void *);
+	void			 (*unload)(void *);
 };
 
 /* main() of a daemon: state is its zeroed state struct.  Returns main's

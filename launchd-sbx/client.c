@@ -20,7 +20,7 @@ client_call(struct launchd *ld, struct frame_client **slot, const char *path,
     int fd, char *err, size_t errlen)
 {
 	*slot = frame_connect(ld->base, path, uid,
-	    (size_t)ld->conf->max_frame_kb * 1024, cb, arg, err, errlen);
+	    (size_t)ld->conf->common.max_frame_kb * 1024, cb, arg, err, errlen);
 	if (*slot == NULL)
 		return -1;
 	if ((fd == -1 ? frame_client_send(*slot, env) :

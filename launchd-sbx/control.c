@@ -1,5 +1,6 @@
 /*
- * control.c: launchd-sbx's two sockets.  The launch socket takes only
+ * control.c: launchd-sbx's two sockets (the skeleton in common/daemon.c
+ * listens on them, with the handlers here).  The launch socket takes only
  * LaunchRequest, from policyd's uid (the peer check in common/frame.c runs
  * before a byte is read, so anyone else gets no reply at all); the admin
  * socket manages the dataset store, lists images, and answers audit and
@@ -12,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "admin.h"
 #include "audit.h"
 #include "frame.h"
@@ -21,24 +20,8 @@
 #include "util.h"
 #include "launchd-sbx/launchd.h"
 
-#define CONTROL_LAUNCH_IDLE	86400	/* a held launch is never idle */
-
-struct control_sock {
-	struct control		*ctl;
-	int			 admin;
-};
-
-struct control {
-	struct launchd		*ld;
-	struct frame_server	*launch;
-	struct frame_server	*admin;
-	struct control_sock	 launch_arg;
-	struct control_sock	 admin_arg;
-};
-
-
 static void
-control_dataset_put(struct control *ctl, struct frame_conn *c,
+control_dataset_put(struct launchd *ld, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__DatasetPut	*p = req->dataset_put;
@@ -47,7 +30,7 @@ control_dataset_put(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__AuditEvent		 ev;
 	char				 err[512], actor[32], *detail;
 
-	if (dataset_put(ctl->ld, p->name, p->content.data, p->content.len,
+	if (dataset_put(ld, p->name, p->content.data, p->content.len,
 	    err, sizeof(err)) == -1) {
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", "%s", err);
@@ -59,7 +42,7 @@ control_dataset_put(struct control *ctl, struct frame_conn *c,
 	ev.action = (char *)"dataset";
 	ev.detail = detail;
 	ev.actor = actor;
-	if (audit_append(ctl->ld->audit, &ev) == 0)
+	if (audit_append(ld->audit, &ev) == 0)
 		audit_event_clear(&ev);
 	log_info("%s by %s", detail, actor);
 	sbx__v1__ack__init(&ack);
@@ -72,7 +55,7 @@ control_dataset_put(struct control *ctl, struct frame_conn *c,
 }
 
 static void
-control_dataset_list(struct control *ctl, struct frame_conn *c,
+control_dataset_list(struct launchd *ld, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	Sbx__V1__Envelope	 env;
@@ -80,7 +63,7 @@ control_dataset_list(struct control *ctl, struct frame_conn *c,
 	char			**names;
 	size_t			  n;
 
-	if (dataset_names(ctl->ld, &names, &n) == -1) {
+	if (dataset_names(ld, &names, &n) == -1) {
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "the dataset store cannot be read");
@@ -96,13 +79,13 @@ control_dataset_list(struct control *ctl, struct frame_conn *c,
 }
 
 static void
-control_image_list(struct control *ctl, struct frame_conn *c,
+control_image_list(struct launchd *ld, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__ImageInfos	 ii;
 
-	if (image_list(ctl->ld, &ii) == -1) {
+	if (image_list(ld, &ii) == -1) {
 		image_list_clear(&ii);
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
@@ -165,96 +148,55 @@ control_metrics(const struct launchd *ld)
 }
 
 static void
-control_send_metrics(struct control *ctl, struct frame_conn *c,
+control_send_metrics(struct launchd *ld, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
-	char	*text = control_metrics(ctl->ld);
+	char	*text = control_metrics(ld);
 
 	admin_metrics(c, req, text);
 	free(text);
 }
 
-static void
-control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+void
+control_launch_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
+    void *arg)
 {
-	struct control_sock	*cs = arg;
-	struct control		*ctl = cs->ctl;
-
-	if (!cs->admin) {
-		if (req->body_case == SBX__V1__ENVELOPE__BODY_LAUNCH) {
-			run_launch(ctl->ld, c, req);
-			return;
-		}
-	} else {
-		switch (req->body_case) {
-		case SBX__V1__ENVELOPE__BODY_DATASET_PUT:
-			control_dataset_put(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_DATASET_LIST:
-			control_dataset_list(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_IMAGE_LIST:
-			control_image_list(ctl, c, req);
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-			admin_audit_query(c, req, ctl->ld->audit);
-			return;
-		case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-			admin_audit_verify(c, req, ctl->ld->audit,
-			    "launchd-sbx");
-			return;
-		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
-			control_send_metrics(ctl, c, req);
-			return;
-		default:
-			break;
-		}
+	if (req->body_case == SBX__V1__ENVELOPE__BODY_LAUNCH) {
+		run_launch(arg, c, req);
+		return;
 	}
 	frame_conn_send_error(c, req->request_id,
-	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", "%s", cs->admin ?
-	    "the admin socket does not take this message" :
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
 	    "the launch socket takes only launch requests");
 }
 
-static struct frame_server *
-control_listen(struct control *ctl, const struct cfg_sock *sc,
-    const char *name, struct control_sock *arg, int idle)
-{
-	struct frame_server_config	 cfg;
-
-	cfg_socket_server(sc, name, &cfg);
-	cfg.max_frame = (size_t)ctl->ld->conf->max_frame_kb * 1024;
-	cfg.idle_timeout = idle;
-	return frame_server_listen(ctl->ld->base, &cfg, control_dispatch, arg);
-}
-
-struct control *
-control_start(struct launchd *ld)
-{
-	struct control	*ctl;
-
-	ctl = xcalloc(1, sizeof(*ctl));
-	ctl->ld = ld;
-	ctl->launch_arg.ctl = ctl;
-	ctl->launch_arg.admin = 0;
-	ctl->admin_arg.ctl = ctl;
-	ctl->admin_arg.admin = 1;
-	if ((ctl->launch = control_listen(ctl, &ld->conf->launch, "launch",
-	    &ctl->launch_arg, CONTROL_LAUNCH_IDLE)) == NULL ||
-	    (ctl->admin = control_listen(ctl, &ld->conf->admin, "admin",
-	    &ctl->admin_arg, 0)) == NULL) {
-		control_stop(ctl);
-		return NULL;
-	}
-	return ctl;
-}
-
 void
-control_stop(struct control *ctl)
+control_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 {
-	if (ctl == NULL)
+	struct launchd	*ld = arg;
+
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_DATASET_PUT:
+		control_dataset_put(ld, c, req);
 		return;
-	frame_server_free(ctl->launch);
-	frame_server_free(ctl->admin);
-	free(ctl);
+	case SBX__V1__ENVELOPE__BODY_DATASET_LIST:
+		control_dataset_list(ld, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_IMAGE_LIST:
+		control_image_list(ld, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		admin_audit_query(c, req, ld->audit);
+		return;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
+		admin_audit_verify(c, req, ld->audit, "launchd-sbx");
+		return;
+	case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
+		control_send_metrics(ld, c, req);
+		return;
+	default:
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "",
+		    "the admin socket does not take this message");
+	}
 }

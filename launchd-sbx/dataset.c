@@ -24,7 +24,7 @@
 static void
 dataset_dir(struct launchd *ld, char out[PATH_MAX])
 {
-	bufprintf(out, PATH_MAX, "%s/datasets", ld->conf->state_dir);
+	bufprintf(out, PATH_MAX, "%s/datasets", ld->conf->common.state_dir);
 }
 
 int

@@ -382,10 +382,10 @@ image_child(struct launchd *ld, const char *hex, int fd)
 
 	/* libevent's SIGCHLD handler would wake the parent's loop. */
 	signal(SIGCHLD, SIG_DFL);
-	bufprintf(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
-	    hex);
-	bufprintf(cache, sizeof(cache), "%s/cache/%s", ld->conf->state_dir,
-	    hex);
+	bufprintf(layout, sizeof(layout), "%s/images/%s",
+	    ld->conf->common.state_dir, hex);
+	bufprintf(cache, sizeof(cache), "%s/cache/%s",
+	    ld->conf->common.state_dir, hex);
 	bufprintf(rootfs, sizeof(rootfs), "%s/rootfs", cache);
 	err[0] = '\0';
 	if ((m = image_verify(layout, hex, err, sizeof(err))) == NULL)
@@ -457,7 +457,7 @@ image_scan(struct launchd *ld, int retry_failed)
 	struct dirent	*de;
 	struct image_prep *ip;
 
-	bufprintf(path, sizeof(path), "%s/images", ld->conf->state_dir);
+	bufprintf(path, sizeof(path), "%s/images", ld->conf->common.state_dir);
 	if ((d = opendir(path)) == NULL)
 		return;
 	while ((de = readdir(d)) != NULL) {
@@ -543,8 +543,8 @@ image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
 	}
 	hex = at + 8;
 	bufprintf(hexout, 65, "%s", hex);
-	bufprintf(layout, sizeof(layout), "%s/images/%s", ld->conf->state_dir,
-	    hex);
+	bufprintf(layout, sizeof(layout), "%s/images/%s",
+	    ld->conf->common.state_dir, hex);
 	if (stat(layout, &st) == -1 || !S_ISDIR(st.st_mode)) {
 		bufprintf(err, errlen, "image %s: not in the image store "
 		    "(images are installed, never pulled)", ref);
@@ -565,8 +565,8 @@ image_rootfs(struct launchd *ld, const char *ref, char rootfs[PATH_MAX],
 	case IMAGE_READY:
 		break;
 	}
-	bufprintf(rootfs, PATH_MAX, "%s/cache/%s/rootfs", ld->conf->state_dir,
-	    hex);
+	bufprintf(rootfs, PATH_MAX, "%s/cache/%s/rootfs",
+	    ld->conf->common.state_dir, hex);
 	if (stat(rootfs, &st) == -1 || !S_ISDIR(st.st_mode)) {
 		bufprintf(err, errlen, "image %s: cache %s is gone", ref,
 		    rootfs);
@@ -585,7 +585,7 @@ image_list(struct launchd *ld, Sbx__V1__ImageInfos *out)
 	struct stat	 st;
 
 	sbx__v1__image_infos__init(out);
-	bufprintf(path, sizeof(path), "%s/images", ld->conf->state_dir);
+	bufprintf(path, sizeof(path), "%s/images", ld->conf->common.state_dir);
 	if ((d = opendir(path)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	while ((de = readdir(d)) != NULL) {
@@ -598,7 +598,7 @@ image_list(struct launchd *ld, Sbx__V1__ImageInfos *out)
 		xasprintf(&ii->digest, "sha256:%s", de->d_name);
 		ii->verified = image_is_verified(ld, de->d_name);
 		bufprintf(path, sizeof(path), "%s/cache/%s/rootfs",
-		    ld->conf->state_dir, de->d_name);
+		    ld->conf->common.state_dir, de->d_name);
 		ii->unpacked = stat(path, &st) == 0;
 		out->images = xreallocarray(out->images, out->n_images + 1,
 		    sizeof(*out->images));

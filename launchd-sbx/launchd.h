@@ -66,7 +66,6 @@ struct audit;
 
 /* ---- parse.c ---- */
 
-
 struct launchd_runtime {
 	char			*path;		/* NULL: tier not configured */
 	char			**args;		/* global options, before the verb */
@@ -88,9 +87,7 @@ struct launchd_pool_key {
 };
 
 struct launchd_conf {
-	char			*file;
-	char			*dir;
-	char			*state_dir;
+	struct cfg_common	 common;	/* no user: it stays root */
 	char			*run_dir;
 	char			*policy_public_key;
 	char			*init;
@@ -105,18 +102,17 @@ struct launchd_conf {
 	int			 pool_warm_python;	/* sbx-init -w python3 */
 	struct launchd_pool_key	*pool_keys;
 	size_t			 npool_keys;
-	uint32_t		 max_frame_kb;
 	gid_t			 sandbox_gid_first;	/* sandbox_groups */
 	uint32_t		 sandbox_gid_count;
 	struct launchd_runtime	 runtimes[LAUNCHD_NTIERS];
-	struct cfg_sock launch;
-	struct cfg_sock admin;
+	struct cfg_sock		 launch;
+	struct cfg_sock		 admin;
 };
 
-/* Parse and check a config file; every problem goes to errs.  NULL if
- * there was any. */
-struct launchd_conf *parse_launchd(const char *file, struct yerrs *);
-void		 parse_launchd_free(struct launchd_conf *);
+/* The skeleton's parse and free (daemon.h): a struct launchd_conf, NULL
+ * after recording every problem in errs. */
+void		*parse_launchd(const char *file, struct yerrs *);
+void		 parse_launchd_free(void *);
 /* The config name of a tier ("container"), or NULL. */
 const char	*parse_tier_name(int tier);
 
@@ -143,7 +139,6 @@ struct launchd {
 	struct launchd_conf	*conf;
 	unsigned char		 pk[32];	/* policyd's public key */
 	struct event_base	*base;
-	struct control		*ctl;
 	struct audit		*audit;
 	struct launchd_metrics	 metrics;
 	struct run		*runs;		/* live executions */
@@ -172,11 +167,14 @@ struct launchd {
 
 /* ---- control.c ---- */
 
-struct control;
 struct frame_conn;
 
-struct control	*control_start(struct launchd *);
-void		 control_stop(struct control *);
+/* The frame handlers of the launch and admin sockets (arg: the struct
+ * launchd). */
+void		 control_launch_socket(struct frame_conn *, Sbx__V1__Envelope *,
+		    void *);
+void		 control_admin_socket(struct frame_conn *, Sbx__V1__Envelope *,
+		    void *);
 char		*control_metrics(const struct launchd *);
 
 /* ---- record.c: the audit group commit and recorded refusals ---- */

@@ -1,24 +1,21 @@
 /*
- * parse.c: launchd-sbx.yaml into struct launchd_conf, with every check.
- * Every problem is recorded (never only the first) as file:line:col: key:
- * message; unknown keys are errors, users and groups are resolved here,
- * and relative paths are relative to the config file's directory.  A tier
- * is only ever what the config names: an absent tier stays absent, so a
- * policy that asks for it is refused rather than run under another.
+ * parse.c: launchd-sbx.yaml into struct launchd_conf, with every check, as
+ * a table common/config.c reads.  Every problem is recorded (never only
+ * the first) as file:line:col: key: message; unknown keys are errors,
+ * users and groups are resolved here, and relative paths are relative to
+ * the config file's directory.  A tier is only ever what the config
+ * names: an absent tier stays absent, so a policy that asks for it is
+ * refused rather than run under another.
  */
-#include <sys/stat.h>
 #include <sys/types.h>
 
-#include <errno.h>
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "log.h"
 #include "util.h"
 #include "config.h"
 #include "yaml.h"
@@ -26,17 +23,8 @@
 
 #define FRAME_KB_DEFAULT	1024
 
-static const char *const top_keys[] = {
-	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
-	"cgroup_parent", "pool", "egress", "gate", "sockets", "max_frame_kb",
-	"sandbox_groups", NULL
-};
 static const char *const groups_keys[] = { "first", "count", NULL };
 static const char *const groups_required[] = { "first", "count", NULL };
-static const char *const top_required[] = {
-	"state_dir", "run_dir", "policy_public_key", "init", "runtimes",
-	"sockets", NULL
-};
 static const char *const tier_names[LAUNCHD_NTIERS + 1] = {
 	NULL, "container", "gvisor", "microvm", NULL
 };
@@ -48,41 +36,6 @@ static const char *const poolkey_keys[] = { "image", "tier", "cpus",
 	"memory_mb", "pids", "scratch_mb", "size", NULL };
 static const char *const poolkey_required[] = { "image", "cpus",
 	"memory_mb", "pids", "scratch_mb", NULL };
-static const char *const peer_keys[] = { "socket", "user", NULL };
-static const char *const peer_required[] = { "socket", NULL };
-
-/*
- * egress: / gate: {socket: PATH, user: NAME}: another daemon's socket and
- * who must be listening there (SO_PEERCRED at every connect).  user
- * defaults to def (the account the daemon's manual names).
- */
-static void
-parse_peer(struct ydoc *doc, const struct ynode *n, const char *what,
-    const char *def, const char *dir, char **path, uid_t *uid)
-{
-	const struct ynode	*un;
-	const char		*u = def;
-	char			 key[32];
-	unsigned long		 num;
-	struct passwd		*pw;
-
-	if (ymap_check(doc, n, what, peer_keys, peer_required) != 0)
-		return;
-	snprintf(key, sizeof(key), "%s.socket", what);
-	cfg_pathkey(doc, n, "socket", key, dir, path);
-	snprintf(key, sizeof(key), "%s.user", what);
-	if ((un = ymap_get(n, "user")) != NULL &&
-	    yget_str(doc, un, key, &u) != 0)
-		return;
-	if (cfg_number(u, &num) == 0)
-		*uid = (uid_t)num;
-	else if ((pw = getpwnam(u)) != NULL)
-		*uid = pw->pw_uid;
-	else
-		yerr(doc, un != NULL ? un : n, key, "no such user \"%s\"%s",
-		    u, un == NULL ? " (the default; name the user)" : "");
-}
-static const char *const sockets_keys[] = { "launch", "admin", NULL };
 
 /*
  * sandbox_groups: {first: GID, count: N}: the groups launchd-sbx gives its
@@ -95,11 +48,20 @@ static void	parse_groups_free(struct ydoc *, const struct ynode *,
 		    const struct launchd_conf *);
 
 static void
-parse_groups(struct ydoc *doc, const struct ynode *n, struct launchd_conf *c)
+parse_groups(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
 {
+	struct launchd_conf	*c = conf;
 	uint64_t		 first, count;
 
-	if (n == NULL || ymap_check(doc, n, "sandbox_groups", groups_keys,
+	(void)key;
+	c->sandbox_gid_first = LAUNCHD_GID_FIRST;
+	c->sandbox_gid_count = LAUNCHD_GID_COUNT;
+	if (n == NULL) {
+		parse_groups_free(doc, NULL, c);
+		return;
+	}
+	if (ymap_check(doc, n, "sandbox_groups", groups_keys,
 	    groups_required) != 0)
 		return;
 	if (yget_uint(doc, ymap_get(n, "first"), "sandbox_groups.first",
@@ -204,12 +166,14 @@ parse_runtime(struct ydoc *doc, const struct ynode *n, const char *tier,
 }
 
 static void
-parse_runtimes(struct ydoc *doc, const struct ynode *n, const char *dir,
-    struct launchd_conf *c)
+parse_runtimes(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
 {
-	size_t	 i;
-	int	 t, any = 0;
+	struct launchd_conf	*c = conf;
+	size_t			 i;
+	int			 t, any = 0;
 
+	(void)key;
 	if (n == NULL)
 		return;
 	if (n->type != YN_MAP) {
@@ -228,11 +192,69 @@ parse_runtimes(struct ydoc *doc, const struct ynode *n, const char *dir,
 			    "\"%s\": want container, gvisor or microvm", name);
 			continue;
 		}
-		parse_runtime(doc, n->items[i], name, dir, &c->runtimes[t]);
+		parse_runtime(doc, n->items[i], name, c->common.dir,
+		    &c->runtimes[t]);
 		any = 1;
 	}
 	if (!any && n->n == 0)
 		yerr(doc, n, "runtimes", "names no tier: nothing could run");
+}
+
+static void
+parse_runtimes_free(void *conf)
+{
+	struct launchd_conf	*c = conf;
+
+	for (int t = 0; t < LAUNCHD_NTIERS; t++) {
+		struct launchd_runtime *rt = &c->runtimes[t];
+
+		for (size_t i = 0; i < rt->nargs; i++)
+			free(rt->args[i]);
+		free(rt->args);
+		free(rt->path);
+	}
+}
+
+/* run_dir, read with the other paths: not state_dir. */
+static void
+parse_dirs(struct ydoc *doc, const struct ynode *map, const char *key,
+    void *conf)
+{
+	struct launchd_conf	*c = conf;
+
+	(void)key;
+	if (c->common.state_dir != NULL && c->run_dir != NULL &&
+	    strcmp(c->common.state_dir, c->run_dir) == 0)
+		yerr(doc, ymap_get(map, "run_dir"), "run_dir",
+		    "same directory as state_dir");
+}
+
+static void
+parse_cgroup(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	struct launchd_conf	*c = conf;
+	const char		*s;
+
+	(void)key;
+	c->cgroup_parent = xstrdup("sbx");
+	if (n != NULL && yget_str(doc, n, "cgroup_parent", &s) == 0) {
+		if (!name_ok(s))
+			yerr(doc, n, "cgroup_parent", "bad cgroup name \"%s\": "
+			    "want one path component of [A-Za-z0-9._@:-]", s);
+		else {
+			free(c->cgroup_parent);
+			c->cgroup_parent = xstrdup(s);
+		}
+	}
+}
+
+static void
+parse_cgroup_free(void *conf)
+{
+	struct launchd_conf	*c = conf;
+
+	free(c->cgroup_parent);
 }
 
 /* pool.keys: the (image, tier, limits) the pool keeps entries for. */
@@ -298,55 +320,17 @@ parse_pool_keys(struct ydoc *doc, const struct ynode *n,
 	}
 }
 
-struct launchd_conf *
-parse_launchd(const char *file, struct yerrs *errs)
+/* pool: {size, keys, warm_python}.  keys and warm_python are read even
+ * after an unknown key, so that every problem is reported at once. */
+static void
+parse_pool(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
 {
-	struct ydoc		*doc;
-	struct launchd_conf	*c;
-	const struct ynode	*root, *n, *socks;
-	const char		*s;
+	struct launchd_conf	*c = conf;
 	uint64_t		 v;
-	size_t			 nerr = errs->n;
 
-	if ((doc = yaml_load_file(file, errs)) == NULL)
-		return NULL;
-	c = xcalloc(1, sizeof(*c));
-	c->file = xstrdup(file);
-	c->dir = cfg_dir(file);
-	c->max_frame_kb = FRAME_KB_DEFAULT;
-	root = doc->root;
-	if (root == NULL) {
-		yerr(doc, NULL, "launchd-sbx.yaml", "empty configuration");
-		goto done;
-	}
-	if (ymap_check(doc, root, "", top_keys, top_required) != 0 &&
-	    root->type != YN_MAP)
-		goto done;
-
-	cfg_pathkey(doc, root, "state_dir", "state_dir", c->dir,
-	    &c->state_dir);
-	cfg_pathkey(doc, root, "run_dir", "run_dir", c->dir, &c->run_dir);
-	cfg_pathkey(doc, root, "policy_public_key", "policy_public_key",
-	    c->dir, &c->policy_public_key);
-	cfg_pathkey(doc, root, "init", "init", c->dir, &c->init);
-	if (c->state_dir != NULL && c->run_dir != NULL &&
-	    strcmp(c->state_dir, c->run_dir) == 0)
-		yerr(doc, ymap_get(root, "run_dir"), "run_dir",
-		    "same directory as state_dir");
-	parse_runtimes(doc, ymap_get(root, "runtimes"), c->dir, c);
-
-	c->cgroup_parent = xstrdup("sbx");
-	if ((n = ymap_get(root, "cgroup_parent")) != NULL &&
-	    yget_str(doc, n, "cgroup_parent", &s) == 0) {
-		if (!name_ok(s))
-			yerr(doc, n, "cgroup_parent", "bad cgroup name \"%s\": "
-			    "want one path component of [A-Za-z0-9._@:-]", s);
-		else {
-			free(c->cgroup_parent);
-			c->cgroup_parent = xstrdup(s);
-		}
-	}
-	if ((n = ymap_get(root, "pool")) != NULL &&
+	(void)key;
+	if (n != NULL &&
 	    ymap_check(doc, n, "pool", pool_keys, NULL) == 0 &&
 	    yget_uint(doc, ymap_get(n, "size"), "pool.size", 0, 1024,
 	    &v) == 0 && ymap_get(n, "size") != NULL)
@@ -358,70 +342,84 @@ parse_launchd(const char *file, struct yerrs *errs)
 			(void)yget_bool(doc, ymap_get(n, "warm_python"),
 			    "pool.warm_python", &c->pool_warm_python);
 	}
-	c->sandbox_gid_first = LAUNCHD_GID_FIRST;
-	c->sandbox_gid_count = LAUNCHD_GID_COUNT;
-	if ((n = ymap_get(root, "sandbox_groups")) != NULL)
-		parse_groups(doc, n, c);
-	else
-		parse_groups_free(doc, NULL, c);
-	if ((n = ymap_get(root, "egress")) != NULL)
-		parse_peer(doc, n, "egress", "sbx-egress", c->dir,
-		    &c->egress_socket, &c->egress_uid);
-	if ((n = ymap_get(root, "gate")) != NULL)
-		parse_peer(doc, n, "gate", "sbx-gate", c->dir,
-		    &c->gate_socket, &c->gate_uid);
-	if (yget_uint(doc, ymap_get(root, "max_frame_kb"), "max_frame_kb",
-	    1, 65536, &v) == 0 && ymap_get(root, "max_frame_kb") != NULL)
-		c->max_frame_kb = (uint32_t)v;
-
-	if ((socks = ymap_get(root, "sockets")) != NULL &&
-	    ymap_check(doc, socks, "sockets", sockets_keys,
-	    NULL) == 0) {
-		cfg_socket(doc, ymap_get(socks, "launch"), "launch", c->dir,
-		    &c->launch);
-		cfg_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
-		    &c->admin);
-		if (c->launch.path != NULL && c->admin.path != NULL &&
-		    strcmp(c->launch.path, c->admin.path) == 0)
-			yerr(doc, ymap_get(ymap_get(socks, "admin"), "path"),
-			    "sockets.admin.path", "same path as the launch "
-			    "socket");
-	}
-done:
-	ydoc_free(doc);
-	if (errs->n != nerr) {
-		parse_launchd_free(c);
-		return NULL;
-	}
-	return c;
 }
 
-void
-parse_launchd_free(struct launchd_conf *c)
+static void
+parse_pool_free(void *conf)
 {
-	if (c == NULL)
-		return;
-	for (int t = 0; t < LAUNCHD_NTIERS; t++) {
-		struct launchd_runtime *rt = &c->runtimes[t];
+	struct launchd_conf	*c = conf;
 
-		for (size_t i = 0; i < rt->nargs; i++)
-			free(rt->args[i]);
-		free(rt->args);
-		free(rt->path);
-	}
-	free(c->file);
-	free(c->dir);
-	free(c->state_dir);
-	free(c->run_dir);
-	free(c->policy_public_key);
-	free(c->init);
-	free(c->cgroup_parent);
-	free(c->egress_socket);
-	free(c->gate_socket);
 	for (size_t i = 0; i < c->npool_keys; i++)
 		free(c->pool_keys[i].image);
 	free(c->pool_keys);
-	cfg_socket_free(&c->launch);
-	cfg_socket_free(&c->admin);
-	free(c);
+}
+
+/*
+ * egress: / gate: {socket: PATH, user: NAME}: another daemon's socket and
+ * who must be listening there (SO_PEERCRED at every connect).  user
+ * defaults to the account the daemon's manual names.
+ */
+static void
+parse_peer(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	struct launchd_conf	*c = conf;
+	int			 gate = strcmp(key, "gate") == 0;
+
+	if (n != NULL)
+		cfg_peer(doc, n, key, gate ? "sbx-gate" : "sbx-egress",
+		    " (the default; name the user)", c->common.dir,
+		    gate ? &c->gate_socket : &c->egress_socket,
+		    gate ? &c->gate_uid : &c->egress_uid);
+}
+
+static void
+parse_peer_free(void *conf)
+{
+	struct launchd_conf	*c = conf;
+
+	free(c->egress_socket);
+	free(c->gate_socket);
+}
+
+static const struct cfg_key parse_sockets[] = {
+	CFG_SOCK("launch", 0, struct launchd_conf, launch),
+	CFG_SOCK("admin", 0, struct launchd_conf, admin),
+	CFG_END
+};
+
+static const struct cfg_key parse_keys[] = {
+	CFG_COMMON_STATE_DIR,
+	CFG_PATHKEY("run_dir", CFG_REQUIRED, struct launchd_conf, run_dir,
+	    NULL),
+	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct launchd_conf,
+	    policy_public_key, NULL),
+	CFG_PATHKEY("init", CFG_REQUIRED, struct launchd_conf, init, NULL),
+	CFG_CHECKS(parse_dirs),
+	CFG_OWN("runtimes", CFG_REQUIRED, parse_runtimes, parse_runtimes_free),
+	CFG_OWN("cgroup_parent", 0, parse_cgroup, parse_cgroup_free),
+	CFG_OWN("pool", 0, parse_pool, parse_pool_free),
+	CFG_OWN("sandbox_groups", 0, parse_groups, NULL),
+	/* One free for both. */
+	CFG_OWN("egress", 0, parse_peer, parse_peer_free),
+	CFG_OWN("gate", 0, parse_peer, NULL),
+	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, 65536),
+	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_END
+};
+
+static const struct cfg_table parse_table = {
+	"launchd-sbx.yaml", sizeof(struct launchd_conf), parse_keys, NULL
+};
+
+void *
+parse_launchd(const char *file, struct yerrs *errs)
+{
+	return cfg_parse(file, &parse_table, errs);
+}
+
+void
+parse_launchd_free(void *c)
+{
+	cfg_free(&parse_table, c);
 }

@@ -543,7 +543,7 @@ runtime_reap_leftovers(struct launchd *ld)
 	}
 	runtime_reap_cgroups(ld->conf->cgroup_parent);
 	/* Whatever the dead instance left of an unpack. */
-	bufprintf(path, sizeof(path), "%s/cache", ld->conf->state_dir);
+	bufprintf(path, sizeof(path), "%s/cache", ld->conf->common.state_dir);
 	if ((d = opendir(path)) != NULL) {
 		while ((de = readdir(d)) != NULL) {
 			size_t n = strlen(de->d_name);

@@ -1408,8 +1408,9 @@ cap_forward(struct policyd *pd, struct frame_conn *c, uint64_t env_id,
 	frame_conn_hold(c);
 	TAILQ_INSERT_TAIL(&cap->fwds, f, entry);
 	f->fc = frame_connect(pd->base, pd->conf->approvald_socket,
-	    pd->conf->approvald_uid, (size_t)pd->conf->max_frame_kb * 1024,
-	    cap_fwd_reply, f, err, sizeof(err));
+	    pd->conf->approvald_uid,
+	    (size_t)pd->conf->common.max_frame_kb * 1024, cap_fwd_reply, f,
+	    err, sizeof(err));
 	if (f->fc == NULL) {
 		cap_fwd_fail(f, err);
 		return;

@@ -1,5 +1,6 @@
 /*
- * control.c: policyd's sockets and what comes in on them.  The
+ * control.c: policyd's sockets and what comes in on them (the skeleton
+ * in common/daemon.c listens on them, with the handlers here).  The
  * orchestrator socket compiles and runs tasks and answers audit
  * questions; the admin socket also manages entitlements, lists templates
  * and reports metrics; approvald's decisions on capability requests come
@@ -28,18 +29,8 @@
 #include "util.h"
 #include "policyd.h"
 
-struct control_sock {
-	struct control		*ctl;
-	int			 admin;
-};
-
 struct control {
 	struct policyd		*pd;
-	struct frame_server	*orch;
-	struct frame_server	*admin;
-	struct frame_server	*approvals;	/* NULL: not configured */
-	struct control_sock	 orch_arg;
-	struct control_sock	 admin_arg;
 	struct launch		*launch;	/* runs (launch.c) */
 };
 
@@ -489,12 +480,11 @@ control_run(struct control *ctl, struct frame_conn *c,
 	control_compile(ctl, c, req, t, 1);
 }
 
+/* The orchestrator socket's messages, and with admin the admin socket's. */
 static void
-control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+control_dispatch(struct control *ctl, struct frame_conn *c,
+    Sbx__V1__Envelope *req, int admin)
 {
-	struct control_sock	*cs = arg;
-	struct control		*ctl = cs->ctl;
-
 	switch (req->body_case) {
 	case SBX__V1__ENVELOPE__BODY_COMPILE:
 		control_compile(ctl, c, req, req->compile->task, 0);
@@ -522,7 +512,7 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 	default:
 		break;
 	}
-	if (cs->admin) {
+	if (admin) {
 		switch (req->body_case) {
 		case SBX__V1__ENVELOPE__BODY_ENTITLEMENT_ADD:
 			control_entitlement(ctl, c, req,
@@ -549,17 +539,34 @@ control_dispatch(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 		}
 	}
 	control_send_error(ctl, c, req->request_id,
-	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", cs->admin ?
+	    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "", admin ?
 	    "the admin socket does not take this message" :
 	    "the orchestrator socket does not take this message");
 }
 
+void
+control_orch_socket(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct policyd	*pd = arg;
+
+	control_dispatch(pd->ctl, c, req, 0);
+}
+
+void
+control_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
+{
+	struct policyd	*pd = arg;
+
+	control_dispatch(pd->ctl, c, req, 1);
+}
+
 /* approvald's socket: decisions on capability requests, nothing else. */
-static void
-control_dispatch_approvals(struct frame_conn *c, Sbx__V1__Envelope *req,
+void
+control_approvals_socket(struct frame_conn *c, Sbx__V1__Envelope *req,
     void *arg)
 {
-	struct control	*ctl = arg;
+	struct policyd	*pd = arg;
+	struct control	*ctl = pd->ctl;
 
 	if (req->body_case != SBX__V1__ENVELOPE__BODY_DECISION) {
 		control_send_error(ctl, c, req->request_id,
@@ -576,70 +583,26 @@ control_dispatch_approvals(struct frame_conn *c, Sbx__V1__Envelope *req,
 	capability_serve_decision(ctl->pd, c, req);
 }
 
-static struct frame_server *
-control_listen(struct control *ctl, const struct cfg_sock *sc,
-    const char *name, struct control_sock *arg)
-{
-	struct frame_server_config	 cfg;
-
-	cfg_socket_server(sc, name, &cfg);
-	cfg.max_frame = (size_t)ctl->pd->conf->max_frame_kb * 1024;
-	return frame_server_listen(ctl->pd->base, &cfg, control_dispatch, arg);
-}
-
 struct control *
-control_start(struct policyd *pd)
+control_new(struct policyd *pd)
 {
 	struct control	*ctl;
 
 	ctl = xcalloc(1, sizeof(*ctl));
 	ctl->pd = pd;
-	ctl->orch_arg.ctl = ctl;
-	ctl->orch_arg.admin = 0;
-	ctl->admin_arg.ctl = ctl;
-	ctl->admin_arg.admin = 1;
 	if ((ctl->launch = launch_new(pd)) == NULL) {
 		free(ctl);
 		return NULL;
-	}
-	if ((ctl->orch = control_listen(ctl, &pd->conf->orch, "orchestrator",
-	    &ctl->orch_arg)) == NULL ||
-	    (ctl->admin = control_listen(ctl, &pd->conf->admin, "admin",
-	    &ctl->admin_arg)) == NULL) {
-		control_stop(ctl);
-		return NULL;
-	}
-	if (pd->conf->approvals.path != NULL) {
-		const struct cfg_sock	*sc = &pd->conf->approvals;
-		struct frame_server_config	 cfg;
-
-		memset(&cfg, 0, sizeof(cfg));
-		cfg.name = "approvals";
-		cfg.path = sc->path;
-		cfg.mode = sc->mode;
-		cfg.owner = (uid_t)-1;
-		cfg.group = sc->group;
-		cfg.allow = &sc->allow;
-		cfg.max_frame = (size_t)pd->conf->max_frame_kb * 1024;
-		if ((ctl->approvals = frame_server_listen(pd->base, &cfg,
-		    control_dispatch_approvals, ctl)) == NULL) {
-			control_stop(ctl);
-			return NULL;
-		}
 	}
 	return ctl;
 }
 
 void
-control_stop(struct control *ctl)
+control_free(struct control *ctl)
 {
 	if (ctl == NULL)
 		return;
 	commit_flush(ctl->pd->commit);
 	launch_free(ctl->launch);
-	frame_server_free(ctl->orch);
-	frame_server_free(ctl->admin);
-	if (ctl->approvals != NULL)
-		frame_server_free(ctl->approvals);
 	free(ctl);
 }

@@ -241,7 +241,7 @@ launch_run_start(struct run *r)
 		return;
 	}
 	/* Results carry capped stdout and stderr: allow at least 4 MiB. */
-	max = (size_t)conf->max_frame_kb * 1024;
+	max = (size_t)conf->common.max_frame_kb * 1024;
 	if (max < 4 * 1024 * 1024)
 		max = 4 * 1024 * 1024;
 	r->fc = frame_connect(lc->pd->base, conf->launchd_socket,

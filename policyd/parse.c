@@ -1,23 +1,17 @@
 /*
- * parse.c: policyd.yaml into struct policyd_conf, with every check.  Every
- * problem is recorded (never only the first) as file:line:col: key:
- * message, unknown keys are errors, and user and group names are resolved
- * here so a typo is reported at start-up rather than when a peer connects.
- * Relative paths are relative to the config file's directory.
+ * parse.c: policyd.yaml into struct policyd_conf, with every check, as a
+ * table common/config.c reads.  Every problem is recorded (never only the
+ * first) as file:line:col: key: message, unknown keys are errors, and user
+ * and group names are resolved here so a typo is reported at start-up
+ * rather than when a peer connects.  Relative paths are relative to the
+ * config file's directory.
  */
-#include <sys/stat.h>
 #include <sys/types.h>
 
-#include <errno.h>
-#include <grp.h>
-#include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "log.h"
 #include "util.h"
 #include "config.h"
 #include "yaml.h"
@@ -28,63 +22,52 @@
 #define TTL_DEFAULT	900
 #define FRAME_KB_DEFAULT 1024
 
-static const char *const top_keys[] = {
-	"user", "state_dir", "templates", "task_types", "signing_key",
-	"public_key", "policy_ttl", "max_frame_kb", "sockets", "launchd",
-	"approvald", NULL
-};
-static const char *const top_required[] = {
-	"state_dir", "templates", "task_types", "sockets", NULL
-};
-static const char *const sockets_keys[] = {
-	"orchestrator", "admin", "approvals", NULL
-};
-static const char *const approvald_keys[] = { "socket", "user", NULL };
-static const char *const approvald_required[] = { "socket", NULL };
 #define APPROVALD_USER_DEFAULT	"sbx-approve"
-static const char *const launchd_keys[] = {
-	"socket", "user", "timeout", NULL
-};
-static const char *const launchd_required[] = { "socket", NULL };
 static const char *const type_keys[] = { "template", "version", NULL };
 static const char *const type_required[] = { "template", NULL };
 
-/*
- * launchd: {socket: PATH, user: root, timeout: 120}.  user is who must be
- * listening on the socket (checked with SO_PEERCRED on every connect);
- * timeout is the grace past the policy's wall clock before policyd gives
- * up on a reply.
- */
+/* Where templates is named, for messages about the templates in it. */
 static void
-parse_launchd(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
+parse_templates_at(struct ydoc *doc, const struct ynode *map,
+    const char *key, void *conf)
 {
-	const char	*u;
-	unsigned long	 num;
-	struct passwd	*pw;
-	uint64_t	 v;
+	struct policyd_conf	*c = conf;
+	const struct ynode	*n;
 
-	c->launchd_uid = 0;
-	c->launchd_grace = LAUNCHD_GRACE_DEFAULT;
+	(void)doc;
+	(void)key;
+	if ((n = ymap_get(map, "templates")) != NULL) {
+		c->templates_line = n->line;
+		c->templates_col = n->col;
+	}
+}
+
+/* sockets.approvals, optional: only approvald's decisions come in here. */
+static void
+parse_approvals(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	struct policyd_conf	*c = conf;
+
+	(void)key;
 	if (n == NULL)
 		return;
-	if (ymap_check(doc, n, "launchd", launchd_keys, launchd_required) != 0)
-		return;
-	cfg_pathkey(doc, n, "socket", "launchd.socket", c->dir,
-	    &c->launchd_socket);
-	if (ymap_get(n, "user") != NULL &&
-	    yget_str(doc, ymap_get(n, "user"), "launchd.user", &u) == 0) {
-		if (cfg_number(u, &num) == 0)
-			c->launchd_uid = (uid_t)num;
-		else if ((pw = getpwnam(u)) == NULL)
-			yerr(doc, ymap_get(n, "user"), "launchd.user",
-			    "no such user \"%s\"", u);
-		else
-			c->launchd_uid = pw->pw_uid;
-	}
-	if (ymap_get(n, "timeout") != NULL &&
-	    yget_uint(doc, ymap_get(n, "timeout"), "launchd.timeout", 1,
-	    86400, &v) == 0)
-		c->launchd_grace = (uint32_t)v;
+	cfg_socket(doc, n, "approvals", c->common.dir, &c->approvals);
+	if (c->approvals.path != NULL &&
+	    ((c->orch.path != NULL && strcmp(c->orch.path,
+	    c->approvals.path) == 0) ||
+	    (c->admin.path != NULL && strcmp(c->admin.path,
+	    c->approvals.path) == 0)))
+		yerr(doc, ymap_get(n, "path"), "sockets.approvals.path",
+		    "same path as another of policyd's sockets");
+}
+
+static void
+parse_approvals_free(void *conf)
+{
+	struct policyd_conf	*c = conf;
+
+	cfg_socket_free(&c->approvals);
 }
 
 /*
@@ -93,43 +76,39 @@ parse_launchd(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
  * Without it such requests are denied ("no approver available").
  */
 static void
-parse_approvald(struct ydoc *doc, const struct ynode *n,
-    struct policyd_conf *c)
+parse_approvald(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
 {
-	const struct ynode	*un;
-	const char		*u = APPROVALD_USER_DEFAULT;
-	unsigned long		 num;
-	struct passwd		*pw;
+	struct policyd_conf	*c = conf;
 
+	(void)key;
 	c->approvald_uid = (uid_t)-1;
 	if (n == NULL)
 		return;
-	if (ymap_check(doc, n, "approvald", approvald_keys,
-	    approvald_required) != 0)
-		return;
-	cfg_pathkey(doc, n, "socket", "approvald.socket", c->dir,
-	    &c->approvald_socket);
-	if ((un = ymap_get(n, "user")) != NULL &&
-	    yget_str(doc, un, "approvald.user", &u) == -1)
-		return;
-	if (cfg_number(u, &num) == 0)
-		c->approvald_uid = (uid_t)num;
-	else if ((pw = getpwnam(u)) == NULL)
-		yerr(doc, un != NULL ? un : n, "approvald.user",
-		    "no such user \"%s\"%s", u, un != NULL ? "" :
-		    " (the default; name the user approvald runs as)");
-	else
-		c->approvald_uid = pw->pw_uid;
+	cfg_peer(doc, n, "approvald", APPROVALD_USER_DEFAULT,
+	    " (the default; name the user approvald runs as)", c->common.dir,
+	    &c->approvald_socket, &c->approvald_uid);
 }
 
 static void
-parse_types(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
+parse_approvald_free(void *conf)
 {
+	struct policyd_conf	*c = conf;
+
+	free(c->approvald_socket);
+}
+
+static void
+parse_types(struct ydoc *doc, const struct ynode *n, const char *key0,
+    void *conf)
+{
+	struct policyd_conf	*c = conf;
 	const char	*tname;
 	char		 what[192];
 	uint64_t	 v;
 	size_t		 i;
 
+	(void)key0;
 	if (n == NULL)
 		return;
 	if (n->type != YN_MAP) {
@@ -178,116 +157,72 @@ parse_types(struct ydoc *doc, const struct ynode *n, struct policyd_conf *c)
 	}
 }
 
-struct policyd_conf *
-parse_config(const char *file, struct yerrs *errs)
+static void
+parse_types_free(void *conf)
 {
-	struct ydoc		*doc;
-	struct policyd_conf	*c;
-	const struct ynode	*root, *n, *socks;
-	uint64_t		 v;
-	size_t			 nerr = errs->n;
+	struct policyd_conf	*c = conf;
 
-	if ((doc = yaml_load_file(file, errs)) == NULL)
-		return NULL;
-	c = xcalloc(1, sizeof(*c));
-	c->file = xstrdup(file);
-	c->dir = cfg_dir(file);
-	c->uid = (uid_t)-1;
-	c->gid = (gid_t)-1;
-	c->policy_ttl = TTL_DEFAULT;
-	c->max_frame_kb = FRAME_KB_DEFAULT;
-	root = doc->root;
-	if (root == NULL) {
-		yerr(doc, NULL, "policyd.yaml", "empty configuration");
-		goto done;
-	}
-	if (ymap_check(doc, root, "", top_keys,
-	    top_required) != 0 && root->type != YN_MAP)
-		goto done;
-
-	cfg_user(doc, root, &c->user, &c->uid, &c->gid);
-	cfg_pathkey(doc, root, "state_dir", NULL, c->dir, &c->state_dir);
-	cfg_pathkey(doc, root, "templates", NULL, c->dir, &c->templates);
-	if ((n = ymap_get(root, "templates")) != NULL) {
-		c->templates_line = n->line;
-		c->templates_col = n->col;
-	}
-	parse_types(doc, ymap_get(root, "task_types"), c);
-	cfg_pathkey(doc, root, "signing_key", NULL, c->dir, &c->signing_key);
-	cfg_pathkey(doc, root, "public_key", NULL, c->dir, &c->public_key);
-	if (c->state_dir != NULL) {
-		if (c->signing_key == NULL)
-			xasprintf(&c->signing_key, "%s/signing.key",
-			    c->state_dir);
-		if (c->public_key == NULL)
-			xasprintf(&c->public_key, "%s/policyd.pub",
-			    c->state_dir);
-	}
-	if (yget_uint(doc, ymap_get(root, "policy_ttl"), "policy_ttl",
-	    TTL_MIN, TTL_MAX, &v) == 0 && ymap_get(root, "policy_ttl") != NULL)
-		c->policy_ttl = (uint32_t)v;
-	if (yget_uint(doc, ymap_get(root, "max_frame_kb"), "max_frame_kb",
-	    1, 65536, &v) == 0 && ymap_get(root, "max_frame_kb") != NULL)
-		c->max_frame_kb = (uint32_t)v;
-	if ((socks = ymap_get(root, "sockets")) != NULL &&
-	    ymap_check(doc, socks, "sockets", sockets_keys, NULL) == 0) {
-		cfg_socket(doc, ymap_get(socks, "orchestrator"),
-		    "orchestrator", c->dir, &c->orch);
-		cfg_socket(doc, ymap_get(socks, "admin"), "admin", c->dir,
-		    &c->admin);
-		if (c->orch.path != NULL && c->admin.path != NULL &&
-		    strcmp(c->orch.path, c->admin.path) == 0)
-			yerr(doc, ymap_get(ymap_get(socks, "admin"), "path"),
-			    "sockets.admin.path", "same path as the "
-			    "orchestrator socket");
-		/* Optional: only approvald's decisions come in here. */
-		if ((n = ymap_get(socks, "approvals")) != NULL) {
-			cfg_socket(doc, n, "approvals", c->dir,
-			    &c->approvals);
-			if (c->approvals.path != NULL &&
-			    ((c->orch.path != NULL && strcmp(c->orch.path,
-			    c->approvals.path) == 0) ||
-			    (c->admin.path != NULL && strcmp(c->admin.path,
-			    c->approvals.path) == 0)))
-				yerr(doc, ymap_get(n, "path"),
-				    "sockets.approvals.path", "same path as "
-				    "another of policyd's sockets");
-		}
-	}
-	parse_launchd(doc, ymap_get(root, "launchd"), c);
-	parse_approvald(doc, ymap_get(root, "approvald"), c);
-done:
-	ydoc_free(doc);
-	if (errs->n != nerr) {
-		parse_config_free(c);
-		return NULL;
-	}
-	return c;
-}
-
-void
-parse_config_free(struct policyd_conf *c)
-{
-	size_t	 i;
-
-	if (c == NULL)
-		return;
-	for (i = 0; i < c->ntypes; i++) {
+	for (size_t i = 0; i < c->ntypes; i++) {
 		free(c->types[i].type);
 		free(c->types[i].template);
 	}
 	free(c->types);
-	free(c->file);
-	free(c->dir);
-	free(c->user);
-	free(c->state_dir);
-	free(c->templates);
-	free(c->signing_key);
-	free(c->public_key);
-	free(c->launchd_socket);
-	cfg_socket_free(&c->orch);
-	cfg_socket_free(&c->admin);
-	cfg_socket_free(&c->approvals);
-	free(c->approvald_socket);
-	free(c);
+}
+
+static const struct cfg_key parse_sockets[] = {
+	CFG_SOCK("orchestrator", 0, struct policyd_conf, orch),
+	CFG_SOCK("admin", 0, struct policyd_conf, admin),
+	CFG_OWN("approvals", 0, parse_approvals, parse_approvals_free),
+	CFG_END
+};
+
+/*
+ * launchd: {socket: PATH, user: root, timeout: 120}.  user is who must be
+ * listening on the socket (checked with SO_PEERCRED on every connect);
+ * timeout is the grace past the policy's wall clock before policyd gives
+ * up on a reply.
+ */
+static const struct cfg_key parse_launchd[] = {
+	CFG_PATHKEY("socket", CFG_REQUIRED, struct policyd_conf,
+	    launchd_socket, NULL),
+	CFG_KEY("user", CFG_UID, 0, struct policyd_conf, launchd_uid, 0, 0, 0),
+	CFG_U32("timeout", 0, struct policyd_conf, launchd_grace,
+	    LAUNCHD_GRACE_DEFAULT, 1, 86400),
+	CFG_END
+};
+
+static const struct cfg_key parse_keys[] = {
+	CFG_COMMON_USER,
+	CFG_COMMON_STATE_DIR,
+	CFG_PATHKEY("templates", CFG_REQUIRED, struct policyd_conf, templates,
+	    NULL),
+	CFG_CHECKS(parse_templates_at),
+	CFG_OWN("task_types", CFG_REQUIRED, parse_types, parse_types_free),
+	CFG_PATHKEY("signing_key", 0, struct policyd_conf, signing_key,
+	    "$state_dir/signing.key"),
+	CFG_PATHKEY("public_key", 0, struct policyd_conf, public_key,
+	    "$state_dir/policyd.pub"),
+	CFG_U32("policy_ttl", 0, struct policyd_conf, policy_ttl, TTL_DEFAULT,
+	    TTL_MIN, TTL_MAX),
+	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, 65536),
+	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_SUBMAP("launchd", 0, parse_launchd),
+	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
+	CFG_END
+};
+
+static const struct cfg_table parse_table = {
+	"policyd.yaml", sizeof(struct policyd_conf), parse_keys, NULL
+};
+
+void *
+parse_config(const char *file, struct yerrs *errs)
+{
+	return cfg_parse(file, &parse_table, errs);
+}
+
+void
+parse_config_free(void *c)
+{
+	cfg_free(&parse_table, c);
 }

@@ -40,7 +40,6 @@ struct yerrs;
 
 /* ---- parse.c ---- */
 
-
 struct policyd_task_type {
 	char		*type;
 	char		*template;
@@ -49,12 +48,7 @@ struct policyd_task_type {
 };
 
 struct policyd_conf {
-	char			*file;		/* as given */
-	char			*dir;		/* its directory */
-	char			*user;		/* NULL: no drop */
-	uid_t			 uid;
-	gid_t			 gid;
-	char			*state_dir;
+	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*templates;
 	int			 templates_line, templates_col;
 	struct policyd_task_type *types;
@@ -62,24 +56,22 @@ struct policyd_conf {
 	char			*signing_key;
 	char			*public_key;
 	uint32_t		 policy_ttl;
-	uint32_t		 max_frame_kb;
-	struct cfg_sock orch;
-	struct cfg_sock admin;
+	struct cfg_sock		 orch;
+	struct cfg_sock		 admin;
 	char			*launchd_socket;	/* NULL: run unavailable */
 	uid_t			 launchd_uid;	/* who must listen there */
 	uint32_t		 launchd_grace;	/* s past wall_seconds */
-	struct cfg_sock approvals;	/* path NULL: no socket */
+	struct cfg_sock		 approvals;	/* path NULL: no socket */
 	char			*approvald_socket;	/* NULL: no approver */
 	uid_t			 approvald_uid;	/* who must listen there */
 };
 
 #define LAUNCHD_GRACE_DEFAULT	120
 
-/* Parse and check a config file; every problem goes to errs.  Returns
- * NULL if there was any. */
-struct policyd_conf *parse_config(const char *file, struct yerrs *);
-void		 parse_config_free(struct policyd_conf *);
-/* Join a path to the config directory unless it is absolute (malloc'd). */
+/* The skeleton's parse and free (daemon.h): a struct policyd_conf, NULL
+ * after recording every problem in errs. */
+void		*parse_config(const char *file, struct yerrs *);
+void		 parse_config_free(void *);
 
 /* ---- template.c ---- */
 
@@ -469,8 +461,18 @@ int		 launch_run(struct launch *, struct frame_conn *,
 
 struct control;
 
-struct control	*control_start(struct policyd *);
-void		 control_stop(struct control *);
+/* What the handlers share: launch.c's runs.  NULL if its event cannot be
+ * made.  control_free() first sends every reply still held. */
+struct control	*control_new(struct policyd *);
+void		 control_free(struct control *);
+/* The frame handlers of the orchestrator, admin and approvals sockets
+ * (arg: the struct policyd). */
+void		 control_orch_socket(struct frame_conn *, Sbx__V1__Envelope *,
+		    void *);
+void		 control_admin_socket(struct frame_conn *, Sbx__V1__Envelope *,
+		    void *);
+void		 control_approvals_socket(struct frame_conn *,
+		    Sbx__V1__Envelope *, void *);
 /* Prometheus text (malloc'd). */
 char		*control_metrics(const struct policyd *);
 

@@ -209,7 +209,7 @@ template_load(const struct policyd_conf *c, struct yerrs *errs)
 	if ((nents = scandir(c->templates, &ents, template_is_yaml,
 	    alphasort)) == -1) {
 		yerrs_add(errs, "%s:%d:%d: templates: directory %s: %s",
-		    c->file, c->templates_line, c->templates_col,
+		    c->common.file, c->templates_line, c->templates_col,
 		    c->templates, strerror(errno));
 		nents = 0;
 		nodir = 1;
@@ -242,7 +242,7 @@ template_load(const struct policyd_conf *c, struct yerrs *errs)
 	free(ents);
 	if (nents == 0 && errs->n == nerr)
 		yerrs_add(errs, "%s:%d:%d: templates: no *.yaml template in "
-		    "%s", c->file, c->templates_line, c->templates_col,
+		    "%s", c->common.file, c->templates_line, c->templates_col,
 		    c->templates);
 
 	/* Without the directory every binding would fail too; the one
@@ -256,11 +256,11 @@ template_load(const struct policyd_conf *c, struct yerrs *errs)
 		if (tt->version != 0 &&
 		    template_find(r, tt->template, 0) != NULL)
 			yerrs_add(errs, "%s:%d:%d: task_types.%s: template %s "
-			    "has no version %u", c->file, tt->line, tt->col,
-			    tt->type, tt->template, tt->version);
+			    "has no version %u", c->common.file, tt->line,
+			    tt->col, tt->type, tt->template, tt->version);
 		else
 			yerrs_add(errs, "%s:%d:%d: task_types.%s: no template "
-			    "named %s in %s", c->file, tt->line, tt->col,
+			    "named %s in %s", c->common.file, tt->line, tt->col,
 			    tt->type, tt->template, c->templates);
 	}
 	if (errs->n != nerr) {

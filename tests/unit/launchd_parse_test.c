@@ -83,7 +83,7 @@ Test(launchd_parse, good_file)
 
 	cr_assert_not_null(c, "%s", e.n ? e.msgs[0] : "");
 	xasprintf(&want, "%s/state", dir);
-	cr_assert_str_eq(c->state_dir, want);
+	cr_assert_str_eq(c->common.state_dir, want);
 	free(want);
 	xasprintf(&want, "%s/admin.sock", dir);
 	cr_assert_str_eq(c->admin.path, want);
