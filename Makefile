@@ -350,6 +350,13 @@ test-deploy: all
 test-layers: all
 	@tests/record layers$(SUITE_SFX) python3 tests/layers.py -v $(B)/obj
 
+# Issue 12 item 3: no identical run of six or more lines is shared between
+# two daemon folders (what two daemons need lives once, in common/).  It
+# reads the source, so the plain pass runs it.
+.PHONY: test-dupes
+test-dupes:
+	@tests/record dupes$(SUITE_SFX) python3 tests/dupes.py
+
 .PHONY: test-spec
 test-spec: $(B)/bin/probe $(B)/bin/mkspec
 	@tests/record spec$(SUITE_SFX) tests/probe/run-spec $(CURDIR)/$(B)/bin
@@ -488,6 +495,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-denial $(call RECORD_FAIL,denial)
 	@$(MAKE) --no-print-directory test-init $(call RECORD_FAIL,init)
 	@$(MAKE) --no-print-directory test-layers $(call RECORD_FAIL,layers)
+	$(if $(SUITE_SFX),,@$(MAKE) --no-print-directory test-dupes $(call RECORD_FAIL,dupes))
 	@$(MAKE) --no-print-directory test-spec $(call RECORD_FAIL,spec)
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
 	@$(MAKE) --no-print-directory test-deploy $(call RECORD_FAIL,deploy)

@@ -21,8 +21,8 @@ import sys
 
 # The folders held to it; LATER ones are printed with -a only.
 FOLDERS = ["approvald", "brokerd", "egressd", "gated", "launchd-sbx",
-           "policyd"]
-LATER = ["sbxctl"]
+           "policyd", "sbxctl"]
+LATER = []
 
 TRIVIAL = re.compile(r"^(?:[{}()\[\];,]*|break;|continue;|return;|"
                      r"return (?:0|-1|1|NULL|ok|rc|r|n);|default:|else|"
