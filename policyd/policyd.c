@@ -82,15 +82,22 @@ policyd_reload(void *arg)
 	struct policyd		*pd = arg;
 	struct yerrs		 errs = { NULL, 0 };
 	struct tmpl_registry	*reg;
+	char			 err[512];
 
 	/* Replies in the batch were compiled from the old templates;
 	 * commit them before the templates change under them. */
 	commit_flush(pd->commit);
-	if ((reg = template_load(pd->conf, &errs)) == NULL) {
+	/* A version already known must hash as it did (pin.c). */
+	if ((reg = template_load(pd->conf, &errs)) == NULL ||
+	    pin_check(pd->pin, reg, &errs) == -1 ||
+	    pin_record(pd->pin, reg, err, sizeof(err)) == -1) {
+		if (reg != NULL && errs.n == 0)
+			yerrs_add(&errs, "%s", err);
 		for (size_t i = 0; i < errs.n; i++)
 			log_warnx("%s", errs.msgs[i]);
 		log_warnx("reload: %zu error%s; keeping the %zu templates "
 		    "loaded", errs.n, errs.n == 1 ? "" : "s", pd->reg->n);
+		template_registry_free(reg);
 		yerrs_free(&errs);
 		return;
 	}
@@ -150,6 +157,33 @@ policyd_loop(void *arg)
 		fatalx("cannot listen on the sockets");
 }
 
+/*
+ * Start: every template version loaded before must hash as it did then
+ * (pin.c); a changed one stops the start with its file, version and both
+ * hashes -- there is no running policy to keep, and a version must never
+ * mean two policies -- and the new ones are pinned.
+ */
+static void
+policyd_pin(struct policyd *pd)
+{
+	struct yerrs	 errs = { NULL, 0 };
+	char		 err[512];
+
+	if ((pd->pin = pin_open(POLICYD_DB, err, sizeof(err))) == NULL)
+		fatalx("%s/%s: %s", pd->conf->common.state_dir, POLICYD_DB,
+		    err);
+	if (pin_check(pd->pin, pd->reg, &errs) == -1) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_warnx("%s", errs.msgs[i]);
+		fatalx("%zu template version%s changed; not started (give the "
+		    "changed policy a new version)", errs.n,
+		    errs.n == 1 ? "" : "s");
+	}
+	if (pin_record(pd->pin, pd->reg, err, sizeof(err)) == -1)
+		fatalx("%s/%s: %s", pd->conf->common.state_dir, POLICYD_DB,
+		    err);
+}
+
 static void
 policyd_open(void *arg)
 {
@@ -168,6 +202,7 @@ policyd_open(void *arg)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
 	if (capability_open(pd, err, sizeof(err)) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
+	policyd_pin(pd);
 }
 
 static void
@@ -198,6 +233,7 @@ policyd_close(void *arg)
 	struct policyd	*pd = arg;
 
 	commit_free(pd->commit);
+	pin_close(pd->pin);
 	entitle_close(pd->ent);
 	store_close(pd->store);
 	sign_key_free(pd->key);

@@ -277,11 +277,25 @@ struct cap_grants {
 	size_t			  nrules;
 };
 
+/* ---- pin.c: template versions fixed by their hash ---- */
+
+struct pin;
+struct pin	*pin_open(const char *db, char *err, size_t errlen);
+void		 pin_close(struct pin *);
+/* Every template of reg whose NAME@VERSION was pinned with another hash:
+ * an error naming its file, the version and both hashes.  0, or -1. */
+int		 pin_check(struct pin *, const struct tmpl_registry *,
+		    struct yerrs *);
+/* Pin every version of reg not pinned yet (one transaction).  0 or -1. */
+int		 pin_record(struct pin *, const struct tmpl_registry *,
+		    char *err, size_t errlen);
+
 struct policyd {
 	struct policyd_conf	*conf;
 	struct tmpl_registry	*reg;
 	struct sign_key		*key;
 	struct store		*store;
+	struct pin		*pin;		/* template versions' hashes */
 	struct entitle		*ent;
 	struct event_base	*base;
 	struct control		*ctl;
