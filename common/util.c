@@ -209,3 +209,11 @@ bufprintf(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 	return n;
 }
+
+void
+strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		free(v[i]);
+	free(v);
+}

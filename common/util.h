@@ -27,6 +27,8 @@ int	 xasprintf(char **, const char *, ...)
 int	 bufprintf(char *buf, size_t len, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 /* Write all of buf to fd, across short writes and EINTR; 0 or -1. */
+/* Free a malloc'd vector of n malloc'd strings (NULL is fine). */
+void	 strv_free(char **, size_t);
 int	 write_all(int fd, const void *buf, size_t len);
 /* Read a whole file of at most max bytes; malloc'd, NUL-terminated. */
 char	*read_file(const char *path, size_t max, size_t *lenp);

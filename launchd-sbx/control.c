@@ -75,7 +75,7 @@ control_dataset_list(struct launchd *ld, struct frame_conn *c,
 	env.body_case = SBX__V1__ENVELOPE__BODY_DATASET_NAMES;
 	env.dataset_names = &dn;
 	frame_conn_send(c, &env);
-	dataset_names_free(names, n);
+	strv_free(names, n);
 }
 
 static void

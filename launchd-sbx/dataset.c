@@ -102,14 +102,6 @@ dataset_names(struct launchd *ld, char ***names, size_t *n)
 	return 0;
 }
 
-void
-dataset_names_free(char **names, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-}
-
 int
 dataset_stage(struct launchd *ld, const char *name, const char *dir,
     char *err, size_t errlen)

@@ -233,9 +233,8 @@ void		 image_list_clear(Sbx__V1__ImageInfos *);
 int		 dataset_put(struct launchd *, const char *name,
 		    const uint8_t *content, size_t len, char *err,
 		    size_t errlen);
-/* Sorted names; free with dataset_names_free. */
+/* Sorted names; free with strv_free. */
 int		 dataset_names(struct launchd *, char ***names, size_t *n);
-void		 dataset_names_free(char **, size_t);
 /* Copy dataset `name` to dir/name, 0444.  -1 with errno ENOENT when the
  * store has no such dataset (err filled either way). */
 int		 dataset_stage(struct launchd *, const char *name,

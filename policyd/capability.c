@@ -628,7 +628,7 @@ cap_recompile(struct policyd *pd, const char *task_id,
 	policy_free(pol);
 done:
 	compile_grants_clear(&g);
-	compile_strv_free(ds, nds);
+	strv_free(ds, nds);
 	return rc;
 }
 

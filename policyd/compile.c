@@ -255,17 +255,9 @@ compile_has_rule(const Sbx__V1__Network *net, const char *host)
 }
 
 void
-compile_strv_free(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
-void
 compile_grants_clear(struct cap_grants *g)
 {
-	compile_strv_free(g->datasets, g->ndatasets);
+	strv_free(g->datasets, g->ndatasets);
 	for (size_t i = 0; i < g->nrules; i++)
 		sbx__v1__allow_rule__free_unpacked(g->rules[i], NULL);
 	free(g->rules);
@@ -328,7 +320,7 @@ compile_rule_merge(Sbx__V1__AllowRule *mine, const Sbx__V1__AllowRule *gr)
 	if (mine->n_paths == 0)
 		return;			/* any path already */
 	if (gr->n_paths == 0) {
-		compile_strv_free(mine->paths, mine->n_paths);
+		strv_free(mine->paths, mine->n_paths);
 		mine->paths = NULL;
 		mine->n_paths = 0;
 		return;

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sqlite3.h>
 
@@ -136,10 +135,9 @@ int
 pin_record(struct pin *p, const struct tmpl_registry *reg, char *err,
     size_t errlen)
 {
-	struct timespec	 ts;
+	int64_t		 ns = now_ns();
 	int		 ok = 1;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
 	if (sqlite3_exec(p->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) !=
 	    SQLITE_OK) {
 		bufprintf(err, errlen, "template pins: %s",
@@ -153,8 +151,7 @@ pin_record(struct pin *p, const struct tmpl_registry *reg, char *err,
 		sqlite3_bind_int64(p->put, 2, t->version);
 		sqlite3_bind_text(p->put, 3, t->hash, -1, SQLITE_STATIC);
 		sqlite3_bind_text(p->put, 4, t->file, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(p->put, 5, (int64_t)ts.tv_sec *
-		    1000000000LL + ts.tv_nsec);
+		sqlite3_bind_int64(p->put, 5, ns);
 		if (sqlite3_step(p->put) != SQLITE_DONE)
 			ok = 0;
 		sqlite3_reset(p->put);

@@ -148,7 +148,7 @@ int		 store_task_get(struct store *, const char *task_id,
 		    struct store_task *);
 /* The datasets a task named at its last committed compile (what a
  * recompile for a grant starts from); *n 0 if it never compiled.  0 or
- * -1.  Free with compile_strv_free(). */
+ * -1.  Free with strv_free(). */
 int		 store_task_datasets(struct store *, const char *task_id,
 		    char ***out, size_t *n);
 /* Executions of a task, the open and in-flight batches included; -1 on
@@ -368,8 +368,6 @@ void		 compile_error(Sbx__V1__Error *, Sbx__V1__ErrorCode,
 void		 compile_error_clear(Sbx__V1__Error *);
 void		 compile_count_denial(struct policyd_metrics *, const char *rule);
 void		 compile_grants_clear(struct cap_grants *);
-/* Free a malloc'd vector of n malloc'd strings. */
-void		 compile_strv_free(char **, size_t);
 
 /* ---- commit.c ---- */
 
