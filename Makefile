@@ -329,6 +329,13 @@ $(B)/bin/mkspec: $(call obj,tests/probe/mkspec.c) $(B)/lib/liblaunchd.a $(LIBCOM
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Writes tests/golden/spec/ (tests/unit/spec_cases.h): run it only when the
+# spec is meant to change, and review the diff.
+TEST_HELPERS += $(B)/bin/specgolden
+$(B)/bin/specgolden: $(call obj,tests/probe/specgolden.c) $(B)/lib/liblaunchd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
 ifeq ($(SAN),1)
 SUITE_SFX := -san
 endif
