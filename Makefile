@@ -60,6 +60,7 @@ COMMON_SRCS += common/config.c
 COMMON_SRCS += common/daemon.c
 COMMON_SRCS += common/admin.c
 COMMON_SRCS += common/utf8.c
+COMMON_SRCS += common/name.c
 
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c
@@ -95,6 +96,7 @@ LAUNCHD_SRCS += launchd-sbx/pool.c
 LAUNCHD_SRCS += launchd-sbx/ident.c
 LAUNCHD_SRCS += launchd-sbx/spec.c
 LAUNCHD_SRCS += launchd-sbx/seccomp.c
+LAUNCHD_SRCS += launchd-sbx/jsonw.c
 LAUNCHD_SRCS += launchd-sbx/handover.c
 LAUNCHD_SRCS += launchd-sbx/client.c
 LAUNCHD_SRCS += launchd-sbx/egress_client.c
@@ -165,6 +167,7 @@ POLICYD_LIB_SRCS = $(filter-out policyd/policyd.c,$(POLICYD_SRCS))
 # launchd-sbx's modules without main(), for unit tests and test helpers.
 LAUNCHD_LIB_SRCS  = launchd-sbx/spec.c
 LAUNCHD_LIB_SRCS += launchd-sbx/seccomp.c
+LAUNCHD_LIB_SRCS += launchd-sbx/jsonw.c
 LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
 
 # brokerd's modules without main(), for unit tests.
@@ -182,7 +185,7 @@ EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
 .PHONY: all deps test test-suites test-unit test-golden test-scenario test-denial test-san bench fuzz \
         up down demo install clean proto image
-all: $(addprefix $(B)/bin/,$(PROGS))
+all: $(addprefix $(B)/bin/,$(PROGS)) $(B)/tests/spec_libc
 
 proto: $(PB_C)
 
@@ -293,6 +296,7 @@ TESTLIB_capability    = $(B)/lib/libpolicyd.a
 TESTLIB_pin           = $(B)/lib/libpolicyd.a
 TESTLIB_launchd_parse = $(B)/lib/liblaunchd.a
 TESTLIB_spec          = $(B)/lib/liblaunchd.a
+TESTLIB_spec_golden   = $(B)/lib/liblaunchd.a
 TESTLIB_brokerd       = $(B)/lib/libbrokerd.a
 TESTLIB_approvald     = $(B)/lib/libapprovald.a
 TESTLIB_decide        = $(B)/lib/libegressd.a
@@ -340,8 +344,23 @@ ifeq ($(SAN),1)
 SUITE_SFX := -san
 endif
 
-test-unit: $(UNIT_TESTS)
+test-unit: $(UNIT_TESTS) $(B)/tests/spec_libc
+	@$(B)/tests/spec_libc
 	@SAN_LABEL=$(if $(SUITE_SFX),san) tests/run-unit $(UNIT_TESTS)
+
+# The spec renderer links against libc alone (the root monitor links
+# nothing else): spec.c, seccomp.c and jsonw.c with common/utf8.c and
+# common/name.c, no -l and no library archive.  It is built with every
+# program, so a dependency that creeps in fails `make`.
+SPEC_LIBC_SRCS  = launchd-sbx/spec.c
+SPEC_LIBC_SRCS += launchd-sbx/seccomp.c
+SPEC_LIBC_SRCS += launchd-sbx/jsonw.c
+SPEC_LIBC_SRCS += common/utf8.c
+SPEC_LIBC_SRCS += common/name.c
+SPEC_LIBC_SRCS += tests/unit/spec_libc_main.c
+$(B)/tests/spec_libc: $(SPEC_LIBC_SRCS) $(wildcard launchd-sbx/*.h common/utf8.h common/name.h tests/unit/spec_cases.h)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -iquote common $(XLDFLAGS) -o $@ $(SPEC_LIBC_SRCS)
 
 .PHONY: test-init
 test-init: $(B)/bin/sbx-init

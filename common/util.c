@@ -54,26 +54,6 @@ hex_encode(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-int
-name_ok(const char *s)
-{
-	size_t	 n;
-
-	if (s == NULL)
-		return 0;
-	n = strlen(s);
-	if (n == 0 || n > 128 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-		return 0;
-	for (const char *p = s; *p != '\0'; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
-		    *p == '-' || *p == '@' || *p == ':')
-			continue;
-		return 0;
-	}
-	return 1;
-}
-
 void *
 xmalloc(size_t n)
 {

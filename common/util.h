@@ -8,13 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "name.h"	/* name_ok, which lives apart: plain libc */
+
 int64_t	 now_ns(void);		/* CLOCK_REALTIME in nanoseconds */
 int64_t	 now_s(void);
 uint64_t mono_ns(void);		/* CLOCK_MONOTONIC */
 void	 hex_encode(const unsigned char *, size_t, char *out); /* 2n+1 */
-/* 1 if s is 1..128 chars of [A-Za-z0-9._@:-] and not "." or "..": safe as
- * an identifier, a file name component, and inside ${task.*}. */
-int	 name_ok(const char *s);
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
 void	*xreallocarray(void *, size_t, size_t);

@@ -52,13 +52,8 @@
 #define LAUNCHD_SCRATCH		"scratch"	/* in the staging dir */
 #define LAUNCHD_CA		"ca.pem"	/* in the staging dir */
 #define LAUNCHD_EGRESS_SOCK	"egress.sock"	/* in the staging dir */
-/* In a pool entry's run/ (the sandbox's /run/sbx/pool): the FIFO its
- * sbx-init reads its assignment from, the egress channel's socket (bound
- * there at the launch) and its CA. */
-#define POOL_ARGV		"argv"
 #define LAUNCHD_BG_NICE		10	/* pool refills, deletes after the result */
-#define POOL_EGRESS_SOCK	"egress.sock"
-#define POOL_CA			"ca.pem"
+/* POOL_RUN_DIR, POOL_ARGV, POOL_EGRESS_SOCK, POOL_CA: spec.h. */
 
 struct event_base;
 struct yerrs;
@@ -269,10 +264,11 @@ void		 pool_fill_soon(struct launchd *);
 /*
  * The key of a launch: sha256 of the runtime spec it would have with
  * every per-execution value (ids, hash, staging paths, program) replaced
- * by a placeholder, so two launches share a key exactly when their specs
- * differ in nothing but per-execution data.  -1 if no spec.
+ * by a placeholder and no annotations, and of its tier, so two launches
+ * share a key exactly when their specs differ in nothing but
+ * per-execution data.  -1 if no spec.
  */
-int		 pool_key(const struct spec_params *, char key[65]);
+int		 pool_key(const struct spec_params *, int tier, char key[65]);
 /* With a global pool.size and no configured keys, a launch that found
  * no key teaches one: its image, tier and limits get entries from now on
  * (at most 16 keys). */

@@ -49,7 +49,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "log.h"
@@ -58,7 +57,6 @@
 
 #define POOL_MAX_FAILURES	3	/* then the key waits for a take */
 #define POOL_MAX_LEARNED	16	/* keys learned from launches */
-#define POOL_RUN_DIR		"/run/sbx/pool"
 
 enum pool_state {
 	POOL_CREATING,		/* <runtime> create running */
@@ -96,20 +94,23 @@ struct pool {
 	size_t			 nlearned;
 };
 
+/* The policy hash a placeholder spec carries. */
+static const char pool_zero[] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
 int
-pool_key(const struct spec_params *in, char key[65])
+pool_key(const struct spec_params *in, int tier, char key[65])
 {
-	static const char	 zero[] =
-	    "0000000000000000000000000000000000000000000000000000000000000000";
 	char			*argv[] = { (char *)"pool", NULL };
 	struct spec_params	 sp = *in;
 	unsigned char		 md[EVP_MAX_MD_SIZE];
 	unsigned int		 mdlen = 0;
-	char			 err[256], *s;
-	json_t			*spec;
+	char			 err[256], *s, t[32];
+	size_t			 len;
+	EVP_MD_CTX		*ctx;
 	int			 rc = -1;
 
-	sp.policy_hash = zero;
+	sp.policy_hash = pool_zero;
 	sp.task_id = "pool";
 	sp.execution_id = "pool";
 	sp.in_dir = "/pool/in";
@@ -123,78 +124,25 @@ pool_key(const struct spec_params *in, char key[65])
 	sp.cgroups_path = "/pool";
 	sp.gid = 0;
 	sp.argv = argv;
-	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL)
-		return -1;
+	sp.pool = 0;
 	/* The policy's identity: not part of what the sandbox is. */
-	json_object_del(spec, "annotations");
+	sp.no_annotations = 1;
+	if ((s = spec_render(&sp, &len, err, sizeof(err))) == NULL)
+		return -1;
 	/* The tier too: two tiers' runtimes may read the same spec, and an
 	 * entry of one must never serve the other. */
-	json_object_set_new(spec, "sbx.tier",
-	    json_integer((json_int_t)in->policy->isolation));
-	s = json_dumps(spec, JSON_SORT_KEYS | JSON_COMPACT);
-	json_decref(spec);
-	if (s == NULL)
-		return -1;
-	if (EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha256(), NULL) == 1 &&
-	    mdlen == 32) {
+	bufprintf(t, sizeof(t), "sbx.tier %d\n", tier);
+	if ((ctx = EVP_MD_CTX_new()) != NULL &&
+	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	    EVP_DigestUpdate(ctx, s, len) == 1 &&
+	    EVP_DigestUpdate(ctx, t, strlen(t)) == 1 &&
+	    EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32) {
 		hex_encode(md, 32, key);
 		rc = 0;
 	}
+	EVP_MD_CTX_free(ctx);
 	free(s);
 	return rc;
-}
-
-/* The pooled variant of a spec: the program and the per-execution
- * environment come through the entry's FIFO at start, the egress socket
- * and CA from its run/ (not bound one by one: they do not exist yet). */
-static void
-pool_respec(json_t *spec, const char *id, const char *key, const char *run,
-    int egress, int warm)
-{
-	json_t	*proc = json_object_get(spec, "process");
-	json_t	*env = json_object_get(proc, "env");
-	json_t	*mounts = json_object_get(spec, "mounts");
-	size_t	 i;
-
-	json_t	*args = json_pack("[s]", SPEC_INIT);
-
-	if (egress) {
-		json_array_append_new(args, json_string("-s"));
-		json_array_append_new(args,
-		    json_string(POOL_RUN_DIR "/" POOL_EGRESS_SOCK));
-		json_array_append_new(args, json_string("-c"));
-		json_array_append_new(args, json_string(POOL_RUN_DIR "/" POOL_CA));
-	}
-	if (warm) {
-		json_array_append_new(args, json_string("-w"));
-		json_array_append_new(args, json_string("python3"));
-	}
-	json_array_append_new(args, json_string("-a"));
-	json_array_append_new(args, json_string(POOL_RUN_DIR "/" POOL_ARGV));
-	json_object_set_new(proc, "args", args);
-	for (i = 0; i < json_array_size(env); ) {
-		const char *e = json_string_value(json_array_get(env, i));
-
-		if (e != NULL && strncmp(e, "SBX_", 4) == 0)
-			json_array_remove(env, i);
-		else
-			i++;
-	}
-	for (i = 0; i < json_array_size(mounts); ) {
-		const char *d = json_string_value(json_object_get(
-		    json_array_get(mounts, i), "destination"));
-
-		if (d != NULL && (strcmp(d, SPEC_EGRESS_SOCK) == 0 ||
-		    strcmp(d, SPEC_CA_FILE) == 0))
-			json_array_remove(mounts, i);
-		else
-			i++;
-	}
-	json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s,s]}",
-	    "destination", POOL_RUN_DIR, "type", "bind", "source", run,
-	    "options", "bind", "ro", "nosuid", "nodev", "noexec"));
-	json_object_set_new(spec, "annotations", json_pack("{s:s, s:s}",
-	    "sbx.pool_entry", id, "sbx.pool_key", key));
 }
 
 static void
@@ -247,10 +195,6 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	struct pool_keyrt		*kr = &p->keys[k];
 	const struct launchd_pool_key	*kc = kr->conf;
 	const struct launchd_runtime	*rt = &ld->conf->runtimes[kc->tier];
-	static const char		 zero[] =
-	    "0000000000000000000000000000000000000000000000000000000000000000";
-	Sbx__V1__Policy			 pol = SBX__V1__POLICY__INIT;
-	Sbx__V1__Limits			 lim = SBX__V1__LIMITS__INIT;
 	struct spec_params		 sp;
 	struct pool_entry		*e;
 	char				 in[PATH_MAX], code[PATH_MAX];
@@ -260,8 +204,9 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	char				 err[1024], *av[RUNTIME_ARGV_MAX];
 	int				 egress = ld->conf->egress_socket != NULL;
 	char				*argv[] = { (char *)"pool", NULL };
-	json_t				*spec;
-	int				 p1[2], p2[2];
+	char				*text;
+	size_t				 len;
+	int				 p1[2], p2[2], rc;
 
 	e = xcalloc(1, sizeof(*e));
 	e->k = k;
@@ -298,20 +243,16 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		goto bad;
 	}
 
-	/* The limits the key describes, as a policy would carry them. */
-	lim.cpus_milli = kc->cpus_milli;
-	lim.memory_mb = kc->memory_mb;
-	lim.pids = kc->pids;
-	lim.scratch_mb = kc->scratch_mb;
-	lim.wall_seconds = 1;
-	pol.name = (char *)"pool";
-	pol.version = 1;
-	pol.image = kc->image;
-	pol.isolation = (Sbx__V1__Isolation)kc->tier;
-	pol.limits = &lim;
+	/* The limits the key describes, as a policy would carry them, and
+	 * the placeholders of pool_key for the rest. */
 	memset(&sp, 0, sizeof(sp));
-	sp.policy = &pol;
-	sp.policy_hash = zero;
+	sp.policy_name = "pool";
+	sp.policy_version = 1;
+	sp.cpus_milli = kc->cpus_milli;
+	sp.memory_mb = kc->memory_mb;
+	sp.pids = kc->pids;
+	sp.scratch_mb = kc->scratch_mb;
+	sp.policy_hash = pool_zero;
 	sp.task_id = "pool";
 	sp.execution_id = "pool";
 	sp.rootfs = rootfs;
@@ -323,7 +264,6 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	sp.gid = e->gid;
 	sp.argv = argv;
 	sp.flavor = rt->flavor;
-	/* Placeholders: respec replaces their mounts with run/. */
 	if (egress) {
 		sp.egress_sock = "/pool/egress.sock";
 		sp.ca_file = "/pool/ca.pem";
@@ -331,7 +271,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	{
 		char	 got[65];
 
-		if (pool_key(&sp, got) == -1) {
+		if (pool_key(&sp, kc->tier, got) == -1) {
 			log_warnx("pool key %zu: no spec for its limits", k);
 			kr->disabled = 1;
 			goto bad;
@@ -346,19 +286,28 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 			goto bad;
 		}
 	}
-	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+	/*
+	 * The entry's own spec: the program and the per-execution
+	 * environment come through the FIFO at start, the egress socket and
+	 * CA from its run/ (not bound one by one: they do not exist yet).
+	 */
+	sp.pool = 1;
+	sp.pool_run = run;
+	sp.pool_entry_id = e->id;
+	sp.pool_key = kr->key;
+	sp.pool_egress = egress;
+	sp.pool_warm_python = ld->conf->pool_warm_python;
+	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {
 		log_warnx("pool key %zu: %s", k, err);
 		kr->disabled = 1;
 		goto bad;
 	}
-	pool_respec(spec, e->id, kr->key, run, egress,
-	    ld->conf->pool_warm_python);
-	if (spec_write(e->dir, spec, err, sizeof(err)) == -1) {
-		json_decref(spec);
+	rc = spec_write(e->dir, text, len, err, sizeof(err));
+	free(text);
+	if (rc == -1) {
 		log_warnx("pool entry %s: %s", e->id, err);
 		goto bad;
 	}
-	json_decref(spec);
 
 	if (pipe2(p1, O_CLOEXEC) == -1)
 		goto bad;

@@ -65,7 +65,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <jansson.h>
 
 #include "audit.h"
 #include "frame.h"
@@ -1175,7 +1174,14 @@ run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
 	argv[1] = prog;
 	argv[2] = NULL;
 	memset(sp, 0, sizeof(*sp));
-	sp->policy = g->policy;
+	sp->policy_name = g->policy->name;
+	sp->policy_version = g->policy->version;
+	if (g->policy->limits != NULL) {
+		sp->cpus_milli = g->policy->limits->cpus_milli;
+		sp->memory_mb = g->policy->limits->memory_mb;
+		sp->pids = g->policy->limits->pids;
+		sp->scratch_mb = g->policy->limits->scratch_mb;
+	}
 	sp->policy_hash = g->policy_hash;
 	sp->task_id = g->task_id;
 	sp->execution_id = g->execution_id;
@@ -1211,7 +1217,7 @@ run_from_pool(struct run *r)
 		sp.egress_sock = "/egress";
 		sp.ca_file = "/ca";
 	}
-	if (pool_key(&sp, key) == -1)
+	if (pool_key(&sp, (int)r->grant->policy->isolation, key) == -1)
 		return 0;
 	if ((pe = pool_take(r->ld, key)) == NULL) {
 		pool_learn(r->ld, r->grant->policy, key);
@@ -1264,19 +1270,21 @@ run_spec(struct run *r)
 	struct spec_params	 sp;
 	char			 err[1024], in[PATH_MAX], code[PATH_MAX];
 	char			 cgpath[PATH_MAX], prog[PATH_MAX], *argv[3];
-	json_t			*spec;
+	char			*text;
+	size_t			 len;
+	int			 rc;
 
 	run_params(r, &sp, in, code, cgpath, prog, argv);
-	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {
 		run_fail(r, RULE_BAD_REQUEST, "%s", err);
 		return -1;
 	}
-	if (spec_write(r->dir, spec, err, sizeof(err)) == -1) {
-		json_decref(spec);
+	rc = spec_write(r->dir, text, len, err, sizeof(err));
+	free(text);
+	if (rc == -1) {
 		run_fail(r, RULE_RUNTIME, "%s", err);
 		return -1;
 	}
-	json_decref(spec);
 	return 0;
 }
 

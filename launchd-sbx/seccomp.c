@@ -17,6 +17,10 @@
  * or a signal to PID 1.
  * tests/unit/spec_test.c checks the profile against that list and
  * tests/probe/run-spec checks it against a real kernel.
+ *
+ * The profile is written as text into the spec's writer (jsonw.c), each
+ * object's keys in sorted order, like the rest of the spec: plain libc,
+ * for the root monitor.
  */
 #include <sys/socket.h>
 
@@ -26,10 +30,8 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
-#include "log.h"
-#include "spec.h"
+#include "launchd-sbx/jsonw.h"
+#include "launchd-sbx/spec.h"
 
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP	0x02000000
@@ -189,34 +191,61 @@ const char *const seccomp_must_deny[] = {
 	NULL
 };
 
-static void
-seccomp_push(json_t *rules, json_t *rule)
-{
-	if (rule == NULL || json_array_append_new(rules, rule) == -1)
-		fatalx("seccomp: out of memory building the profile");
-}
+/* One condition: arg index compared with op (MASKED_EQ: value is the
+ * mask, value2 the datum). */
+struct seccomp_cond {
+	unsigned	 index;
+	uint64_t	 value, value2;
+	const char	*op;
+};
 
-static json_t *
-seccomp_names(const char *const *names)
+/*
+ * One rule: the action for the names, when every condition holds (n 0:
+ * always).  Keys in sorted order: action, args, errnoRet, names.
+ */
+static void
+seccomp_rule(struct jw *w, const char *action, const char *const *names,
+    const struct seccomp_cond *c, size_t n, int errnoret)
 {
-	json_t	*a;
 	size_t	 i;
 
-	if ((a = json_array()) == NULL)
-		fatalx("seccomp: out of memory building the profile");
-	for (i = 0; names[i] != NULL; i++)
-		if (json_array_append_new(a, json_string(names[i])) == -1)
-			fatalx("seccomp: out of memory building the profile");
-	return a;
+	jw_obj(w);
+	jw_key(w, "action");
+	jw_str(w, action);
+	if (n > 0) {
+		jw_key(w, "args");
+		jw_arr(w);
+		for (i = 0; i < n; i++) {
+			jw_obj(w);
+			jw_key(w, "index");
+			jw_int(w, (long long)c[i].index);
+			jw_key(w, "op");
+			jw_str(w, c[i].op);
+			jw_key(w, "value");
+			jw_int(w, (long long)c[i].value);
+			jw_key(w, "valueTwo");
+			jw_int(w, (long long)c[i].value2);
+			jw_obj_end(w);
+		}
+		jw_arr_end(w);
+	}
+	if (errnoret != 0) {
+		jw_key(w, "errnoRet");
+		jw_int(w, errnoret);
+	}
+	jw_key(w, "names");
+	jw_strings(w, names);
+	jw_obj_end(w);
 }
 
-/* One conditional rule: allow `name` when arg `idx` compared with `op`. */
-static json_t *
-seccomp_arg(unsigned idx, uint64_t value, uint64_t value2, const char *op)
+/* Allow the one call name when arg 0 compares with op. */
+static void
+seccomp_arg0(struct jw *w, const char *const *names, uint64_t value,
+    uint64_t value2, const char *op)
 {
-	return json_pack("{s:I, s:I, s:I, s:s}", "index", (json_int_t)idx,
-	    "value", (json_int_t)value, "valueTwo", (json_int_t)value2,
-	    "op", op);
+	const struct seccomp_cond	 c = { 0, value, value2, op };
+
+	seccomp_rule(w, "SCMP_ACT_ALLOW", names, &c, 1, 0);
 }
 
 /*
@@ -225,22 +254,18 @@ seccomp_arg(unsigned idx, uint64_t value, uint64_t value2, const char *op)
  * nothing and is refused.
  */
 static void
-seccomp_socket(json_t *rules, const char *name, int domain, int type,
+seccomp_socket(struct jw *w, const char *name, int domain, int type,
     int protocol)
 {
-	json_t	*args;
+	const char			*names[] = { name, NULL };
+	const struct seccomp_cond	 c[] = {
+		{ 0, (uint64_t)domain, 0, "SCMP_CMP_EQ" },
+		{ 1, SECCOMP_SOCK_TYPE_MASK, (uint64_t)type,
+		    "SCMP_CMP_MASKED_EQ" },
+		{ 2, (uint64_t)protocol, 0, "SCMP_CMP_EQ" },
+	};
 
-	if (type < 0)
-		args = json_pack("[o]", seccomp_arg(0, (uint64_t)domain, 0,
-		    "SCMP_CMP_EQ"));
-	else
-		args = json_pack("[o, o, o]",
-		    seccomp_arg(0, (uint64_t)domain, 0, "SCMP_CMP_EQ"),
-		    seccomp_arg(1, SECCOMP_SOCK_TYPE_MASK, (uint64_t)type,
-		    "SCMP_CMP_MASKED_EQ"),
-		    seccomp_arg(2, (uint64_t)protocol, 0, "SCMP_CMP_EQ"));
-	seccomp_push(rules, json_pack("{s:[s], s:s, s:o}", "names", name,
-	    "action", "SCMP_ACT_ALLOW", "args", args));
+	seccomp_rule(w, "SCMP_ACT_ALLOW", names, c, type < 0 ? 1 : 3, 0);
 }
 
 /*
@@ -252,22 +277,18 @@ seccomp_socket(json_t *rules, const char *name, int domain, int type,
  * hence one rule per bit.
  */
 static void
-seccomp_signals(json_t *rules)
+seccomp_signals(struct jw *w)
 {
-	unsigned	k;
+	unsigned	 k;
 
-	seccomp_push(rules, json_pack("{s:o, s:s, s:[o]}", "names",
-	    seccomp_names(seccomp_not_pid1), "action", "SCMP_ACT_ALLOW",
-	    "args", seccomp_arg(0, 1, 0, "SCMP_CMP_MASKED_EQ")));
+	seccomp_arg0(w, seccomp_not_pid1, 1, 0, "SCMP_CMP_MASKED_EQ");
 	for (k = 1; k < 32; k++)
-		seccomp_push(rules, json_pack("{s:o, s:s, s:[o]}", "names",
-		    seccomp_names(seccomp_not_pid1), "action",
-		    "SCMP_ACT_ALLOW", "args", seccomp_arg(0,
-		    (1ULL << k) | 1, (1ULL << k) | 1, "SCMP_CMP_MASKED_EQ")));
+		seccomp_arg0(w, seccomp_not_pid1, (1ULL << k) | 1,
+		    (1ULL << k) | 1, "SCMP_CMP_MASKED_EQ");
 }
 
-json_t *
-seccomp_profile(enum spec_flavor flavor)
+void
+seccomp_render(struct jw *w, enum spec_flavor flavor)
 {
 	/* The personas Docker allows: Linux, Linux32, UNAME26 with either,
 	 * and the 0xffffffff query.  Anything else could turn on
@@ -275,27 +296,37 @@ seccomp_profile(enum spec_flavor flavor)
 	static const uint64_t	 personas[] = {
 		0x0, 0x8, 0x20000, 0x20008, 0xffffffff
 	};
-	json_t			*rules, *names, *p;
+	static const char *const clone[] = { "clone", NULL };
+	static const char *const clone3[] = { "clone3", NULL };
+	static const char *const personality[] = { "personality", NULL };
 	size_t			 i;
 
-	if ((rules = json_array()) == NULL)
-		fatalx("seccomp: out of memory building the profile");
+	jw_obj(w);
+	jw_key(w, "architectures");
+	jw_arr(w);
+	jw_str(w, SECCOMP_NATIVE_ARCH);
+	jw_arr_end(w);
+	jw_key(w, "defaultAction");
+	jw_str(w, "SCMP_ACT_ERRNO");
+	jw_key(w, "syscalls");
+	jw_arr(w);
 
-	names = seccomp_names(seccomp_allow);
+	jw_obj(w);
+	jw_key(w, "action");
+	jw_str(w, "SCMP_ACT_ALLOW");
+	jw_key(w, "names");
+	jw_arr(w);
+	for (i = 0; seccomp_allow[i] != NULL; i++)
+		jw_str(w, seccomp_allow[i]);
 	if (flavor == SPEC_RUNSC)
 		for (i = 0; i < sizeof(seccomp_runsc_names) /
 		    sizeof(seccomp_runsc_names[0]); i++)
-			if (json_array_append_new(names,
-			    json_string(seccomp_runsc_names[i][1])) == -1)
-				fatalx("seccomp: out of memory building the "
-				    "profile");
-	seccomp_push(rules, json_pack("{s:o, s:s}", "names", names, "action",
-	    "SCMP_ACT_ALLOW"));
+			jw_str(w, seccomp_runsc_names[i][1]);
+	jw_arr_end(w);
+	jw_obj_end(w);
 
 	/* clone(2) without any namespace flag: fork, threads, vfork. */
-	seccomp_push(rules, json_pack("{s:[s], s:s, s:[o]}", "names", "clone",
-	    "action", "SCMP_ACT_ALLOW", "args",
-	    seccomp_arg(0, SECCOMP_CLONE_NS, 0, "SCMP_CMP_MASKED_EQ")));
+	seccomp_arg0(w, clone, SECCOMP_CLONE_NS, 0, "SCMP_CMP_MASKED_EQ");
 
 	/*
 	 * clone3 passes its flags in memory, out of the filter's sight; ENOSYS
@@ -306,12 +337,9 @@ seccomp_profile(enum spec_flavor flavor)
 	 * run-spec checks that clone3 still fails under runsc.
 	 */
 	if (flavor == SPEC_RUNSC)
-		seccomp_push(rules, json_pack("{s:[s], s:s}", "names",
-		    "clone3", "action", "SCMP_ACT_ALLOW"));
+		seccomp_rule(w, "SCMP_ACT_ALLOW", clone3, NULL, 0, 0);
 	else
-		seccomp_push(rules, json_pack("{s:[s], s:s, s:i}", "names",
-		    "clone3", "action", "SCMP_ACT_ERRNO", "errnoRet",
-		    ENOSYS));
+		seccomp_rule(w, "SCMP_ACT_ERRNO", clone3, NULL, 0, ENOSYS);
 
 	/*
 	 * Unix sockets (the egress channel) of any type, and TCP and UDP
@@ -323,27 +351,22 @@ seccomp_profile(enum spec_flavor flavor)
 	 * tests).  socketpair creates its sockets the same way (a module
 	 * may load before it fails) and works only for AF_UNIX anyway.
 	 */
-	seccomp_socket(rules, "socket", AF_UNIX, -1, 0);
-	seccomp_socket(rules, "socket", AF_INET, SOCK_STREAM, 0);
-	seccomp_socket(rules, "socket", AF_INET, SOCK_STREAM, IPPROTO_TCP);
-	seccomp_socket(rules, "socket", AF_INET, SOCK_DGRAM, 0);
-	seccomp_socket(rules, "socket", AF_INET, SOCK_DGRAM, IPPROTO_UDP);
-	seccomp_socket(rules, "socket", AF_INET6, SOCK_STREAM, 0);
-	seccomp_socket(rules, "socket", AF_INET6, SOCK_STREAM, IPPROTO_TCP);
-	seccomp_socket(rules, "socket", AF_INET6, SOCK_DGRAM, 0);
-	seccomp_socket(rules, "socket", AF_INET6, SOCK_DGRAM, IPPROTO_UDP);
-	seccomp_socket(rules, "socketpair", AF_UNIX, -1, 0);
+	seccomp_socket(w, "socket", AF_UNIX, -1, 0);
+	seccomp_socket(w, "socket", AF_INET, SOCK_STREAM, 0);
+	seccomp_socket(w, "socket", AF_INET, SOCK_STREAM, IPPROTO_TCP);
+	seccomp_socket(w, "socket", AF_INET, SOCK_DGRAM, 0);
+	seccomp_socket(w, "socket", AF_INET, SOCK_DGRAM, IPPROTO_UDP);
+	seccomp_socket(w, "socket", AF_INET6, SOCK_STREAM, 0);
+	seccomp_socket(w, "socket", AF_INET6, SOCK_STREAM, IPPROTO_TCP);
+	seccomp_socket(w, "socket", AF_INET6, SOCK_DGRAM, 0);
+	seccomp_socket(w, "socket", AF_INET6, SOCK_DGRAM, IPPROTO_UDP);
+	seccomp_socket(w, "socketpair", AF_UNIX, -1, 0);
 
-	seccomp_signals(rules);
+	seccomp_signals(w);
 
 	for (i = 0; i < sizeof(personas) / sizeof(personas[0]); i++)
-		seccomp_push(rules, json_pack("{s:[s], s:s, s:[o]}", "names",
-		    "personality", "action", "SCMP_ACT_ALLOW", "args",
-		    seccomp_arg(0, personas[i], 0, "SCMP_CMP_EQ")));
+		seccomp_arg0(w, personality, personas[i], 0, "SCMP_CMP_EQ");
 
-	p = json_pack("{s:s, s:[s], s:o}", "defaultAction", "SCMP_ACT_ERRNO",
-	    "architectures", SECCOMP_NATIVE_ARCH, "syscalls", rules);
-	if (p == NULL)
-		fatalx("seccomp: out of memory building the profile");
-	return p;
+	jw_arr_end(w);
+	jw_obj_end(w);
 }

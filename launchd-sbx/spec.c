@@ -27,17 +27,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
-#include "log.h"
-#include "policy.h"
-#include "spec.h"
-#include "util.h"
+#include "name.h"
+#include "launchd-sbx/jsonw.h"
+#include "launchd-sbx/spec.h"
 
 #define MIB	(1024LL * 1024LL)
 
@@ -71,52 +69,6 @@ spec_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Jansson reports allocation failure as NULL; like xmalloc, we stop. */
-static json_t *
-spec_must(json_t *j)
-{
-	if (j == NULL)
-		fatalx("spec: out of memory building the runtime spec");
-	return j;
-}
-
-static void
-spec_push(json_t *arr, json_t *val)
-{
-	if (val == NULL || json_array_append_new(arr, val) == -1)
-		fatalx("spec: out of memory building the runtime spec");
-}
-
-static json_t *
-spec_strings(const char *const *v)
-{
-	json_t	*a = spec_must(json_array());
-	size_t	 i;
-
-	for (i = 0; v[i] != NULL; i++)
-		spec_push(a, json_string(v[i]));
-	return a;
-}
-
-static json_t *
-spec_stringf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static json_t *
-spec_stringf(const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*s;
-	json_t	*j;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) == -1)
-		fatalx("spec: out of memory building the runtime spec");
-	va_end(ap);
-	j = spec_must(json_string(s));
-	free(s);
-	return j;
-}
-
 /* A host path we hand to the runtime: absolute, no ".." component, no
  * line break (runtimes log paths line by line). */
 static int
@@ -142,7 +94,7 @@ spec_hash_ok(const char *h)
 {
 	size_t	i;
 
-	if (h == NULL || strlen(h) != POLICY_HASH_HEX - 1)
+	if (h == NULL || strlen(h) != SPEC_HASH_LEN)
 		return 0;
 	for (i = 0; h[i] != '\0'; i++)
 		if (!((h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' &&
@@ -151,10 +103,88 @@ spec_hash_ok(const char *h)
 	return 1;
 }
 
+/*
+ * Every string that reaches the text must be UTF-8: JSON can carry
+ * nothing else, and a runtime would refuse the whole spec.  Said here,
+ * naming the field; the writer would refuse it too, without the name.
+ */
+static int
+spec_utf8(const char *name, const char *s, char *err, size_t errlen)
+{
+	if (s == NULL || jw_utf8_ok(s))
+		return 0;
+	spec_err(err, errlen, "spec: %s is not valid UTF-8", name);
+	return -1;
+}
+
+/* The parameters of the execution itself, which a pool entry has none
+ * of (sbx-init reads them from its FIFO). */
+static int
+spec_check_exec(const struct spec_params *sp, char *err, size_t errlen)
+{
+	char	 name[32];
+	size_t	 i;
+
+	if (sp->policy_name == NULL || sp->policy_name[0] == '\0') {
+		spec_err(err, errlen, "spec: policy_name is missing");
+		return -1;
+	}
+	if (spec_utf8("policy_name", sp->policy_name, err, errlen) == -1)
+		return -1;
+	if (!spec_hash_ok(sp->policy_hash)) {
+		spec_err(err, errlen, "spec: policy_hash is not 64 lower-case "
+		    "hex digits");
+		return -1;
+	}
+	if (sp->task_id == NULL || !name_ok(sp->task_id)) {
+		spec_err(err, errlen, "spec: task_id is missing or not a safe "
+		    "name");
+		return -1;
+	}
+	if (sp->execution_id == NULL || !name_ok(sp->execution_id)) {
+		spec_err(err, errlen, "spec: execution_id is missing or not a "
+		    "safe name");
+		return -1;
+	}
+	if (sp->argv == NULL || sp->argv[0] == NULL || sp->argv[0][0] == '\0') {
+		spec_err(err, errlen, "spec: no program to run");
+		return -1;
+	}
+	for (i = 0; sp->argv[i] != NULL; i++) {
+		snprintf(name, sizeof(name), "argv[%zu]", i);
+		if (spec_utf8(name, sp->argv[i], err, errlen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+spec_check_pool(const struct spec_params *sp, char *err, size_t errlen)
+{
+	if (!spec_path_ok(sp->pool_run)) {
+		spec_err(err, errlen, "spec: pool_run \"%s\" is not an absolute "
+		    "path without \"..\"", sp->pool_run ? sp->pool_run :
+		    "(none)");
+		return -1;
+	}
+	if (spec_utf8("pool_run", sp->pool_run, err, errlen) == -1)
+		return -1;
+	if (sp->pool_entry_id == NULL || !name_ok(sp->pool_entry_id)) {
+		spec_err(err, errlen, "spec: pool_entry_id is missing or not a "
+		    "safe name");
+		return -1;
+	}
+	if (!spec_hash_ok(sp->pool_key)) {
+		spec_err(err, errlen, "spec: pool_key is not 64 lower-case hex "
+		    "digits");
+		return -1;
+	}
+	return 0;
+}
+
 static int
 spec_check(const struct spec_params *sp, char *err, size_t errlen)
 {
-	const Sbx__V1__Limits	*l;
 	struct {
 		const char	*name;
 		const char	*path;
@@ -171,29 +201,9 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 	};
 	size_t			 i;
 
-	if (sp->policy == NULL || (l = sp->policy->limits) == NULL) {
-		spec_err(err, errlen, "spec: the policy has no limits");
+	if (sp->pool ? spec_check_pool(sp, err, errlen) == -1 :
+	    spec_check_exec(sp, err, errlen) == -1)
 		return -1;
-	}
-	if (sp->policy->name == NULL || sp->policy->name[0] == '\0') {
-		spec_err(err, errlen, "spec: the policy has no name");
-		return -1;
-	}
-	if (!spec_hash_ok(sp->policy_hash)) {
-		spec_err(err, errlen, "spec: policy_hash is not 64 lower-case "
-		    "hex digits");
-		return -1;
-	}
-	if (sp->task_id == NULL || !name_ok(sp->task_id)) {
-		spec_err(err, errlen, "spec: task_id is missing or not a safe "
-		    "name");
-		return -1;
-	}
-	if (sp->execution_id == NULL || !name_ok(sp->execution_id)) {
-		spec_err(err, errlen, "spec: execution_id is missing or not a "
-		    "safe name");
-		return -1;
-	}
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		if (paths[i].path == NULL && paths[i].optional)
 			continue;
@@ -203,14 +213,19 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 			    paths[i].path ? paths[i].path : "(none)");
 			return -1;
 		}
+		if (spec_utf8(paths[i].name, paths[i].path, err, errlen) == -1)
+			return -1;
 	}
 	if (sp->ca_file != NULL && sp->egress_sock == NULL) {
 		spec_err(err, errlen, "spec: ca_file without egress_sock: the "
 		    "CA serves only the egress proxy");
 		return -1;
 	}
-	if (sp->argv == NULL || sp->argv[0] == NULL || sp->argv[0][0] == '\0') {
-		spec_err(err, errlen, "spec: no program to run");
+	/* No sandbox group is above it (launchd-sbx's parse.c), and the
+	 * runtimes read the field as an int32 before they cast it. */
+	if (sp->gid > INT32_MAX) {
+		spec_err(err, errlen, "spec: gid %lu is above %d",
+		    (unsigned long)sp->gid, INT32_MAX);
 		return -1;
 	}
 	if (sp->flavor != SPEC_RUNC && sp->flavor != SPEC_RUNSC) {
@@ -219,17 +234,17 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 		return -1;
 	}
 	/* Zero would mean "unlimited" to a runtime: refuse, never widen. */
-	if (l->cpus_milli == 0 || l->memory_mb == 0 || l->pids == 0 ||
-	    l->scratch_mb == 0) {
+	if (sp->cpus_milli == 0 || sp->memory_mb == 0 || sp->pids == 0 ||
+	    sp->scratch_mb == 0) {
 		spec_err(err, errlen, "spec: limits.%s is 0; every limit must "
-		    "be set", l->cpus_milli == 0 ? "cpus" : l->memory_mb == 0 ?
-		    "memory_mb" : l->pids == 0 ? "pids" : "scratch_mb");
+		    "be set", sp->cpus_milli == 0 ? "cpus" : sp->memory_mb == 0 ?
+		    "memory_mb" : sp->pids == 0 ? "pids" : "scratch_mb");
 		return -1;
 	}
 	/* CFS refuses a quota under 1 ms of a 100 ms period. */
-	if (l->cpus_milli < 10) {
+	if (sp->cpus_milli < 10) {
 		spec_err(err, errlen, "spec: limits.cpus %u milli-cpus is under "
-		    "the kernel's minimum of 10", l->cpus_milli);
+		    "the kernel's minimum of 10", sp->cpus_milli);
 		return -1;
 	}
 	return 0;
@@ -243,37 +258,98 @@ spec_gid(const struct spec_params *sp)
 	return sp->gid != 0 ? sp->gid : SPEC_GID;
 }
 
-static json_t *
-spec_rlimit(const char *type, json_int_t v)
+/*
+ * Every object below is written with its keys in strcmp order, as
+ * jansson's JSON_SORT_KEYS wrote them (the writer checks); arrays keep
+ * the order they are given in.
+ */
+
+static void
+spec_rlimit(struct jw *w, const char *type, long long v)
 {
-	return json_pack("{s:s, s:I, s:I}", "type", type, "hard", v, "soft",
-	    v);
+	jw_obj(w);
+	jw_key(w, "hard");
+	jw_int(w, v);
+	jw_key(w, "soft");
+	jw_int(w, v);
+	jw_key(w, "type");
+	jw_str(w, type);
+	jw_obj_end(w);
 }
 
-static json_t *
-spec_process(const struct spec_params *sp)
+/* sbx-init is PID 1 and takes the program after "--" -- or, in a pool
+ * entry, from the FIFO in its run/, with the egress socket and CA. */
+static void
+spec_args(struct jw *w, const struct spec_params *sp)
 {
-	const Sbx__V1__Limits	*l = sp->policy->limits;
-	json_t			*args, *env, *caps, *rl;
+	size_t	 i;
+
+	jw_arr(w);
+	jw_str(w, SPEC_INIT);
+	if (!sp->pool) {
+		jw_str(w, "--");
+		for (i = 0; sp->argv[i] != NULL; i++)
+			jw_str(w, sp->argv[i]);
+		jw_arr_end(w);
+		return;
+	}
+	if (sp->pool_egress) {
+		jw_str(w, "-s");
+		jw_str(w, POOL_RUN_DIR "/" POOL_EGRESS_SOCK);
+		jw_str(w, "-c");
+		jw_str(w, POOL_RUN_DIR "/" POOL_CA);
+	}
+	if (sp->pool_warm_python) {
+		jw_str(w, "-w");
+		jw_str(w, "python3");
+	}
+	jw_str(w, "-a");
+	jw_str(w, POOL_RUN_DIR "/" POOL_ARGV);
+	jw_arr_end(w);
+}
+
+static void
+spec_process(struct jw *w, const struct spec_params *sp)
+{
+	static const char *const caps[] = { "ambient", "bounding",
+	    "effective", "inheritable", "permitted" };
 	size_t			 i;
 
-	/* sbx-init is PID 1 and takes the program after "--". */
-	args = spec_must(json_pack("[s, s]", SPEC_INIT, "--"));
-	for (i = 0; sp->argv[i] != NULL; i++)
-		spec_push(args, json_string(sp->argv[i]));
+	jw_obj(w);
+	jw_key(w, "args");
+	spec_args(w, sp);
 
-	/* Only what the policy implies; sbx-init adds the proxy variables. */
-	env = spec_must(json_array());
-	spec_push(env, json_string(SPEC_PATH_ENV));
-	spec_push(env, json_string("HOME=" SPEC_SCRATCH));
-	spec_push(env, json_string("TMPDIR=" SPEC_SCRATCH));
-	spec_push(env, json_string("LANG=C.UTF-8"));
-	spec_push(env, spec_stringf("SBX_TASK_ID=%s", sp->task_id));
-	spec_push(env, spec_stringf("SBX_EXECUTION_ID=%s", sp->execution_id));
-	spec_push(env, spec_stringf("SBX_POLICY_HASH=%s", sp->policy_hash));
+	jw_key(w, "capabilities");
+	jw_obj(w);
+	for (i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		jw_key(w, caps[i]);
+		jw_arr(w);
+		jw_arr_end(w);
+	}
+	jw_obj_end(w);
 
-	caps = spec_must(json_pack("{s:[], s:[], s:[], s:[], s:[]}",
-	    "bounding", "effective", "inheritable", "permitted", "ambient"));
+	jw_key(w, "cwd");
+	jw_str(w, SPEC_SCRATCH);
+
+	/* Only what the policy implies; sbx-init adds the proxy variables
+	 * (and a pool entry's the SBX_ ones, from its FIFO). */
+	jw_key(w, "env");
+	jw_arr(w);
+	jw_str(w, SPEC_PATH_ENV);
+	jw_str(w, "HOME=" SPEC_SCRATCH);
+	jw_str(w, "TMPDIR=" SPEC_SCRATCH);
+	jw_str(w, "LANG=C.UTF-8");
+	if (!sp->pool) {
+		jw_strf(w, "SBX_TASK_ID=%s", sp->task_id);
+		jw_strf(w, "SBX_EXECUTION_ID=%s", sp->execution_id);
+		jw_strf(w, "SBX_POLICY_HASH=%s", sp->policy_hash);
+	}
+	jw_arr_end(w);
+
+	jw_key(w, "noNewPrivileges");
+	jw_bool(w, 1);
+	jw_key(w, "oomScoreAdj");
+	jw_int(w, 1000);
 
 	/*
 	 * RLIMIT_FSIZE sits one MiB above the scratch size so that filling
@@ -285,11 +361,11 @@ spec_process(const struct spec_params *sp)
 	 * sandbox's own kernel, and there it is the pids limit (see
 	 * spec_linux for why the host cgroup cannot be).
 	 */
-	rl = spec_must(json_array());
-	spec_push(rl, spec_rlimit("RLIMIT_NOFILE", SPEC_NOFILE));
-	spec_push(rl, spec_rlimit("RLIMIT_CORE", 0));
-	spec_push(rl, spec_rlimit("RLIMIT_FSIZE",
-	    ((json_int_t)l->scratch_mb + 1) * MIB));
+	jw_key(w, "rlimits");
+	jw_arr(w);
+	spec_rlimit(w, "RLIMIT_NOFILE", SPEC_NOFILE);
+	spec_rlimit(w, "RLIMIT_CORE", 0);
+	spec_rlimit(w, "RLIMIT_FSIZE", ((long long)sp->scratch_mb + 1) * MIB);
 	/*
 	 * POSIX message queues are kernel memory outside every file system
 	 * cap, and RLIMIT_MSGQUEUE counts per host uid, which every runc
@@ -297,33 +373,41 @@ spec_process(const struct spec_params *sp)
 	 * the others.  0: a queue created in /dev/mqueue fails (EMFILE);
 	 * mq_open(3) meets the seccomp profile first (seccomp.c).
 	 */
-	spec_push(rl, spec_rlimit("RLIMIT_MSGQUEUE", 0));
+	spec_rlimit(w, "RLIMIT_MSGQUEUE", 0);
 	if (sp->flavor == SPEC_RUNSC)
-		spec_push(rl, spec_rlimit("RLIMIT_NPROC", l->pids));
+		spec_rlimit(w, "RLIMIT_NPROC", sp->pids);
+	jw_arr_end(w);
 
-	return spec_must(json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o,"
-	    " s:b, s:o, s:i}",
-	    "terminal", 0,
-	    "user", "uid", SPEC_UID, "gid", (json_int_t)spec_gid(sp),
-	    "args", args,
-	    "env", env,
-	    "cwd", SPEC_SCRATCH,
-	    "capabilities", caps,
-	    "noNewPrivileges", 1,
-	    "rlimits", rl,
-	    "oomScoreAdj", 1000));
+	jw_key(w, "terminal");
+	jw_bool(w, 0);
+	jw_key(w, "user");
+	jw_obj(w);
+	jw_key(w, "gid");
+	jw_int(w, (long long)spec_gid(sp));
+	jw_key(w, "uid");
+	jw_int(w, SPEC_UID);
+	jw_obj_end(w);
+	jw_obj_end(w);
 }
 
-static json_t *
-spec_mount(const char *dst, const char *type, const char *src,
+static void
+spec_mount(struct jw *w, const char *dst, const char *type, const char *src,
     const char *const *opts)
 {
-	return json_pack("{s:s, s:s, s:s, s:o}", "destination", dst, "type",
-	    type, "source", src, "options", spec_strings(opts));
+	jw_obj(w);
+	jw_key(w, "destination");
+	jw_str(w, dst);
+	jw_key(w, "options");
+	jw_strings(w, opts);
+	jw_key(w, "source");
+	jw_str(w, src);
+	jw_key(w, "type");
+	jw_str(w, type);
+	jw_obj_end(w);
 }
 
-static json_t *
-spec_mounts(const struct spec_params *sp)
+static void
+spec_mounts(struct jw *w, const struct spec_params *sp)
 {
 	static const char *const o_proc[] = { "nosuid", "noexec", "nodev",
 	    NULL };
@@ -353,7 +437,6 @@ spec_mounts(const struct spec_params *sp)
 	    "nodev", "noexec", NULL };
 	static const char *const o_bindrw[] = { "bind", "nosuid", "nodev",
 	    "noexec", NULL };
-	const Sbx__V1__Limits	*l = sp->policy->limits;
 	char			 size[32];
 	/*
 	 * Owned by the sandbox user rather than mode 1777: runc copies the
@@ -363,28 +446,26 @@ spec_mounts(const struct spec_params *sp)
 	char			 gid[32], inodes[48];
 	const char		*o_scratch[] = { "nosuid", "noexec", "nodev",
 	    "mode=0755", "uid=65534", gid, size, inodes, NULL };
-	json_t			*m;
 
-	snprintf(size, sizeof(size), "size=%um", l->scratch_mb);
+	snprintf(size, sizeof(size), "size=%um", sp->scratch_mb);
 	snprintf(inodes, sizeof(inodes), "nr_inodes=%llu",
-	    SPEC_SCRATCH_INODES(l->scratch_mb));
+	    SPEC_SCRATCH_INODES(sp->scratch_mb));
 	snprintf(gid, sizeof(gid), "gid=%lu", (unsigned long)spec_gid(sp));
-	m = spec_must(json_array());
-	spec_push(m, spec_mount("/proc", "proc", "proc", o_proc));
-	spec_push(m, spec_mount("/dev", "tmpfs", "tmpfs", o_dev));
-	spec_push(m, spec_mount("/dev/pts", "devpts", "devpts", o_pts));
-	spec_push(m, spec_mount("/dev/shm", "tmpfs", "shm", o_shm));
+	jw_arr(w);
+	spec_mount(w, "/proc", "proc", "proc", o_proc);
+	spec_mount(w, "/dev", "tmpfs", "tmpfs", o_dev);
+	spec_mount(w, "/dev/pts", "devpts", "devpts", o_pts);
+	spec_mount(w, "/dev/shm", "tmpfs", "shm", o_shm);
 	/* gVisor (Debian 12's) silently skips an mqueue mount. */
 	if (sp->flavor == SPEC_RUNC)
-		spec_push(m, spec_mount("/dev/mqueue", "mqueue", "mqueue",
-		    o_mq));
+		spec_mount(w, "/dev/mqueue", "mqueue", "mqueue", o_mq);
 	/*
 	 * gVisor mounts a writable, unsized tmpfs at /tmp when the spec has
 	 * none and the image's /tmp is empty: an empty read-only one keeps
 	 * /scratch the only writable place.
 	 */
 	if (sp->flavor == SPEC_RUNSC)
-		spec_push(m, spec_mount("/tmp", "tmpfs", "tmpfs", o_tmp));
+		spec_mount(w, "/tmp", "tmpfs", "tmpfs", o_tmp);
 	/*
 	 * gVisor fills /dev with its own devices, whatever the spec says:
 	 * besides runc's set it adds /dev/fuse and /dev/net/tun, which open
@@ -394,54 +475,51 @@ spec_mounts(const struct spec_params *sp)
 	 * maskedPaths).
 	 */
 	if (sp->flavor == SPEC_RUNSC) {
-		spec_push(m, spec_mount("/dev/net", "tmpfs", "tmpfs", o_tmp));
-		spec_push(m, spec_mount("/dev/fuse", "bind", "/dev/null",
-		    o_null));
+		spec_mount(w, "/dev/net", "tmpfs", "tmpfs", o_tmp);
+		spec_mount(w, "/dev/fuse", "bind", "/dev/null", o_null);
 	}
-	spec_push(m, spec_mount("/sys", "sysfs", "sysfs", o_sys));
+	spec_mount(w, "/sys", "sysfs", "sysfs", o_sys);
 	/*
 	 * A host tmpfs (launchd-sbx mounted it with the size and owner
 	 * above) when given: it survives the container, so gated reads the
 	 * outputs only once every process of the sandbox is dead.
 	 */
 	if (sp->scratch_dir != NULL)
-		spec_push(m, spec_mount(SPEC_SCRATCH, "bind", sp->scratch_dir,
-		    o_bindrw));
+		spec_mount(w, SPEC_SCRATCH, "bind", sp->scratch_dir, o_bindrw);
 	else
-		spec_push(m, spec_mount(SPEC_SCRATCH, "tmpfs", "tmpfs",
-		    o_scratch));
-	spec_push(m, spec_mount("/in", "bind", sp->in_dir, o_in));
-	spec_push(m, spec_mount("/code", "bind", sp->code_dir, o_code));
+		spec_mount(w, SPEC_SCRATCH, "tmpfs", "tmpfs", o_scratch);
+	spec_mount(w, "/in", "bind", sp->in_dir, o_in);
+	spec_mount(w, "/code", "bind", sp->code_dir, o_code);
 	/*
 	 * A small tmpfs holds the mount points of the files below, so the
 	 * runtime creates them there and not in the shared read-only image.
 	 * It stays writable by root only, and the sandbox has no root.
 	 */
-	spec_push(m, spec_mount(SPEC_RUN_DIR, "tmpfs", "tmpfs", o_run));
-	spec_push(m, spec_mount(SPEC_INIT, "bind", sp->init_path, o_init));
+	spec_mount(w, SPEC_RUN_DIR, "tmpfs", "tmpfs", o_run);
+	spec_mount(w, SPEC_INIT, "bind", sp->init_path, o_init);
+	if (sp->pool) {
+		/* The entry's run/: its FIFO, and the egress socket and CA
+		 * once a launch puts them there (they do not exist yet, so
+		 * they cannot be bound one by one). */
+		spec_mount(w, POOL_RUN_DIR, "bind", sp->pool_run, o_file);
+		jw_arr_end(w);
+		return;
+	}
 	/* A socket on a read-only mount still accepts connect(2). */
 	if (sp->egress_sock != NULL)
-		spec_push(m, spec_mount(SPEC_EGRESS_SOCK, "bind",
-		    sp->egress_sock, o_file));
+		spec_mount(w, SPEC_EGRESS_SOCK, "bind", sp->egress_sock, o_file);
 	if (sp->ca_file != NULL)
-		spec_push(m, spec_mount(SPEC_CA_FILE, "bind", sp->ca_file,
-		    o_file));
-	return m;
+		spec_mount(w, SPEC_CA_FILE, "bind", sp->ca_file, o_file);
+	jw_arr_end(w);
 }
 
-static json_t *
-spec_linux(const struct spec_params *sp)
+static void
+spec_linux(struct jw *w, const struct spec_params *sp)
 {
-	const Sbx__V1__Limits	*l = sp->policy->limits;
-	json_t			*ns, *res;
 	static const char *const nstypes[] = { "pid", "network", "ipc", "uts",
 	    "mount", "cgroup", NULL };
+	long long		 mem = (long long)sp->memory_mb * MIB, pids;
 	size_t			 i;
-	json_int_t		 mem = (json_int_t)l->memory_mb * MIB, pids;
-
-	ns = spec_must(json_array());
-	for (i = 0; nstypes[i] != NULL; i++)
-		spec_push(ns, json_pack("{s:s}", "type", nstypes[i]));
 
 	/*
 	 * gVisor's sentry and its ptrace stubs live in the host cgroup too,
@@ -452,33 +530,96 @@ spec_linux(const struct spec_params *sp)
 	 */
 	if (sp->flavor == SPEC_RUNSC)
 		pids = SPEC_RUNSC_PIDS_BASE +
-		    SPEC_RUNSC_PIDS_PER_PROC * (json_int_t)l->pids;
+		    SPEC_RUNSC_PIDS_PER_PROC * (long long)sp->pids;
 	else
-		pids = l->pids;
+		pids = sp->pids;
 
+	jw_obj(w);
+	jw_key(w, "cgroupsPath");
+	jw_str(w, sp->cgroups_path);
+	jw_key(w, "maskedPaths");
+	jw_strings(w, spec_masked);
+	jw_key(w, "namespaces");
+	jw_arr(w);
+	for (i = 0; nstypes[i] != NULL; i++) {
+		jw_obj(w);
+		jw_key(w, "type");
+		jw_str(w, nstypes[i]);
+		jw_obj_end(w);
+	}
+	jw_arr_end(w);
+	jw_key(w, "readonlyPaths");
+	jw_strings(w, spec_readonly);
+
+	jw_key(w, "resources");
+	jw_obj(w);
+	jw_key(w, "cpu");
+	jw_obj(w);
+	jw_key(w, "period");
+	jw_int(w, SPEC_CPU_PERIOD);
+	jw_key(w, "quota");
+	jw_int(w, (long long)sp->cpus_milli * SPEC_CPU_PERIOD / 1000);
+	jw_obj_end(w);
+	jw_key(w, "devices");
+	jw_arr(w);
+	jw_obj(w);
+	jw_key(w, "access");
+	jw_str(w, "rwm");
+	jw_key(w, "allow");
+	jw_bool(w, 0);
+	jw_obj_end(w);
+	jw_arr_end(w);
 	/* swap equal to memory: memory plus swap may not exceed memory, so
 	 * the sandbox never swaps and a balloon meets the OOM killer. */
-	res = spec_must(json_pack("{s:[{s:b, s:s}], s:{s:I, s:I},"
-	    " s:{s:I, s:I}, s:{s:I}}",
-	    "devices", "allow", 0, "access", "rwm",
-	    "memory", "limit", mem, "swap", mem,
-	    "cpu", "quota", (json_int_t)l->cpus_milli * SPEC_CPU_PERIOD / 1000,
-	    "period", (json_int_t)SPEC_CPU_PERIOD,
-	    "pids", "limit", pids));
+	jw_key(w, "memory");
+	jw_obj(w);
+	jw_key(w, "limit");
+	jw_int(w, mem);
+	jw_key(w, "swap");
+	jw_int(w, mem);
+	jw_obj_end(w);
+	jw_key(w, "pids");
+	jw_obj(w);
+	jw_key(w, "limit");
+	jw_int(w, pids);
+	jw_obj_end(w);
+	jw_obj_end(w);
 
-	return spec_must(json_pack("{s:o, s:o, s:s, s:o, s:o, s:o}",
-	    "namespaces", ns,
-	    "resources", res,
-	    "cgroupsPath", sp->cgroups_path,
-	    "maskedPaths", spec_strings(spec_masked),
-	    "readonlyPaths", spec_strings(spec_readonly),
-	    "seccomp", seccomp_profile(sp->flavor)));
+	jw_key(w, "seccomp");
+	seccomp_render(w, sp->flavor);
+	jw_obj_end(w);
 }
 
-json_t *
-spec_build(const struct spec_params *sp, char *err, size_t errlen)
+static void
+spec_annotations(struct jw *w, const struct spec_params *sp)
 {
-	json_t	*ann;
+	jw_obj(w);
+	if (sp->pool) {
+		/* The audit record of the launch ties the execution and its
+		 * policy hash to this entry (pool.c). */
+		jw_key(w, "sbx.pool_entry");
+		jw_str(w, sp->pool_entry_id);
+		jw_key(w, "sbx.pool_key");
+		jw_str(w, sp->pool_key);
+	} else {
+		jw_key(w, "sbx.execution_id");
+		jw_str(w, sp->execution_id);
+		jw_key(w, "sbx.policy");
+		jw_strf(w, "%s@%u", sp->policy_name, sp->policy_version);
+		jw_key(w, "sbx.policy_hash");
+		jw_str(w, sp->policy_hash);
+		jw_key(w, "sbx.task_id");
+		jw_str(w, sp->task_id);
+	}
+	jw_obj_end(w);
+}
+
+char *
+spec_render(const struct spec_params *sp, size_t *len, char *err,
+    size_t errlen)
+{
+	struct jw	 w;
+	char		 why[sizeof(w.error)], *text;
 
 	if (sp == NULL) {
 		spec_err(err, errlen, "spec: no parameters");
@@ -487,41 +628,62 @@ spec_build(const struct spec_params *sp, char *err, size_t errlen)
 	if (spec_check(sp, err, errlen) == -1)
 		return NULL;
 
-	ann = spec_must(json_pack("{s:s, s:s, s:s, s:o}",
-	    "sbx.policy_hash", sp->policy_hash,
-	    "sbx.task_id", sp->task_id,
-	    "sbx.execution_id", sp->execution_id,
-	    "sbx.policy", spec_stringf("%s@%u", sp->policy->name,
-	    sp->policy->version)));
+	jw_init(&w);
+	jw_obj(&w);
+	if (!sp->no_annotations) {
+		jw_key(&w, "annotations");
+		spec_annotations(&w, sp);
+	}
+	jw_key(&w, "hostname");
+	jw_str(&w, SPEC_HOSTNAME);
+	jw_key(&w, "linux");
+	spec_linux(&w, sp);
+	jw_key(&w, "mounts");
+	spec_mounts(&w, sp);
+	jw_key(&w, "ociVersion");
+	jw_str(&w, "1.0.2");
+	jw_key(&w, "process");
+	spec_process(&w, sp);
+	jw_key(&w, "root");
+	jw_obj(&w);
+	jw_key(&w, "path");
+	jw_str(&w, sp->rootfs);
+	jw_key(&w, "readonly");
+	jw_bool(&w, 1);
+	jw_obj_end(&w);
+	jw_obj_end(&w);
+	if ((text = jw_finish(&w, len, why, sizeof(why))) == NULL)
+		spec_err(err, errlen, "spec: %s", why);
+	return text;
+}
 
-	return spec_must(json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o,"
-	    " s:o}",
-	    "ociVersion", "1.0.2",
-	    "process", spec_process(sp),
-	    "root", "path", sp->rootfs, "readonly", 1,
-	    "hostname", SPEC_HOSTNAME,
-	    "mounts", spec_mounts(sp),
-	    "linux", spec_linux(sp),
-	    "annotations", ann));
+static int
+spec_write_full(int fd, const char *p, size_t n)
+{
+	ssize_t	 k;
+
+	while (n > 0) {
+		if ((k = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
 }
 
 int
-spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
+spec_write_at(int dirfd, const char *text, size_t len, char *err,
+    size_t errlen)
 {
-	char	 tmp[PATH_MAX], dst[PATH_MAX], *text = NULL;
-	int	 fd, saved;
+	static const char	 tmp[] = ".config.json.tmp";
+	int			 fd, saved;
 
-	if (snprintf(tmp, sizeof(tmp), "%s/.config.json.tmp", bundle_dir) >=
-	    (int)sizeof(tmp) || snprintf(dst, sizeof(dst), "%s/config.json",
-	    bundle_dir) >= (int)sizeof(dst)) {
-		spec_err(err, errlen, "spec: bundle path %s is too long",
-		    bundle_dir);
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
+	(void)unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0600);
 	if (fd == -1) {
 		saved = errno;
 		spec_err(err, errlen, "spec: create %s: %s", tmp,
@@ -529,33 +691,51 @@ spec_write(const char *bundle_dir, json_t *spec, char *err, size_t errlen)
 		errno = saved;
 		return -1;
 	}
-	/*
-	 * Encoded in memory and written at once: jansson's json_dumpfd makes
-	 * a write(2) for every token (thousands for a spec).  No fsync: a
-	 * staging file, which a crash leaves to the start-up reaping, never
-	 * to a runtime.
-	 */
-	errno = 0;
-	if ((text = json_dumps(spec, JSON_INDENT(1) | JSON_SORT_KEYS)) == NULL ||
-	    write_all(fd, text, strlen(text)) == -1 ||
-	    write_all(fd, "\n", 1) == -1) {
-		saved = errno ? errno : EIO;
-		free(text);
+	/* No fsync: a staging file, which a crash leaves to the start-up
+	 * reaping, never to a runtime. */
+	if (spec_write_full(fd, text, len) == -1) {
+		saved = errno;
 		spec_err(err, errlen, "spec: write %s: %s", tmp,
 		    strerror(saved));
 		(void)close(fd);
-		(void)unlink(tmp);
+		(void)unlinkat(dirfd, tmp, 0);
 		errno = saved;
 		return -1;
 	}
-	free(text);
-	if (close(fd) == -1 || rename(tmp, dst) == -1) {
+	/* renameat replaces a symlink at config.json, never follows it. */
+	if (close(fd) == -1 || renameat(dirfd, tmp, dirfd, "config.json") ==
+	    -1) {
 		saved = errno;
-		spec_err(err, errlen, "spec: install %s: %s", dst,
+		spec_err(err, errlen, "spec: install config.json: %s",
 		    strerror(saved));
-		(void)unlink(tmp);
+		(void)unlinkat(dirfd, tmp, 0);
 		errno = saved;
 		return -1;
 	}
 	return 0;
+}
+
+int
+spec_write(const char *bundle_dir, const char *text, size_t len, char *err,
+    size_t errlen)
+{
+	char	 why[256];
+	int	 dfd, saved, rc;
+
+	dfd = open(bundle_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (dfd == -1) {
+		saved = errno;
+		spec_err(err, errlen, "spec: open %s: %s", bundle_dir,
+		    strerror(saved));
+		errno = saved;
+		return -1;
+	}
+	rc = spec_write_at(dfd, text, len, why, sizeof(why));
+	saved = errno;
+	if (rc == -1)
+		spec_err(err, errlen, "%s (in %s)", why, bundle_dir);
+	(void)close(dfd);
+	errno = saved;
+	return rc;
 }

@@ -1,8 +1,8 @@
 /*
  * mkspec.c: write an OCI bundle's config.json with launchd-sbx's spec.c,
  * for tests/probe/run-spec, which runs it under the real runtimes.  The
- * policy here carries only what spec.c reads; the hash is a fixed stand-in
- * since nothing is signed.
+ * parameters are what spec.c reads of a policy; the hash is a fixed
+ * stand-in since nothing is signed.
  *
  *   mkspec -b BUNDLE -r ROOTFS -i IN -c CODE -I INIT [-e SOCK] [-a CA]
  *       [-g CGROUP] [-t runc|runsc] [-x EXECID] [-C MILLICPUS] [-m MB]
@@ -43,26 +43,20 @@ num(const char *s)
 int
 main(int argc, char **argv)
 {
-	Sbx__V1__Policy		 pol = SBX__V1__POLICY__INIT;
-	Sbx__V1__Limits		 lim = SBX__V1__LIMITS__INIT;
 	struct spec_params	 sp;
 	const char		*bundle = NULL, *cgroup = NULL;
-	char			 cg[256], err[512];
-	json_t			*spec;
-	int			 ch;
+	char			 cg[256], err[512], *text;
+	size_t			 len;
+	int			 ch, rc;
 
 	log_init("mkspec", 1, 0);
 	memset(&sp, 0, sizeof(sp));
-	lim.cpus_milli = 1000;
-	lim.memory_mb = 256;
-	lim.pids = 64;
-	lim.wall_seconds = 30;
-	lim.scratch_mb = 16;
-	pol.name = "probe";
-	pol.version = 1;
-	pol.isolation = SBX__V1__ISOLATION__ISOLATION_CONTAINER;
-	pol.limits = &lim;
-	sp.policy = &pol;
+	sp.cpus_milli = 1000;
+	sp.memory_mb = 256;
+	sp.pids = 64;
+	sp.scratch_mb = 16;
+	sp.policy_name = "probe";
+	sp.policy_version = 1;
 	sp.policy_hash = "0123456789abcdef0123456789abcdef"
 	    "0123456789abcdef0123456789abcdef";
 	sp.task_id = "task-probe";
@@ -74,24 +68,22 @@ main(int argc, char **argv)
 		case 'a': sp.ca_file = optarg; break;
 		case 'b': bundle = optarg; break;
 		case 'c': sp.code_dir = optarg; break;
-		case 'C': lim.cpus_milli = num(optarg); break;
+		case 'C': sp.cpus_milli = num(optarg); break;
 		case 'e': sp.egress_sock = optarg; break;
 		case 'g': cgroup = optarg; break;
 		case 'i': sp.in_dir = optarg; break;
 		case 'I': sp.init_path = optarg; break;
-		case 'm': lim.memory_mb = num(optarg); break;
-		case 'p': lim.pids = num(optarg); break;
+		case 'm': sp.memory_mb = num(optarg); break;
+		case 'p': sp.pids = num(optarg); break;
 		case 'r': sp.rootfs = optarg; break;
-		case 's': lim.scratch_mb = num(optarg); break;
+		case 's': sp.scratch_mb = num(optarg); break;
 		case 'S': sp.scratch_dir = optarg; break;
 		case 't':
 			if (strcmp(optarg, "runc") == 0)
 				sp.flavor = SPEC_RUNC;
-			else if (strcmp(optarg, "runsc") == 0) {
+			else if (strcmp(optarg, "runsc") == 0)
 				sp.flavor = SPEC_RUNSC;
-				pol.isolation =
-				    SBX__V1__ISOLATION__ISOLATION_GVISOR;
-			} else
+			else
 				usage();
 			break;
 		case 'x': sp.execution_id = optarg; break;
@@ -105,15 +97,15 @@ main(int argc, char **argv)
 	sp.cgroups_path = cgroup != NULL ? cgroup : cg;
 	sp.argv = argv;
 
-	if ((spec = spec_build(&sp, err, sizeof(err))) == NULL) {
+	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "mkspec: %s\n", err);
 		return 1;
 	}
-	if (spec_write(bundle, spec, err, sizeof(err)) == -1) {
+	rc = spec_write(bundle, text, len, err, sizeof(err));
+	free(text);
+	if (rc == -1) {
 		fprintf(stderr, "mkspec: %s\n", err);
-		json_decref(spec);
 		return 1;
 	}
-	json_decref(spec);
 	return 0;
 }

@@ -8,13 +8,17 @@
  * so the table is also the proof that the libc-only renderer that
  * replaced it says the same thing.
  *
- * Only data here, in a form neither renderer's API shows through: each
- * user turns a case into its own struct spec_params.
+ * The data is in a form of its own, which neither renderer's API shows
+ * through (the jansson version of specgolden filled its own struct
+ * spec_params from it); spec_case_params() fills today's.
  */
 #ifndef SBX_TESTS_SPEC_CASES_H
 #define SBX_TESTS_SPEC_CASES_H
 
 #include <stdint.h>
+#include <string.h>
+
+#include "launchd-sbx/spec.h"
 
 #define GC_HASH		"a1b2c3d4e5f60718293a4b5c6d7e8f90" \
 			"a1b2c3d4e5f60718293a4b5c6d7e8f90"
@@ -177,5 +181,38 @@ static const struct spec_case spec_cases[] = {
 };
 
 #define SPEC_NCASES	(sizeof(spec_cases) / sizeof(spec_cases[0]))
+
+static inline void
+spec_case_params(const struct spec_case *c, struct spec_params *sp)
+{
+	memset(sp, 0, sizeof(*sp));
+	sp->policy_name = c->policy_name;
+	sp->policy_version = c->policy_version;
+	sp->cpus_milli = c->cpus_milli;
+	sp->memory_mb = c->memory_mb;
+	sp->pids = c->pids;
+	sp->scratch_mb = c->scratch_mb;
+	sp->policy_hash = c->policy_hash;
+	sp->task_id = c->task_id;
+	sp->execution_id = c->execution_id;
+	sp->rootfs = c->rootfs;
+	sp->in_dir = c->in_dir;
+	sp->code_dir = c->code_dir;
+	sp->scratch_dir = c->scratch_dir;
+	sp->egress_sock = c->egress_sock;
+	sp->ca_file = c->ca_file;
+	sp->init_path = c->init_path;
+	sp->cgroups_path = c->cgroups_path;
+	sp->gid = (gid_t)c->gid;
+	sp->argv = (char *const *)c->argv;
+	sp->flavor = c->runsc ? SPEC_RUNSC : SPEC_RUNC;
+	sp->no_annotations = c->no_annotations;
+	sp->pool = c->pool;
+	sp->pool_run = c->pool_run;
+	sp->pool_entry_id = c->pool_entry_id;
+	sp->pool_key = c->pool_key;
+	sp->pool_egress = c->pool_egress;
+	sp->pool_warm_python = c->pool_warm_python;
+}
 
 #endif

@@ -14,20 +14,22 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "launchd-sbx/jsonw.h"
 #include "launchd-sbx/spec.h"
 
 #define HASH	"a1b2c3d4e5f60718293a4b5c6d7e8f90" \
 		"a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
 struct fx {
-	Sbx__V1__Policy		 pol;
-	Sbx__V1__Limits		 lim;
 	struct spec_params	 sp;
 	char			*argv[3];
 	char			 err[256];
@@ -37,21 +39,15 @@ static void
 fx_init(struct fx *f)
 {
 	memset(f, 0, sizeof(*f));
-	sbx__v1__policy__init(&f->pol);
-	sbx__v1__limits__init(&f->lim);
-	f->lim.cpus_milli = 1500;
-	f->lim.memory_mb = 512;
-	f->lim.pids = 128;
-	f->lim.wall_seconds = 60;
-	f->lim.scratch_mb = 100;
-	f->pol.name = "analytics-readonly";
-	f->pol.version = 3;
-	f->pol.isolation = SBX__V1__ISOLATION__ISOLATION_CONTAINER;
-	f->pol.limits = &f->lim;
+	f->sp.cpus_milli = 1500;
+	f->sp.memory_mb = 512;
+	f->sp.pids = 128;
+	f->sp.scratch_mb = 100;
+	f->sp.policy_name = "analytics-readonly";
+	f->sp.policy_version = 3;
 	f->argv[0] = "python3";
 	f->argv[1] = "/code/main.py";
 	f->argv[2] = NULL;
-	f->sp.policy = &f->pol;
 	f->sp.policy_hash = HASH;
 	f->sp.task_id = "task-7";
 	f->sp.execution_id = "exec-7-1";
@@ -66,12 +62,57 @@ fx_init(struct fx *f)
 	f->sp.flavor = SPEC_RUNC;
 }
 
+/* The rendered text, parsed back: what a runtime reads. */
+static json_t *
+parse(const char *text, size_t len)
+{
+	json_error_t	 je;
+	json_t		*j;
+
+	cr_assert_gt(len, 0);
+	cr_assert_eq(text[len - 1], '\n', "the text does not end in a newline");
+	cr_assert_eq(strlen(text), len);
+	j = json_loadb(text, len, 0, &je);
+	cr_assert_not_null(j, "the text does not parse: %s (line %d)", je.text,
+	    je.line);
+	return j;
+}
+
 static json_t *
 build(struct fx *f)
 {
-	json_t	*j = spec_build(&f->sp, f->err, sizeof(f->err));
+	size_t	 len = 0;
+	char	*text = spec_render(&f->sp, &len, f->err, sizeof(f->err));
+	json_t	*j;
 
-	cr_assert_not_null(j, "spec_build: %s", f->err);
+	cr_assert_not_null(text, "spec_render: %s", f->err);
+	j = parse(text, len);
+	free(text);
+	return j;
+}
+
+/* spec_render, expected to refuse: NULL, and err says why. */
+static void *
+refused(struct fx *f)
+{
+	return spec_render(&f->sp, NULL, f->err, sizeof(f->err));
+}
+
+/* The linux.seccomp object alone, as seccomp_render writes it. */
+static json_t *
+seccomp_profile(enum spec_flavor fl)
+{
+	struct jw	 w;
+	char		 err[160], *text;
+	size_t		 len = 0;
+	json_t		*j;
+
+	jw_init(&w);
+	seccomp_render(&w, fl);
+	text = jw_finish(&w, &len, err, sizeof(err));
+	cr_assert_not_null(text, "seccomp_render: %s", err);
+	j = parse(text, len);
+	free(text);
 	return j;
 }
 
@@ -376,7 +417,7 @@ Test(spec, scratch_dir_is_a_writable_noexec_bind_of_the_host_tmpfs)
 	cr_assert(has_string(o, "nodev"));
 	json_decref(s);
 	f.sp.scratch_dir = "/run/../etc";
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "scratch_dir") != NULL);
 }
 
@@ -869,16 +910,16 @@ Test(spec, refuses_a_zero_limit)
 	struct fx	f;
 
 	fx_init(&f);
-	f.lim.pids = 0;
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	f.sp.pids = 0;
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "pids") != NULL, "%s", f.err);
 	fx_init(&f);
-	f.lim.memory_mb = 0;
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	f.sp.memory_mb = 0;
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "memory_mb") != NULL, "%s", f.err);
 	fx_init(&f);
-	f.lim.cpus_milli = 5;
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	f.sp.cpus_milli = 5;
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "cpus") != NULL, "%s", f.err);
 }
 
@@ -888,31 +929,31 @@ Test(spec, refuses_bad_paths_and_ids)
 
 	fx_init(&f);
 	f.sp.in_dir = "relative/in";
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "in_dir") != NULL, "%s", f.err);
 	fx_init(&f);
 	f.sp.code_dir = "/var/lib/sbx/../../etc";
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "code_dir") != NULL, "%s", f.err);
 	fx_init(&f);
 	f.sp.rootfs = "/images/x/..";
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "rootfs") != NULL, "%s", f.err);
 	fx_init(&f);
 	f.sp.policy_hash = "ABC";
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "policy_hash") != NULL, "%s", f.err);
 	fx_init(&f);
 	f.sp.execution_id = "exec/../x";
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "execution_id") != NULL, "%s", f.err);
 	fx_init(&f);
 	f.sp.egress_sock = NULL;	/* a CA with no proxy to serve */
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "ca_file") != NULL, "%s", f.err);
 	fx_init(&f);
 	f.argv[0] = NULL;
-	cr_assert_null(spec_build(&f.sp, f.err, sizeof(f.err)));
+	cr_assert_null(refused(&f));
 	cr_assert(strstr(f.err, "program") != NULL, "%s", f.err);
 }
 
@@ -921,13 +962,18 @@ Test(spec, write_is_0600_and_parses_back)
 	struct fx	 f;
 	json_t		*s, *back;
 	json_error_t	 je;
-	char		 dir[] = "/tmp/spec_test.XXXXXX", path[64];
+	char		 dir[] = "/tmp/spec_test.XXXXXX", path[64], *text;
+	char		*got;
+	size_t		 len;
 	struct stat	 st;
+	FILE		*fp;
 
 	fx_init(&f);
 	s = build(&f);
+	text = spec_render(&f.sp, &len, f.err, sizeof(f.err));
+	cr_assert_not_null(text, "%s", f.err);
 	cr_assert_not_null(mkdtemp(dir));
-	cr_assert_eq(spec_write(dir, s, f.err, sizeof(f.err)), 0, "%s",
+	cr_assert_eq(spec_write(dir, text, len, f.err, sizeof(f.err)), 0, "%s",
 	    f.err);
 	snprintf(path, sizeof(path), "%s/config.json", dir);
 	cr_assert_eq(stat(path, &st), 0);
@@ -935,12 +981,253 @@ Test(spec, write_is_0600_and_parses_back)
 	back = json_load_file(path, 0, &je);
 	cr_assert_not_null(back, "%s", je.text);
 	cr_assert(json_equal(back, s));
+	/* The file holds the text, byte for byte. */
+	got = calloc(1, len + 2);
+	cr_assert_not_null(fp = fopen(path, "r"));
+	cr_assert_eq(fread(got, 1, len + 1, fp), len);
+	fclose(fp);
+	cr_assert_eq(memcmp(got, text, len), 0);
+	free(got);
 	/* Rewriting replaces the file, it does not fail or append. */
-	cr_assert_eq(spec_write(dir, s, f.err, sizeof(f.err)), 0);
+	cr_assert_eq(spec_write(dir, text, len, f.err, sizeof(f.err)), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq((size_t)st.st_size, len);
 	json_decref(back);
 	unlink(path);
 	rmdir(dir);
-	cr_assert_eq(spec_write(dir, s, f.err, sizeof(f.err)), -1);
+	cr_assert_eq(spec_write(dir, text, len, f.err, sizeof(f.err)), -1);
 	cr_assert(strstr(f.err, dir) != NULL, "%s", f.err);
+	free(text);
+	json_decref(s);
+}
+
+/* By descriptor, following no symlink: one at config.json is replaced,
+ * never written through. */
+Test(spec, write_at_replaces_a_symlink_and_never_follows_it)
+{
+	char		 dir[] = "/tmp/spec_test.XXXXXX", path[96], victim[96];
+	struct stat	 st;
+	int		 dfd;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	cr_assert_eq(close(open(victim, O_WRONLY | O_CREAT, 0644)), 0);
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_neq(dfd = open(dir, O_RDONLY | O_DIRECTORY), -1);
+	cr_assert_eq(spec_write_at(dfd, "{}\n", 3, NULL, 0), 0);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "config.json is still a symlink");
+	cr_assert_eq(st.st_size, 3);
+	cr_assert_eq(stat(victim, &st), 0);
+	cr_assert_eq(st.st_size, 0, "the symlink's target was written");
+	/* A directory gone from under its descriptor: an error, no file. */
+	unlink(path);
+	unlink(victim);
+	rmdir(dir);
+	errno = 0;
+	cr_assert_eq(spec_write_at(dfd, "{}\n", 3, NULL, 0), -1);
+	cr_assert_neq(errno, 0);
+	close(dfd);
+}
+
+/* ---- what jansson refused ---- */
+
+/* JSON carries only UTF-8: a byte that is not is refused, naming the
+ * field, as jansson's json_string refused it. */
+Test(spec, refuses_invalid_utf8_naming_the_field)
+{
+	static char	 bad1[] = "caf\xe9";		/* Latin-1 */
+	static char	 bad2[] = "\xc0\xaf";		/* overlong '/' */
+	static char	 bad3[] = "\xed\xa0\x80";	/* a surrogate */
+	static char	 bad4[] = "cut \xe6\x97";	/* cut short */
+	char		*bads[] = { bad1, bad2, bad3, bad4 };
+	struct fx	 f;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		fx_init(&f);
+		f.argv[1] = bads[i];
+		cr_assert_null(refused(&f));
+		cr_assert(strstr(f.err, "argv[1]") != NULL, "%s", f.err);
+		cr_assert(strstr(f.err, "UTF-8") != NULL, "%s", f.err);
+	}
+	fx_init(&f);
+	f.sp.policy_name = bad1;
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "policy_name") != NULL, "%s", f.err);
+	fx_init(&f);
+	f.sp.rootfs = "/images/caf\xe9";
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "rootfs") != NULL, "%s", f.err);
+	/* Well-formed non-ASCII passes through as it is. */
+	fx_init(&f);
+	f.argv[1] = "h\xc3\xa9llo \xf0\x9f\x98\x80";
+	{
+		json_t	*s = build(&f);
+
+		cr_assert_str_eq(json_string_value(json_array_get(at(s,
+		    "process.args"), 3)), f.argv[1]);
+		json_decref(s);
+	}
+}
+
+Test(spec, refuses_a_gid_above_int32)
+{
+	struct fx	 f;
+
+	fx_init(&f);
+	f.sp.gid = 2147483648u;
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "gid") != NULL, "%s", f.err);
+}
+
+/* ---- the writer ---- */
+
+Test(jsonw, escapes_as_jansson_and_refuses_keys_out_of_order)
+{
+	struct jw	 w;
+	char		 err[160], *t;
+	size_t		 len;
+
+	jw_init(&w);
+	jw_obj(&w);
+	jw_key(&w, "a");
+	jw_str(&w, "\"\\/\x01\x1f\x7f\b\f\n\r\t\xc3\xa9");
+	jw_key(&w, "b");
+	jw_arr(&w);
+	jw_arr_end(&w);
+	jw_key(&w, "c");
+	jw_obj(&w);
+	jw_obj_end(&w);
+	jw_key(&w, "d");
+	jw_int(&w, -5);
+	jw_obj_end(&w);
+	t = jw_finish(&w, &len, err, sizeof(err));
+	cr_assert_not_null(t, "%s", err);
+	cr_assert_str_eq(t, "{\n \"a\": \"\\\"\\\\/\\u0001\\u001F\x7f\\b\\f\\n"
+	    "\\r\\t\xc3\xa9\",\n \"b\": [],\n \"c\": {},\n \"d\": -5\n}\n");
+	cr_assert_eq(len, strlen(t));
+	free(t);
+
+	jw_init(&w);
+	jw_obj(&w);
+	jw_key(&w, "b");
+	jw_int(&w, 1);
+	jw_key(&w, "a");
+	jw_int(&w, 2);
+	jw_obj_end(&w);
+	cr_assert_null(jw_finish(&w, &len, err, sizeof(err)));
+	cr_assert(strstr(err, "\"a\" after \"b\"") != NULL, "%s", err);
+
+	jw_init(&w);
+	jw_arr(&w);
+	jw_str(&w, "\xff");
+	jw_arr_end(&w);
+	cr_assert_null(jw_finish(&w, &len, err, sizeof(err)));
+	cr_assert(strstr(err, "UTF-8") != NULL, "%s", err);
+}
+
+/* ---- the pool entry variant and pool_key's spec ---- */
+
+static void
+fx_pool(struct fx *f)
+{
+	fx_init(f);
+	f->sp.pool = 1;
+	f->sp.pool_run = "/run/sbx/launchd/x-pool-1-1/run";
+	f->sp.pool_entry_id = "pool-1-1";
+	f->sp.pool_key = HASH;
+}
+
+Test(spec, pool_entry_takes_its_program_from_the_fifo)
+{
+	struct fx	 f;
+	json_t		*s, *a, *m, *v;
+	size_t		 i;
+
+	fx_pool(&f);
+	f.sp.pool_egress = 1;
+	f.sp.pool_warm_python = 1;
+	s = build(&f);
+	a = at(s, "process.args");
+	cr_assert_eq(json_array_size(a), 9);
+	cr_assert_str_eq(json_string_value(json_array_get(a, 0)),
+	    "/run/sbx/init");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 1)), "-s");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 2)),
+	    "/run/sbx/pool/egress.sock");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 3)), "-c");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 4)),
+	    "/run/sbx/pool/ca.pem");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 5)), "-w");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 6)), "python3");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 7)), "-a");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 8)),
+	    "/run/sbx/pool/argv");
+	/* The program's identity comes through the FIFO. */
+	json_array_foreach(at(s, "process.env"), i, v)
+		cr_assert(strncmp(json_string_value(v), "SBX_", 4) != 0,
+		    "%s in a pool entry", json_string_value(v));
+	/* Its run/, not the socket and CA one by one. */
+	cr_assert_null(mount_at(s, "/run/sbx/egress.sock"));
+	cr_assert_null(mount_at(s, "/run/sbx/ca.pem"));
+	cr_assert_not_null(m = mount_at(s, "/run/sbx/pool"));
+	cr_assert_str_eq(json_string_value(json_object_get(m, "source")),
+	    f.sp.pool_run);
+	cr_assert(has_string(json_object_get(m, "options"), "ro"));
+	cr_assert(has_string(json_object_get(m, "options"), "noexec"));
+	/* Named by entry and key, not by policy. */
+	cr_assert_str_eq(json_string_value(json_object_get(at(s,
+	    "annotations"), "sbx.pool_entry")), "pool-1-1");
+	cr_assert_str_eq(json_string_value(json_object_get(at(s,
+	    "annotations"), "sbx.pool_key")), HASH);
+	cr_assert_null(json_object_get(at(s, "annotations"), "sbx.policy"));
+	json_decref(s);
+
+	fx_pool(&f);
+	s = build(&f);
+	a = at(s, "process.args");
+	cr_assert_eq(json_array_size(a), 3);
+	cr_assert_str_eq(json_string_value(json_array_get(a, 1)), "-a");
+	json_decref(s);
+}
+
+Test(spec, pool_entry_needs_its_run_dir_id_and_key)
+{
+	struct fx	 f;
+
+	fx_pool(&f);
+	f.sp.pool_run = "run";
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "pool_run") != NULL, "%s", f.err);
+	fx_pool(&f);
+	f.sp.pool_entry_id = "../x";
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "pool_entry_id") != NULL, "%s", f.err);
+	fx_pool(&f);
+	f.sp.pool_key = "abc";
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "pool_key") != NULL, "%s", f.err);
+	/* What the FIFO brings need not be there. */
+	fx_pool(&f);
+	f.sp.policy_name = NULL;
+	f.sp.policy_hash = NULL;
+	f.sp.task_id = NULL;
+	f.sp.execution_id = NULL;
+	f.sp.argv = NULL;
+	json_decref(build(&f));
+}
+
+Test(spec, no_annotations_leaves_only_what_the_sandbox_is)
+{
+	struct fx	 f;
+	json_t		*s;
+
+	fx_init(&f);
+	f.sp.no_annotations = 1;
+	s = build(&f);
+	cr_assert_null(at(s, "annotations"));
+	cr_assert_not_null(at(s, "process"));
 	json_decref(s);
 }
