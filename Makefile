@@ -97,10 +97,10 @@ LAUNCHD_SRCS += launchd-sbx/ident.c
 LAUNCHD_SRCS += launchd-sbx/spec.c
 LAUNCHD_SRCS += launchd-sbx/seccomp.c
 LAUNCHD_SRCS += launchd-sbx/jsonw.c
-LAUNCHD_SRCS += launchd-sbx/handover.c
 LAUNCHD_SRCS += launchd-sbx/client.c
 LAUNCHD_SRCS += launchd-sbx/egress_client.c
 LAUNCHD_SRCS += launchd-sbx/gate_client.c
+LAUNCHD_SRCS += launchd-sbx/mon_client.c
 
 BROKERD_SRCS  = brokerd/brokerd.c
 BROKERD_SRCS += brokerd/parse.c
