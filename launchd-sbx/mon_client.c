@@ -485,6 +485,23 @@ mon_renice(struct launchd *ld, pid_t pid)
 	return mon_pid_call(ld, MON_RENICE, pid);
 }
 
+/* What HANDOVER takes as a name: a relative path with no ".." in it. */
+static int
+mon_relpath(const char *s)
+{
+	size_t	 n;
+
+	if (s[0] == '\0' || s[0] == '/' || strlen(s) > MON_OUTPUT_MAX)
+		return 0;
+	for (const char *c = s; *c != '\0'; c += n) {
+		c += strspn(c, "/");
+		n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return 0;
+	}
+	return 1;
+}
+
 int
 mon_handover(struct launchd *ld, const char *id, char *const *names,
     size_t n, char *err, size_t errlen)
@@ -501,12 +518,12 @@ mon_handover(struct launchd *ld, const char *id, char *const *names,
 	/* A name that does not fit is left as the sandbox wrote it: gated
 	 * then drops it with its own reason (handover.c's rule). */
 	for (size_t i = 0; i < n && used < MON_OUTPUTS_MAX; i++) {
-		if (names[i] == NULL || (len = strlen(names[i])) == 0 ||
-		    len > MON_OUTPUT_MAX) {
+		if (names[i] == NULL || !mon_relpath(names[i])) {
 			log_debug("output %.64s: not handed over", names[i] !=
 			    NULL ? names[i] : "");
 			continue;
 		}
+		len = strlen(names[i]);
 		memcpy(h->names[used++], names[i], len);
 	}
 	if (n > MON_OUTPUTS_MAX)
