@@ -1,8 +1,8 @@
 /*
  * launchd.c: main, as a table for the skeleton in common/daemon.c.
  * Options, config (every error reported, -n stops there), policyd's public
- * key, the state and run directories (the launcher's user's, 0700; the
- * runtimes' state in run_dir/runtime root's), the runtime self-checks (a
+ * key, the state directory (the launcher's user's, 0700) and the run
+ * directory (the monitor's: root's, 0711), the runtime self-checks (a
  * tier whose runtime fails is unavailable, never mapped to another), the
  * audit log, the sockets, then -- still root, after daemon() -- the root
  * monitor (sbx-monitor, mon_client.c), which reaps whatever a previous
@@ -49,9 +49,9 @@ launchd_gid(const struct launchd *ld)
 	return ld->conf->common.user != NULL ? ld->conf->common.gid : 0;
 }
 
-/* A directory of uid's, mode 0700 (one root made, it is given over). */
+/* A directory of uid's, mode mode (one root made is given over). */
 static void
-launchd_mkdir(const char *path, uid_t uid, gid_t gid)
+launchd_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode)
 {
 	struct stat	 st;
 
@@ -63,7 +63,7 @@ launchd_mkdir(const char *path, uid_t uid, gid_t gid)
 		fatalx("%s: not a directory", path);
 	if (st.st_uid != uid && lchown(path, uid, gid) == -1)
 		fatal("chown %s to uid %u", path, (unsigned)uid);
-	if (chmod(path, 0700) == -1)
+	if (chmod(path, mode) == -1)
 		fatal("chmod %s", path);
 }
 
@@ -75,18 +75,23 @@ launchd_dirs(struct launchd *ld)
 	gid_t				 gid = launchd_gid(ld);
 	char				*p;
 
-	launchd_mkdir(c->common.state_dir, uid, gid);
-	launchd_mkdir(c->run_dir, uid, gid);
+	launchd_mkdir(c->common.state_dir, uid, gid, 0700);
 	static const char *const subs[] = { "images", "cache", "datasets",
 	    NULL };
 	for (size_t i = 0; subs[i] != NULL; i++) {
 		xasprintf(&p, "%s/%s", c->common.state_dir, subs[i]);
-		launchd_mkdir(p, uid, gid);
+		launchd_mkdir(p, uid, gid, 0700);
 		free(p);
 	}
-	/* The runtimes' state: the monitor's alone. */
+	/*
+	 * The staging directories and the runtimes' state: the monitor's,
+	 * root's and written by root alone (it refuses anything else); the
+	 * launcher passes through to the parts of each staging that are
+	 * its own.
+	 */
+	launchd_mkdir(c->run_dir, 0, 0, 0711);
 	xasprintf(&p, "%s/runtime", c->run_dir);
-	launchd_mkdir(p, 0, 0);
+	launchd_mkdir(p, 0, 0, 0700);
 	free(p);
 }
 
