@@ -964,8 +964,22 @@ mon_unstage(struct mon *m, struct mon_slot *s, const void *body,
 
 /* ---- children ---- */
 
+/* x-ID/pid, the init's pid the runtime wrote under our umask: the
+ * launcher reads it (monitor.h, CREATE). */
+static void
+mon_pid_share(const struct mon *m, const char *id)
+{
+	int	 xfd;
+
+	if ((xfd = mon_xopen(m, id)) == -1)
+		return;
+	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
+		log_warn("chmod x-%s/pid", id);
+	close(xfd);
+}
+
 /* A child was reaped: a runtime command's end.  A CREATE that exited 0
- * shares its cgroups before its MON_EXIT goes out. */
+ * shares its cgroups and its pid file before its MON_EXIT goes out. */
 void
 mon_reaped(struct mon *m, pid_t pid, int status)
 {
@@ -978,8 +992,10 @@ mon_reaped(struct mon *m, pid_t pid, int status)
 			continue;
 		s = &m->slots[run->slot];
 		if (status == 0 && s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE)
+			if (run->verb == MON_CREATE) {
 				mon_cg_share(m, s->id);
+				mon_pid_share(m, s->id);
+			}
 			else if (run->verb == MON_DELETE)
 				s->state |= ST_DELETED;
 		}
