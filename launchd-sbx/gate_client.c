@@ -35,7 +35,7 @@ gate_client_release(struct launchd *ld, struct frame_client **slot,
 	why[0] = '\0';
 	/* Outputs written 0600 (umask 077) are gated's to read: the
 	 * declared names only, and only now that nothing runs inside. */
-	if ((fd = mon_handover(ld, id, outputs, noutputs, why,
+	if ((fd = mon_client_handover(ld, id, outputs, noutputs, why,
 	    sizeof(why))) == -1) {
 		bufprintf(err, errlen, "the scratch of %s: %s", id, why);
 		return -1;

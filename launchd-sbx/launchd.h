@@ -388,26 +388,27 @@ int		 mon_call(struct launchd *, uint32_t type, const void *body,
 		    int *fdout, char *err, size_t errlen);
 /* The requests, as the calls they stand for.  0 (or what they make) or
  * -1 with errno and err set. */
-int		 mon_stage(struct launchd *, const char *id,
+int		 mon_client_stage(struct launchd *, const char *id,
 		    uint32_t scratch_mb, gid_t gid, char *err, size_t errlen);
-int		 mon_seal(struct launchd *, const char *id, char *err,
+int		 mon_client_seal(struct launchd *, const char *id, char *err,
 		    size_t errlen);
-int		 mon_spec(struct launchd *, const struct mon_spec *, char *err,
-		    size_t errlen);
+int		 mon_client_spec(struct launchd *, const struct mon_spec *,
+		    char *err, size_t errlen);
 /* The command's pid (its MON_EXIT follows); fd1 and fd2 (CREATE, or -1)
  * become its stdout and stderr. */
-pid_t		 mon_cmd(struct launchd *, const char *id, int tier, int verb,
-		    int nice, int fd1, int fd2, char *err, size_t errlen);
+pid_t		 mon_client_cmd(struct launchd *, const char *id, int tier,
+		    int verb, int nice, int fd1, int fd2, char *err,
+		    size_t errlen);
 /* Not sent (-1, ESRCH) when the pid's exit has come already. */
-int		 mon_sigkill(struct launchd *, pid_t);
-int		 mon_renice(struct launchd *, pid_t);
+int		 mon_client_sigkill(struct launchd *, pid_t);
+int		 mon_client_renice(struct launchd *, pid_t);
 /* The declared outputs handed to gated's user; a read-only descriptor of
  * the scratch directory, or -1. */
-int		 mon_handover(struct launchd *, const char *id,
+int		 mon_client_handover(struct launchd *, const char *id,
 		    char *const *names, size_t n, char *err, size_t errlen);
 /* These two log what went wrong themselves. */
-int		 mon_cg_remove(struct launchd *, const char *id);
-int		 mon_unstage(struct launchd *, const char *id);
+int		 mon_client_cg_remove(struct launchd *, const char *id);
+int		 mon_client_unstage(struct launchd *, const char *id);
 /* Wait at most `seconds` for pid's MON_EXIT: its status, or -1. */
 int		 mon_wait_exit(struct launchd *, pid_t, int seconds);
 

@@ -349,8 +349,8 @@ mon_bad_id(const char *id, char *err, size_t errlen)
 }
 
 int
-mon_stage(struct launchd *ld, const char *id, uint32_t scratch_mb, gid_t gid,
-    char *err, size_t errlen)
+mon_client_stage(struct launchd *ld, const char *id, uint32_t scratch_mb,
+    gid_t gid, char *err, size_t errlen)
 {
 	struct mon_stage	 s;
 
@@ -383,13 +383,13 @@ mon_id_call(struct launchd *ld, uint32_t type, const char *id, char *err,
 }
 
 int
-mon_seal(struct launchd *ld, const char *id, char *err, size_t errlen)
+mon_client_seal(struct launchd *ld, const char *id, char *err, size_t errlen)
 {
 	return mon_id_call(ld, MON_SEAL, id, err, errlen);
 }
 
 int
-mon_cg_remove(struct launchd *ld, const char *id)
+mon_client_cg_remove(struct launchd *ld, const char *id)
 {
 	char	 err[MON_ERR_MAX];
 
@@ -401,7 +401,7 @@ mon_cg_remove(struct launchd *ld, const char *id)
 }
 
 int
-mon_unstage(struct launchd *ld, const char *id)
+mon_client_unstage(struct launchd *ld, const char *id)
 {
 	char	 err[MON_ERR_MAX];
 
@@ -413,7 +413,7 @@ mon_unstage(struct launchd *ld, const char *id)
 }
 
 int
-mon_spec(struct launchd *ld, const struct mon_spec *s, char *err,
+mon_client_spec(struct launchd *ld, const struct mon_spec *s, char *err,
     size_t errlen)
 {
 	return mon_call(ld, MON_SPEC, s, sizeof(*s), NULL, 0, NULL, NULL, err,
@@ -421,7 +421,7 @@ mon_spec(struct launchd *ld, const struct mon_spec *s, char *err,
 }
 
 pid_t
-mon_cmd(struct launchd *ld, const char *id, int tier, int verb, int nice,
+mon_client_cmd(struct launchd *ld, const char *id, int tier, int verb, int nice,
     int fd1, int fd2, char *err, size_t errlen)
 {
 	struct mon_cmd	 c;
@@ -474,13 +474,13 @@ mon_pid_call(struct launchd *ld, uint32_t type, pid_t pid)
 }
 
 int
-mon_sigkill(struct launchd *ld, pid_t pid)
+mon_client_sigkill(struct launchd *ld, pid_t pid)
 {
 	return mon_pid_call(ld, MON_SIGKILL, pid);
 }
 
 int
-mon_renice(struct launchd *ld, pid_t pid)
+mon_client_renice(struct launchd *ld, pid_t pid)
 {
 	return mon_pid_call(ld, MON_RENICE, pid);
 }
@@ -503,7 +503,7 @@ mon_relpath(const char *s)
 }
 
 int
-mon_handover(struct launchd *ld, const char *id, char *const *names,
+mon_client_handover(struct launchd *ld, const char *id, char *const *names,
     size_t n, char *err, size_t errlen)
 {
 	struct mon_handover	*h;

@@ -158,22 +158,23 @@ pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
 	pid_t	 pid;
 
 	if (e->cmd_pid > 0) {
-		(void)mon_sigkill(ld, e->cmd_pid);
+		(void)mon_client_sigkill(ld, e->cmd_pid);
 		(void)mon_wait_exit(ld, e->cmd_pid, LAUNCHD_CMD_SECONDS);
 	}
 	/* Rare (a failed create, shutdown): done synchronously.  Its
 	 * init's exit, if it comes after, belongs to no one. */
 	if (e->created) {
-		if ((pid = mon_cmd(ld, e->id, ld->pool->keys[e->k].conf->tier,
-		    MON_DELETE, 0, -1, -1, err, sizeof(err))) == -1)
+		if ((pid = mon_client_cmd(ld, e->id,
+		    ld->pool->keys[e->k].conf->tier, MON_DELETE, 0, -1, -1, err,
+		    sizeof(err))) == -1)
 			log_warnx("pool entry %s: delete: %s", e->id, err);
 		else if (mon_wait_exit(ld, pid, LAUNCHD_CMD_SECONDS) != 0)
 			log_debug("pool entry %s: delete did not succeed",
 			    e->id);
-		(void)mon_cg_remove(ld, e->id);
+		(void)mon_client_cg_remove(ld, e->id);
 	}
 	if (e->staged)
-		(void)mon_unstage(ld, e->id);
+		(void)mon_client_unstage(ld, e->id);
 	for (int i = 0; i < 2; i++)
 		if (e->fd[i] != -1)
 			close(e->fd[i]);
@@ -273,7 +274,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 	}
 	/* The staging and the entry's /scratch, a host tmpfs, as for a
 	 * cold launch: the monitor's. */
-	if (mon_stage(ld, e->id, kc->scratch_mb, e->gid, err,
+	if (mon_client_stage(ld, e->id, kc->scratch_mb, e->gid, err,
 	    sizeof(err)) == -1) {
 		log_warnx("pool entry %s: staging: %s", e->id, err);
 		goto bad;
@@ -344,7 +345,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 		kr->disabled = 1;
 		goto bad;
 	}
-	if (mon_spec(ld, &ms, err, sizeof(err)) == -1) {
+	if (mon_client_spec(ld, &ms, err, sizeof(err)) == -1) {
 		log_warnx("pool entry %s: %s", e->id, err);
 		goto bad;
 	}
@@ -359,8 +360,8 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 	e->fd[0] = p1[0];
 	e->fd[1] = p2[0];
 	/* At LAUNCHD_BG_NICE: no launch waits for it. */
-	e->cmd_pid = mon_cmd(ld, e->id, kc->tier, MON_CREATE, LAUNCHD_BG_NICE,
-	    p1[1], p2[1], err, sizeof(err));
+	e->cmd_pid = mon_client_cmd(ld, e->id, kc->tier, MON_CREATE,
+	    LAUNCHD_BG_NICE, p1[1], p2[1], err, sizeof(err));
 	close(p1[1]);
 	close(p2[1]);
 	if (e->cmd_pid == -1) {
@@ -656,7 +657,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 		/* Created at LAUNCHD_BG_NICE: its init (sbx-init, alone in
 		 * it) gets the normal priority back now, and the program it
 		 * starts inherits that. */
-		if (mon_renice(ld, e->init_pid) == -1) {
+		if (mon_client_renice(ld, e->init_pid) == -1) {
 			pool_entry_failed(ld, e, "renice", -1);
 			return 1;
 		}
@@ -678,7 +679,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	e->init_pid = (pid_t)v;
 	/* Start it now: sbx-init becomes PID 1 and waits on its FIFO, so
 	 * that a launch pays for neither step. */
-	if ((e->cmd_pid = mon_cmd(ld, e->id, p->keys[e->k].conf->tier,
+	if ((e->cmd_pid = mon_client_cmd(ld, e->id, p->keys[e->k].conf->tier,
 	    MON_START, 0, -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("pool entry %s: start: %s", e->id, err);
 		e->cmd_pid = 0;
@@ -713,7 +714,7 @@ pool_stop(struct launchd *ld)
 	while ((e = p->entries) != NULL) {
 		p->entries = e->next;
 		if (e->init_pid > 0)
-			(void)mon_sigkill(ld, e->init_pid);
+			(void)mon_client_sigkill(ld, e->init_pid);
 		pool_entry_destroy(ld, e);
 	}
 	for (size_t k = 0; k < p->nkeys; k++)

@@ -1,48 +1,45 @@
 /*
  * run.c: one execution from a verified launch request to its result, as a
- * small state machine driven by the event loop, so that no execution
- * waits for another.  The order is fixed and each step undoes what the
- * earlier ones did when it fails: verify the signed policy, pick the
- * tier's runtime, resolve the image (waiting, queued, while it is being
- * prepared: image.c), have the monitor stage run_dir/x-<execution>
- * (STAGE: the staging dir and its scratch tmpfs) and fill its in/ and
- * code/ (copies, files 0444) -- or take a pre-started container from the
- * pool (pool.c) and fill its staging -- then, at once, open the egress
- * channel at egressd (when egress is configured; egressd down refuses the
- * launch; its socket and CA go into run/) and record the launch (the
- * audit group commit, control.c); with both done, the monitor seals the
- * staging (SEAL: root's from then on, files 0444, directories 0555) and,
- * for a cold launch, writes the spec (SPEC) and runs `<runtime> create`
- * and `<runtime> start` (CMD, each a child of the monitor's whose exit
- * comes back as a MON_EXIT event), or for a pool entry the launcher
- * writes once into the FIFO its sbx-init waits on.  The monitor is a
- * child subreaper, so the container's init becomes its child and its real
- * exit status comes back as a MON_EXIT too (run_child_exited).  The wall
- * clock is a libevent timer that kills the whole container from outside
- * (CMD kill, and SIGKILL of the init).  When the init has exited the cgroup statistics are read (the
- * runtime removes the cgroup at delete) and `<runtime> delete --force`
- * starts (CMD delete).  Under runc the init is PID 1 of the container's pid namespace,
- * which the kernel lets it leave only once every other process in it has
- * exited: with every process of the sandbox dead, the boundaries get their
- * turn at once -- the egress channel is closed and its usage and denials
- * kept, the scratch tmpfs (mounted on the host in the staging dir and
- * bound into the sandbox so that it outlives it) goes to gated as a
- * descriptor, and the exit is recorded -- and the result is sent when all
- * three are done; only what gated releases reaches it (no gate, or gated
- * down: stdout and stderr withheld, nothing released).  The delete's end
- * then has the monitor remove leftover cgroup directories (CG_REMOVE) and
- * detach the scratch and remove the staging tree (UNSTAGE), after the
- * result if it came first
- * (sbx_launchd_cleanups_pending); under runsc, and for a failed execution,
- * the delete comes first and the rest follows in order.  Every failure
- * path runs the same teardown.
+ * small state machine driven by the event loop, so that no execution waits
+ * for another.  The order is fixed and each step undoes what the earlier ones
+ * did when it fails: verify the signed policy, pick the tier's runtime,
+ * resolve the image (waiting, queued, while it is being prepared: image.c),
+ * have the monitor stage run_dir/x-<execution> (STAGE: the staging dir and
+ * its scratch tmpfs) and fill its in/ and code/ (copies, files 0444) -- or
+ * take a pre-started container from the pool (pool.c) and fill its staging --
+ * then, at once, open the egress channel at egressd (when egress is
+ * configured; egressd down refuses the launch; its socket and CA go into
+ * run/) and record the launch (the audit group commit, control.c); with both
+ * done, the monitor seals the staging (SEAL: root's from then on, files 0444,
+ * directories 0555) and, for a cold launch, writes the spec (SPEC) and runs
+ * `<runtime> create` and `<runtime> start` (CMD, each a child of the
+ * monitor's whose exit comes back as a MON_EXIT event), or for a pool entry
+ * the launcher writes once into the FIFO its sbx-init waits on.  The monitor
+ * is a child subreaper, so the container's init becomes its child and its
+ * real exit status comes back as a MON_EXIT too (run_child_exited).  The wall
+ * clock is a libevent timer that kills the whole container from outside (CMD
+ * kill, and SIGKILL of the init).  When the init has exited the cgroup
+ * statistics are read (the runtime removes the cgroup at delete) and
+ * `<runtime> delete --force` starts (CMD delete).  Under runc the init is PID
+ * 1 of the container's pid namespace, which the kernel lets it leave only
+ * once every other process in it has exited: with every process of the
+ * sandbox dead, the boundaries get their turn at once -- the egress channel
+ * is closed and its usage and denials kept, the scratch tmpfs (mounted on the
+ * host in the staging dir and bound into the sandbox so that it outlives it)
+ * goes to gated as a descriptor, and the exit is recorded -- and the result
+ * is sent when all three are done; only what gated releases reaches it (no
+ * gate, or gated down: stdout and stderr withheld, nothing released).  The
+ * delete's end then has the monitor remove leftover cgroup directories
+ * (CG_REMOVE) and detach the scratch and remove the staging tree (UNSTAGE),
+ * after the result if it came first (sbx_launchd_cleanups_pending); under
+ * runsc, and for a failed execution, the delete comes first and the rest
+ * follows in order.  Every failure path runs the same teardown.
  *
  * It sits in the middle of launchd-sbx's layers (tests/layers.py): called
  * by control.c, it calls down into the pool (pool.c), the image store
  * (image.c), the root monitor's client (mon_client.c), the little the
  * launcher does to the host itself (runtime.c), the egressd and gated
- * clients (egress_client.c,
- * gate_client.c), the spec (spec.c) and the audit group commit
+ * clients (egress_client.c, gate_client.c) and the audit group commit
  * (record.c), and none of them calls it back by name: an image ready and
  * a child's end reach it through the hooks main() sets, a peer's reply
  * through the handler it gives the client.
@@ -477,13 +474,13 @@ run_kill(struct run *r)
 	char	 err[MON_ERR_MAX];
 
 	/* Delete waits for it: both take the runtime's state lock. */
-	if (r->kill_pid <= 0 && (r->kill_pid = mon_cmd(r->ld, r->id, r->tier,
-	    MON_KILL, 0, -1, -1, err, sizeof(err))) == -1) {
+	if (r->kill_pid <= 0 && (r->kill_pid = mon_client_cmd(r->ld, r->id,
+	    r->tier, MON_KILL, 0, -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("execution %s: kill: %s", r->id, err);
 		r->kill_pid = 0;
 	}
 	if (!r->exited && r->pid > 0)
-		(void)mon_sigkill(r->ld, r->pid);
+		(void)mon_client_sigkill(r->ld, r->pid);
 }
 
 static void
@@ -531,7 +528,7 @@ run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 		log_warnx("execution %s: runtime command %ld took over %d s; "
 		    "killing it", r->id, (long)pid, LAUNCHD_CMD_SECONDS);
-		(void)mon_sigkill(r->ld, pid);
+		(void)mon_client_sigkill(r->ld, pid);
 	}
 }
 
@@ -543,8 +540,8 @@ run_cmd_spawn(struct run *r, int verb, int fd1, int fd2, char *err,
 {
 	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
 
-	if ((r->cmd_pid = mon_cmd(r->ld, r->id, r->tier, verb, 0, fd1, fd2,
-	    err, errlen)) == -1) {
+	if ((r->cmd_pid = mon_client_cmd(r->ld, r->id, r->tier, verb, 0, fd1,
+	    fd2, err, errlen)) == -1) {
 		r->cmd_pid = 0;
 		return -1;
 	}
@@ -792,8 +789,8 @@ run_bg_delete(struct run *r)
 		return;
 	}
 	r->del_wait = 0;
-	if ((r->del_pid = mon_cmd(r->ld, r->id, r->tier, MON_DELETE, 0, -1, -1,
-	    err, sizeof(err))) == -1) {
+	if ((r->del_pid = mon_client_cmd(r->ld, r->id, r->tier, MON_DELETE, 0,
+	    -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("execution %s: cannot run %s delete: %s", r->id,
 		    r->rt->path, err);
 		r->del_pid = 0;
@@ -856,7 +853,7 @@ run_teardown(struct run *r)
 		return;
 	}
 	if (!r->exited && r->pid > 0)
-		(void)mon_sigkill(r->ld, r->pid);
+		(void)mon_client_sigkill(r->ld, r->pid);
 	if (r->kill_pid > 0) {
 		r->delete_pending = 1;
 		return;
@@ -988,11 +985,11 @@ run_cleanup_host(struct run *r)
 	}
 	if (r->cg) {
 		r->cg = 0;
-		(void)mon_cg_remove(r->ld, r->id);
+		(void)mon_client_cg_remove(r->ld, r->id);
 	}
 	if (r->staged) {
 		r->staged = 0;
-		(void)mon_unstage(r->ld, r->id);
+		(void)mon_client_unstage(r->ld, r->id);
 	}
 }
 
@@ -1161,7 +1158,7 @@ run_need_done(struct run *r, int what)
 	/* in/, code/, the channel's socket and CA are all there: from now
 	 * on they are root's, and nothing the launcher does changes what
 	 * the sandbox sees. */
-	if (mon_seal(r->ld, r->id, err, sizeof(err)) == -1) {
+	if (mon_client_seal(r->ld, r->id, err, sizeof(err)) == -1) {
 		run_fail(r, RULE_RUNTIME, "sealing the staging: %s", err);
 		return;
 	}
@@ -1325,7 +1322,7 @@ run_spec(struct run *r)
 		    "longer than %d bytes", MON_TEXT_MAX - 1);
 		return -1;
 	}
-	if (mon_spec(r->ld, &ms, err, sizeof(err)) == -1) {
+	if (mon_client_spec(r->ld, &ms, err, sizeof(err)) == -1) {
 		run_fail(r, errno == EINVAL ? RULE_BAD_REQUEST : RULE_RUNTIME,
 		    "%s", err);
 		return -1;
@@ -1644,7 +1641,7 @@ run_prepare(struct run *r)
 		return;
 	}
 	/* The staging dir and its scratch tmpfs: the monitor's. */
-	if (mon_stage(r->ld, r->id, pol->limits->scratch_mb, r->gid, err,
+	if (mon_client_stage(r->ld, r->id, pol->limits->scratch_mb, r->gid, err,
 	    sizeof(err)) == -1) {
 		run_abort(r, errno == EINVAL ? RULE_BAD_REQUEST : RULE_RUNTIME,
 		    err);
@@ -1853,8 +1850,8 @@ run_cleanup_sync(struct run *r)
 
 	if (r->created) {
 		r->created = 0;
-		if ((pid = mon_cmd(r->ld, r->id, r->tier, MON_DELETE, 0, -1,
-		    -1, err, sizeof(err))) == -1)
+		if ((pid = mon_client_cmd(r->ld, r->id, r->tier, MON_DELETE,
+		    0, -1, -1, err, sizeof(err))) == -1)
 			log_warnx("execution %s: delete: %s", r->id, err);
 		else if (mon_wait_exit(r->ld, pid, LAUNCHD_CMD_SECONDS) != 0)
 			log_debug("execution %s: %s delete did not succeed",
@@ -1956,7 +1953,7 @@ run_stop_all(struct launchd *ld)
 			}
 		}
 		if (r->cmd_pid > 0) {
-			(void)mon_sigkill(ld, r->cmd_pid);
+			(void)mon_client_sigkill(ld, r->cmd_pid);
 			(void)mon_wait_exit(ld, r->cmd_pid,
 			    LAUNCHD_CMD_SECONDS);
 			r->cmd_pid = 0;
@@ -1969,7 +1966,7 @@ run_stop_all(struct launchd *ld)
 		if (!r->exited && r->pid > 0) {
 			int	 st;
 
-			(void)mon_sigkill(ld, r->pid);
+			(void)mon_client_sigkill(ld, r->pid);
 			if ((st = mon_wait_exit(ld, r->pid,
 			    LAUNCHD_CMD_SECONDS)) != -1) {
 				r->exited = 1;
