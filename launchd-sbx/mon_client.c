@@ -673,7 +673,10 @@ mon_client_start(struct launchd *ld)
 	if ((pid = fork()) == -1)
 		fatal("fork");
 	if (pid == 0) {
-		/* Its end survives the exec; nothing else of ours does. */
+		/* Its end survives the exec; nothing else of ours does.  A
+		 * session of its own: a terminal's ^C is the launcher's to
+		 * act on (it stops, and the monitor follows on EOF). */
+		(void)setsid();
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		for (int s = 1; s < NSIG; s++)
