@@ -368,6 +368,9 @@ int		 runtime_rmtree(const char *path);
 /* Start sbx-monitor (as root, after daemon()) and wait for its MON_READY;
  * fatal when it does not come.  Its socket joins the loop. */
 void		 mon_client_start(struct launchd *);
+/* Its socket (a ready monitor's) joins the loop: mon_client_start's last
+ * step, and a unit test's first. */
+void		 mon_client_attach(struct launchd *, int fd);
 /* Shutdown: close the socket (the monitor deletes what is left and
  * exits) and wait for it, bounded. */
 void		 mon_client_stop(struct launchd *);

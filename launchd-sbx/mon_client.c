@@ -720,12 +720,19 @@ mon_client_start(struct launchd *ld)
 			fatalx("sbx-monitor sent type %u before it was ready",
 			    p.h.type);
 	}
+	mon_client_attach(ld, ld->mon_fd);
+	log_info("sbx-monitor ready (pid %ld)", (long)pid);
+}
+
+void
+mon_client_attach(struct launchd *ld, int fd)
+{
+	ld->mon_fd = fd;
 	if ((ld->mon_ev = event_new(ld->base, ld->mon_fd, EV_READ | EV_PERSIST,
 	    mon_read_cb, ld)) == NULL || event_add(ld->mon_ev, NULL) == -1 ||
 	    (ld->mon_qev = event_new(ld->base, -1, 0, mon_queue_cb,
 	    ld)) == NULL)
 		fatalx("cannot watch sbx-monitor's socket");
-	log_info("sbx-monitor ready (pid %ld)", (long)pid);
 }
 
 int
