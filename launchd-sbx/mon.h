@@ -28,6 +28,7 @@
 #define ST_START	0x20
 #define ST_HANDOVER	0x40
 #define ST_DELETED	0x80	/* a DELETE of it exited 0 */
+#define ST_DEAD		0x100	/* created, and its init reaped (or none) */
 
 struct mon_tier {
 	const char	*path;		/* NULL: not configured */
@@ -41,6 +42,7 @@ struct mon_slot {
 	char		 id[MON_ID_MAX + 1];
 	uint32_t	 state;		/* 0: free */
 	uint32_t	 gid, tier, scratch_mb;
+	pid_t		 init;		/* from its pid file, until reaped */
 	uint64_t	 gen;		/* tells a reused slot from its past */
 };
 

@@ -421,9 +421,9 @@ fail:
 
 /* ---- SEAL ---- */
 
-/* dfd/name, a regular file of the launcher's with one link, becomes
- * root:gid mode.  The link count is read again once it is root's: no
- * link can be made to it after that. */
+/* dfd/name, a regular file of the launcher's with one link and no
+ * writer, becomes root:gid mode.  Both are checked again once it is
+ * root's: no link can be made to it, and no writer open it, after that. */
 static int
 mon_seal_file(const struct mon *m, int dfd, const char *name, gid_t gid,
     mode_t mode)
@@ -435,13 +435,16 @@ mon_seal_file(const struct mon *m, int dfd, const char *name, gid_t gid,
 	    O_NOCTTY | O_CLOEXEC)) == -1)
 		return -1;
 	errno = EPERM;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-	    st.st_uid == m->uid && fchown(fd, 0, gid) == 0 &&
-	    fchmod(fd, mode) == 0 && fstat(fd, &st) == 0) {
-		errno = EMLINK;
-		if (st.st_nlink == 1)
-			rc = 0;
-	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != m->uid || fchown(fd, 0, gid) == -1 ||
+	    fchmod(fd, mode) == -1 || fstat(fd, &st) == -1)
+		goto out;
+	errno = EMLINK;
+	/* A writer that opened (or mapped) it before stays one: the kernel
+	 * refuses a read lease while anyone can write it. */
+	if (st.st_nlink == 1 && fcntl(fd, F_SETLEASE, F_RDLCK) == 0)
+		rc = fcntl(fd, F_SETLEASE, F_UNLCK);
+out:
 	close(fd);
 	return rc;
 }
@@ -852,23 +855,50 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 
 /* ---- children ---- */
 
-/* A child was reaped: a runtime command's end.  A CREATE that exited 0
- * shares its cgroups before its MON_EXIT goes out. */
+/*
+ * After a CREATE: its init, from the pid file the runtime (root) wrote in
+ * x-ID, if it is a live child of ours (adopted); none, and the container
+ * is as dead as HANDOVER needs it.
+ */
+static void
+mon_init(struct mon *m, struct mon_slot *s)
+{
+	char	 path[sizeof(m->rundir) + MON_ID_MAX + 8], buf[32];
+	ssize_t	 n = -1;
+	int	 fd;
+
+	mon_fmt(path, sizeof(path), "%s/x-%s/pid", m->rundir, s->id);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	if ((s->init = (pid_t)strtol(buf, NULL, 10)) <= 0 || !mon_child(s->init))
+		s->state |= ST_DEAD;
+}
+
+/* A child was reaped: a container's init, or a runtime command.  A
+ * CREATE that exited 0 shares its cgroups before its MON_EXIT goes out. */
 void
 mon_reaped(struct mon *m, pid_t pid, int status)
 {
 	struct mon_slot	*s;
 
+	for (size_t i = 0; i < m->gid_count; i++)
+		if (m->slots[i].state != 0 && m->slots[i].init == pid)
+			m->slots[i].state |= ST_DEAD;
 	for (size_t i = 0; i < MON_CMDS_MAX; i++) {
 		struct mon_run	*run = &m->runs[i];
 
 		if (run->pid != pid)
 			continue;
 		s = &m->slots[run->slot];
-		if (status == 0 && s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE)
+		if (s->state != 0 && s->gen == run->gen) {
+			if (run->verb == MON_CREATE && status == 0)
 				mon_cg_share(m, s->id);
-			else if (run->verb == MON_DELETE)
+			if (run->verb == MON_CREATE)
+				mon_init(m, s);
+			if (run->verb == MON_DELETE && status == 0)
 				s->state |= ST_DELETED;
 		}
 		memset(run, 0, sizeof(*run));
@@ -950,11 +980,15 @@ mon_teardown(struct mon *m)
 	for (size_t i = 0; i < m->gid_count; i++)
 		if (m->slots[i].state & ST_CREATE)
 			pids[i] = mon_delete_start(m, &m->slots[i]);
+	for (size_t i = 0; i < m->gid_count; i++)
+		if (pids[i] > 0 && mon_wait(pids[i], deadline) != 0)
+			log_warnx("cannot delete container %s", m->slots[i].id);
+	/* A delete that failed leaves its init to us: no sandbox outlives
+	 * its monitor. */
+	mon_kill_children();
 	for (size_t i = 0; i < m->gid_count; i++) {
 		char	 x[MON_ID_MAX + 3];
 
-		if (pids[i] > 0 && mon_wait(pids[i], deadline) != 0)
-			log_warnx("cannot delete container %s", m->slots[i].id);
 		if (m->slots[i].state == 0)
 			continue;
 		(void)mon_cg_rmdirs(m, m->slots[i].id);
