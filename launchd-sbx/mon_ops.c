@@ -62,16 +62,9 @@ static const char *const mon_shared[] = {
 	"pids", "cpuacct", "memory", "unified", "", NULL
 };
 
-static void	 mon_fmt(char *, size_t, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
-static int	 mon_err(struct mon_req *, int, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
-static int	 mon_bad(struct mon_req *, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
-
 /* snprintf: a path or a sentence, cut at size (each is sized to hold
  * what it is given, the sentences for the wire). */
-static void
+static __attribute__((format(printf, 3, 4))) void
 mon_fmt(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -82,7 +75,7 @@ mon_fmt(char *buf, size_t size, const char *fmt, ...)
 }
 
 /* An answer: MON_ERR with err, "what: strerror(err)". */
-static int
+static __attribute__((format(printf, 3, 4))) int
 mon_err(struct mon_req *a, int err, const char *fmt, ...)
 {
 	char	 what[MON_ERR_MAX - 50];
@@ -98,7 +91,7 @@ mon_err(struct mon_req *a, int err, const char *fmt, ...)
 }
 
 /* A violation: no answer, the monitor dies with this reason. */
-static int
+static __attribute__((format(printf, 2, 3))) int
 mon_bad(struct mon_req *a, const char *fmt, ...)
 {
 	va_list	 ap;

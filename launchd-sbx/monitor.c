@@ -97,9 +97,6 @@ static const struct mon_rule {
 /* The largest request, and a byte more to tell a longer one. */
 #define MON_PKT_MAX	(sizeof(struct mon_hdr) + sizeof(struct mon_handover))
 
-static void	 mon_die(struct mon *, const char *, ...)
-		    __attribute__((format(printf, 2, 3), noreturn));
-
 static __attribute__((noreturn)) void
 mon_usage(void)
 {
@@ -290,23 +287,13 @@ mon_send(struct mon *m, uint32_t type, const void *body, uint32_t len,
 	union {
 		struct cmsghdr	 c;
 		char		 b[CMSG_SPACE(sizeof(int))];
-	}		 cm;
-	struct msghdr	 msg;
-	struct cmsghdr	*c;
+	}		 cm = { .c = { .cmsg_len = CMSG_LEN(sizeof(int)),
+	    .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS } };
+	struct msghdr	 msg = { .msg_iov = iov, .msg_iovlen = len > 0 ? 2 : 1,
+	    .msg_control = fd != -1 ? cm.b : NULL,
+	    .msg_controllen = fd != -1 ? sizeof(cm.b) : 0 };
 
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = iov;
-	msg.msg_iovlen = len > 0 ? 2 : 1;
-	if (fd != -1) {
-		memset(&cm, 0, sizeof(cm));
-		msg.msg_control = cm.b;
-		msg.msg_controllen = sizeof(cm.b);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
+	memcpy(CMSG_DATA(&cm.c), &fd, sizeof(int));
 	if (sendmsg(m->sock, &msg, MSG_NOSIGNAL) == -1) {
 		log_warn("send to the launcher");
 		mon_teardown(m);
@@ -314,7 +301,7 @@ mon_send(struct mon *m, uint32_t type, const void *body, uint32_t len,
 	}
 }
 
-static void
+static __attribute__((format(printf, 2, 3), noreturn)) void
 mon_die(struct mon *m, const char *fmt, ...)
 {
 	char	 why[512];
@@ -338,23 +325,16 @@ mon_eof(struct mon *m, const char *why)
 	exit(0);
 }
 
+/* The rule of a request: its type's, and for CMD its verb's too. */
 static const struct mon_rule *
-mon_rule(uint32_t type, const char *body, size_t len)
+mon_rule(uint32_t type, const char *body)
 {
-	uint32_t	 verb;
+	const struct mon_cmd	*c = (const struct mon_cmd *)body;
 
-	for (size_t i = 0; i < MON_NRULES; i++) {
-		if (mon_rules[i].type != type)
-			continue;
-		if (type != MON_CMD)
+	for (size_t i = 0; i < MON_NRULES; i++)
+		if (mon_rules[i].type == type && (type != MON_CMD ||
+		    mon_rules[i].verb == c->verb))
 			return &mon_rules[i];
-		if (len != sizeof(struct mon_cmd))
-			return &mon_rules[i];	/* the size check says no */
-		memcpy(&verb, body + offsetof(struct mon_cmd, verb),
-		    sizeof(verb));
-		if (mon_rules[i].verb == verb)
-			return &mon_rules[i];
-	}
 	return NULL;
 }
 
@@ -437,7 +417,7 @@ mon_request(struct mon *m)
 		mon_die(m, "a packet of %zd bytes", n);
 	if (pkt.h.magic != MON_MAGIC || pkt.h.pad != 0)
 		mon_die(m, "bad magic 0x%x or pad", pkt.h.magic);
-	if ((r = mon_rule(pkt.h.type, body, pkt.h.len)) == NULL)
+	if ((r = mon_rule(pkt.h.type, body)) == NULL)
 		mon_die(m, "unknown request type %u (or CMD verb)", pkt.h.type);
 	if (pkt.h.len != r->size || (size_t)n != sizeof(pkt.h) + r->size)
 		mon_die(m, "%s of %zd bytes, header says %u, want %zu", r->name,
