@@ -397,8 +397,9 @@ int		 mon_client_seal(struct launchd *, const char *id, char *err,
 		    size_t errlen);
 int		 mon_client_spec(struct launchd *, const struct mon_spec *,
 		    char *err, size_t errlen);
-/* The command's pid (its MON_EXIT follows); fd1 and fd2 (CREATE, or -1)
- * become its stdout and stderr. */
+/* The command's pid (its MON_EXIT follows), run at niceness nice (0, or
+ * LAUNCHD_BG_NICE for work no launch waits for); fd1 and fd2 (CREATE, or
+ * -1) become its stdout and stderr. */
 pid_t		 mon_client_cmd(struct launchd *, const char *id, int tier,
 		    int verb, int nice, int fd1, int fd2, char *err,
 		    size_t errlen);

@@ -433,7 +433,7 @@ mon_client_cmd(struct launchd *ld, const char *id, int tier, int verb, int nice,
 		return mon_bad_id(id, err, errlen);
 	c.tier = (uint32_t)tier;
 	c.verb = (uint32_t)verb;
-	c.nice = verb == MON_CREATE ? nice : 0;
+	c.nice = nice;
 	if (mon_call(ld, MON_CMD, &c, sizeof(c), fds,
 	    verb == MON_CREATE && fd1 != -1 && fd2 != -1 ? 2 : 0, &pid, NULL,
 	    err, errlen) == -1)

@@ -38,15 +38,12 @@
  * limits copied from its policy), up to POOL_MAX_LEARNED keys, and the
  * launches after it with the same limits are served from the pool.
  */
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -680,7 +677,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	/* Start it now: sbx-init becomes PID 1 and waits on its FIFO, so
 	 * that a launch pays for neither step. */
 	if ((e->cmd_pid = mon_client_cmd(ld, e->id, p->keys[e->k].conf->tier,
-	    MON_START, 0, -1, -1, err, sizeof(err))) == -1) {
+	    MON_START, LAUNCHD_BG_NICE, -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("pool entry %s: start: %s", e->id, err);
 		e->cmd_pid = 0;
 		pool_entry_failed(ld, e, "start", -1);

@@ -789,8 +789,9 @@ run_bg_delete(struct run *r)
 		return;
 	}
 	r->del_wait = 0;
-	if ((r->del_pid = mon_client_cmd(r->ld, r->id, r->tier, MON_DELETE, 0,
-	    -1, -1, err, sizeof(err))) == -1) {
+	/* After the init's end: no launch waits for it. */
+	if ((r->del_pid = mon_client_cmd(r->ld, r->id, r->tier, MON_DELETE,
+	    LAUNCHD_BG_NICE, -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("execution %s: cannot run %s delete: %s", r->id,
 		    r->rt->path, err);
 		r->del_pid = 0;

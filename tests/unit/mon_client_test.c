@@ -147,7 +147,7 @@ Test(mon_client, answer_after_an_exit)
 	cr_assert_str_eq(c.id, "abc");
 	cr_assert_eq(c.verb, MON_START);
 	cr_assert_eq(c.tier, 1);
-	cr_assert_eq(c.nice, 0, "nice is CREATE's alone");
+	cr_assert_eq(c.nice, 7);
 	/* Not inside the call: from the loop. */
 	cr_assert_eq(nseen, 0);
 	event_base_loop(ld.base, EVLOOP_NONBLOCK);
