@@ -119,7 +119,6 @@ struct run {
 	char				 dir[PATH_MAX];
 	char				 pool_key[65];	/* "" unless pooled */
 	int				 staged;	/* the monitor staged it */
-	int				 sealed;	/* ... and sealed it */
 	int				 cg;		/* CREATE was accepted:
 							 * cgroups may exist */
 	int				 created;	/* runtime state may exist */
@@ -1163,7 +1162,6 @@ run_need_done(struct run *r, int what)
 		run_fail(r, RULE_RUNTIME, "sealing the staging: %s", err);
 		return;
 	}
-	r->sealed = 1;
 	if (r->pool_key[0] != '\0') {
 		run_do_start(r);
 		return;
