@@ -549,9 +549,9 @@ mon_seal(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		if ((fd = openat(xfd, trees[i], O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 		    mon_seal_dir(m, fd, 0, bad, sizeof(bad)) == -1) {
-			mon_err(a, errno, "SEAL %s: %s/ at \"%.64s\" (directories and "
-			    "one-link files of the launcher's only)", s->id,
-			    trees[i], bad);
+			mon_err(a, errno, "SEAL %s: %s/ at \"%.64s\" (directories "
+			    "and one-link files of the launcher's only)",
+			    s->id, trees[i], bad);
 			rc = -1;
 		}
 		if (fd != -1)
@@ -866,7 +866,8 @@ mon_init(struct mon *m, struct mon_slot *s)
 		close(fd);
 	}
 	buf[n > 0 ? n : 0] = '\0';
-	if ((s->init = (pid_t)strtol(buf, NULL, 10)) <= 0 || !mon_child(s->init))
+	s->init = (pid_t)strtol(buf, NULL, 10);
+	if (s->init <= 0 || !mon_child(s->init))
 		s->state |= ST_DEAD;
 }
 
