@@ -549,9 +549,9 @@ mon_seal(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		if ((fd = openat(xfd, trees[i], O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 		    mon_seal_dir(m, fd, 0, bad, sizeof(bad)) == -1) {
-			mon_err(a, errno, "SEAL %s: %s/ at \"%.64s\" (directories and "
-			    "one-link files of the launcher's only)", s->id,
-			    trees[i], bad);
+			mon_err(a, errno, "SEAL %s: %s/ at \"%.64s\" (directories "
+			    "and one-link files of the launcher's only)",
+			    s->id, trees[i], bad);
 			rc = -1;
 		}
 		if (fd != -1)
@@ -880,7 +880,8 @@ mon_init(struct mon *m, struct mon_slot *s)
 		close(fd);
 	}
 	buf[n > 0 ? n : 0] = '\0';
-	if ((s->init = (pid_t)strtol(buf, NULL, 10)) <= 0 || !mon_child(s->init))
+	s->init = (pid_t)strtol(buf, NULL, 10);
+	if (s->init <= 0 || !mon_child(s->init))
 		s->state |= ST_DEAD;
 }
 
@@ -948,24 +949,34 @@ mon_expire(struct mon *m)
 	}
 }
 
-/* Every live child: the runtime commands and the inits (and runsc's
- * sandbox and gofer) adopted as their subreaper. */
+/*
+ * Every live child: the runtime commands and the inits (and runsc's
+ * sandbox and gofer) adopted as their subreaper.  What a killed command
+ * had started becomes ours only once it is dead: again, until none is
+ * left (or a second has passed).
+ */
 void
 mon_kill_children(void)
 {
+	struct timespec	 nap = { 0, 10000000 };
 	struct dirent	*de;
 	DIR		*d;
 	char		*end;
 	long		 pid;
+	int		 n = 1;
 
-	if ((d = opendir("/proc")) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		pid = strtol(de->d_name, &end, 10);
-		if (*end == '\0' && pid > 0 && mon_child((pid_t)pid))
-			kill((pid_t)pid, SIGKILL);
+	for (int pass = 0; n > 0 && pass < 100; pass++) {
+		if (pass > 0)
+			nanosleep(&nap, NULL);
+		if ((d = opendir("/proc")) == NULL)
+			return;
+		for (n = 0; (de = readdir(d)) != NULL; )
+			if ((pid = strtol(de->d_name, &end, 10)) > 0 &&
+			    *end == '\0' && mon_child((pid_t)pid) &&
+			    kill((pid_t)pid, SIGKILL) == 0)
+				n++;
+		closedir(d);
 	}
-	closedir(d);
 }
 
 /*
