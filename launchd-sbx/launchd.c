@@ -2,7 +2,7 @@
  * launchd.c: main, as a table for the skeleton in common/daemon.c.
  * Options, config (every error reported, -n stops there), policyd's public
  * key, the state directory (the launcher's user's, 0700) and the run
- * directory (the monitor's: root's, 0711), the runtime self-checks (a
+ * directory (the monitor's: root's, group the launcher's, 0710), the runtime self-checks (a
  * tier whose runtime fails is unavailable, never mapped to another), the
  * audit log, the sockets, then -- still root, after daemon() -- the root
  * monitor (sbx-monitor, mon_client.c), which reaps whatever a previous
@@ -49,7 +49,7 @@ launchd_gid(const struct launchd *ld)
 	return ld->conf->common.user != NULL ? ld->conf->common.gid : 0;
 }
 
-/* A directory of uid's, mode mode (one root made is given over). */
+/* A directory of uid's and gid's, mode mode (one root made is given over). */
 static void
 launchd_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode)
 {
@@ -61,8 +61,9 @@ launchd_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode)
 		fatal("%s", path);
 	if (!S_ISDIR(st.st_mode))
 		fatalx("%s: not a directory", path);
-	if (st.st_uid != uid && lchown(path, uid, gid) == -1)
-		fatal("chown %s to uid %u", path, (unsigned)uid);
+	if ((st.st_uid != uid || st.st_gid != gid) &&
+	    lchown(path, uid, gid) == -1)
+		fatal("chown %s to %u:%u", path, (unsigned)uid, (unsigned)gid);
 	if (chmod(path, mode) == -1)
 		fatal("chmod %s", path);
 }
@@ -85,11 +86,13 @@ launchd_dirs(struct launchd *ld)
 	}
 	/*
 	 * The staging directories and the runtimes' state: the monitor's,
-	 * root's and written by root alone (it refuses anything else); the
-	 * launcher passes through to the parts of each staging that are
-	 * its own.
+	 * root's and written by root alone (it refuses anything else).  The
+	 * launcher's group may pass through to the parts of each staging
+	 * that are the launcher's; no other user may (each x-ID is 0711 and
+	 * sealed copies are world-readable: the run directory is what keeps
+	 * other host users out of every execution's in/ and code/).
 	 */
-	launchd_mkdir(c->run_dir, 0, 0, 0711);
+	launchd_mkdir(c->run_dir, 0, gid, 0710);
 	xasprintf(&p, "%s/runtime", c->run_dir);
 	launchd_mkdir(p, 0, 0, 0700);
 	free(p);

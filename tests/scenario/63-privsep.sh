@@ -105,13 +105,47 @@ fi
 note "sbx-launch cannot read policyd's signing key or brokerd's store"
 
 rd=$SBX_STATE/launchd-run
-[ "$(stat -c '%u %a' "$rd")" = "0 711" ] ||
-    fail "the run directory $rd is $(stat -c '%U %a' "$rd"), want root 711"
+want="0 $(id -g sbx-launch) 710"
+[ "$(stat -c '%u %g %a' "$rd")" = "$want" ] ||
+    fail "the run directory $rd is $(stat -c '%U:%G %a' "$rd"), want root:sbx-launch 710"
 run as_launch mkdir "$rd/x-planted"
 [ "$rc" -ne 0 ] || { rmdir "$rd/x-planted"; fail "sbx-launch made a directory in the monitor's run directory"; }
 run as_launch ls "$rd"
 [ "$rc" -ne 0 ] || fail "sbx-launch lists the run directory"
 note "sbx-launch cannot plant or list anything in the run directory"
+
+# ---- during a run: the staged copies -------------------------------------
+# The launcher filled in/ and code/, the monitor sealed them: now the
+# launcher cannot change what the sandbox runs, and no other host user
+# can read them.
+id=sc-privsep-live-$$
+task_file "$T/live.yaml" "$id" supplier-2026-q3
+printf 'import time\nprint("start", flush=True)\ntime.sleep(4)\nprint("hello")\n' >"$T/main.py"
+ctl run "$T/live.yaml" >"$T/live.out" 2>"$T/live.err" &
+bg=$!
+x=""
+i=0
+while [ -z "$x" ] && [ $i -lt 100 ]; do
+	for d in "$rd"/x-*; do
+		[ -f "$d/code/main.py" ] && [ "$(stat -c %u "$d/code/main.py")" = 0 ] && x=$d
+	done
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -n "$x" ] || { wait $bg || true; cat "$T/live.err"; fail "no sealed staging appeared during the run"; }
+ng=$(id -gn nobody 2>/dev/null || echo nogroup)
+run setpriv --reuid nobody --regid "$ng" --clear-groups cat "$x/code/main.py"
+[ "$rc" -ne 0 ] || fail "another host user (nobody) read a running execution's code"
+run setpriv --reuid nobody --regid "$ng" --clear-groups ls "$x/in"
+[ "$rc" -ne 0 ] || fail "another host user (nobody) listed a running execution's inputs"
+run as_launch sh -c "echo 'print(1)' >>'$x/code/main.py'"
+[ "$rc" -ne 0 ] || fail "sbx-launch changed sealed code during the run"
+run as_launch sh -c "echo x >'$x/code/planted.py'"
+[ "$rc" -ne 0 ] || fail "sbx-launch added a file to sealed code during the run"
+wait $bg || { cat "$T/live.err"; fail "the live run failed"; }
+[ "$(jq -r .exit_code "$T/live.out")" = 0 ] || { cat "$T/live.out"; fail "the live run did not exit 0"; }
+note "sealed copies: sbx-launch cannot change them, other users cannot read them"
+printf 'print("hello")\n' >"$T/main.py"
 
 # ---- and a run still works ----------------------------------------------
 id=sc-privsep-$$
