@@ -102,6 +102,19 @@ LAUNCHD_SRCS += launchd-sbx/client.c
 LAUNCHD_SRCS += launchd-sbx/egress_client.c
 LAUNCHD_SRCS += launchd-sbx/gate_client.c
 
+# sbx-monitor: launchd-sbx's root half (launchd-sbx/monitor.h).  It links
+# libc alone -- these sources and no -l, no library archive -- so a call
+# into anything else fails the link (tests/monitor/size checks the result).
+MONITOR_SRCS  = launchd-sbx/monitor.c
+MONITOR_SRCS += launchd-sbx/mon_ops.c
+MONITOR_SRCS += launchd-sbx/handover.c
+MONITOR_SRCS += launchd-sbx/spec.c
+MONITOR_SRCS += launchd-sbx/seccomp.c
+MONITOR_SRCS += launchd-sbx/jsonw.c
+MONITOR_SRCS += common/log.c
+MONITOR_SRCS += common/name.c
+MONITOR_SRCS += common/utf8.c
+
 BROKERD_SRCS  = brokerd/brokerd.c
 BROKERD_SRCS += brokerd/parse.c
 BROKERD_SRCS += brokerd/control.c
@@ -151,6 +164,7 @@ ALLCFLAGS += $(GATED_CFLAGS)
 
 PROGS = policyd sbxctl
 PROGS += launchd-sbx
+PROGS += sbx-monitor
 PROGS += sbx-init
 PROGS += egressd
 PROGS += brokerd
@@ -264,6 +278,10 @@ $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMO
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^
 
 # sbxctl canary looks for its probes where `make install` puts them.
 $(call obj,sbxctl/canary.c): XCFLAGS += -DSBX_CANARY_DIR='"$(PREFIX)/share/sbx/canary"'
@@ -397,6 +415,16 @@ test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe \
 	@tests/record launch$(SUITE_SFX) env SBX_INIT=$(CURDIR)/build/bin/sbx-init \
 	    tests/launch/run $(B)/bin
 
+# sbx-monitor: its size and its libc-only link (tests/monitor/size), then
+# the attacks on its protocol (tests/monitor/run, root), when present.
+.PHONY: test-monitor
+test-monitor: $(B)/bin/sbx-monitor
+	@rc=0; tests/record monitor-size$(SUITE_SFX) tests/monitor/size \
+	    $(if $(SUITE_SFX),--san) $(B)/bin/sbx-monitor || rc=1; \
+	if [ -x tests/monitor/run ]; then \
+	    tests/record monitor$(SUITE_SFX) tests/monitor/run \
+	    $(CURDIR)/$(B)/bin || rc=1; fi; exit $$rc
+
 # brokerd through its sockets as the invoking user: secrets in, credentials
 # out for bound hosts only, every refusal checked.
 .PHONY: test-broker
@@ -526,6 +554,7 @@ test-suites:
 	$(if $(SUITE_SFX),,@$(MAKE) --no-print-directory test-dupes $(call RECORD_FAIL,dupes))
 	@$(MAKE) --no-print-directory test-spec $(call RECORD_FAIL,spec)
 	@$(MAKE) --no-print-directory test-launch $(call RECORD_FAIL,launch)
+	@$(MAKE) --no-print-directory test-monitor $(call RECORD_FAIL,monitor)
 	@$(MAKE) --no-print-directory test-deploy $(call RECORD_FAIL,deploy)
 	@$(MAKE) --no-print-directory test-egress $(call RECORD_FAIL,egress)
 	@$(MAKE) --no-print-directory test-differential $(call RECORD_FAIL,differential)
@@ -646,7 +675,7 @@ deps:
 # example configuration (the *.yaml.in sbx-up fills in, the templates, the
 # entitlements, the worked example's task, code, spreadsheet and FX API).
 # Honours DESTDIR and PREFIX.
-INSTALL_SBIN = policyd launchd-sbx egressd brokerd gated approvald
+INSTALL_SBIN = policyd launchd-sbx sbx-monitor egressd brokerd gated approvald
 INSTALL_BIN  = sbxctl approvalctl
 MAN8 = $(sort $(wildcard */*.8))
 MAN5 = $(sort $(wildcard */*.5))

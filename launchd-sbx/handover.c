@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +34,7 @@
 #include <linux/openat2.h>
 
 #include "log.h"
-#include "launchd-sbx/launchd.h"
+#include "launchd-sbx/handover.h"
 
 /* A name deeper than this is not an output gated releases anyway. */
 #define HANDOVER_DEPTH		32
