@@ -28,6 +28,7 @@
 #define ST_START	0x20
 #define ST_HANDOVER	0x40
 #define ST_DELETED	0x80	/* a DELETE of it exited 0 */
+#define ST_DEAD		0x100	/* created, and its init reaped (or none) */
 
 struct mon_tier {
 	const char	*path;		/* NULL: not configured */
@@ -41,6 +42,7 @@ struct mon_slot {
 	char		 id[MON_ID_MAX + 1];
 	uint32_t	 state;		/* 0: free */
 	uint32_t	 gid, tier, scratch_mb;
+	pid_t		 init;		/* from its pid file, until reaped */
 	uint64_t	 gen;		/* tells a reused slot from its past */
 };
 
@@ -67,38 +69,32 @@ struct mon {
 	uint64_t	 gen;
 };
 
-/* One request's answer: MON_OK {value} (+ fd) when err is 0. */
-struct mon_ans {
+/*
+ * One request as an operation sees it (its body, checked for size, and
+ * its descriptors, which the loop closes after), and its answer: MON_OK
+ * {value} (with fd, which the loop sends and closes) when err is 0,
+ * else MON_ERR {err, msg}.
+ */
+struct mon_req {
+	uint32_t	 type;
+	const void	*body;
+	const int	*fds;
+	int		 nfds;
 	int32_t		 err;
 	char		 msg[MON_ERR_MAX];
 	int64_t		 value;
 	int		 fd;
 };
 
-/* What an operation returns: answered (MON_OK or MON_ERR in the answer),
- * or a violation, the reason in ans->msg. */
+/* An operation returns MON_ANSWERED (the answer is in the request) or
+ * MON_VIOLATION (the reason in msg: the monitor dies). */
 #define MON_ANSWERED	0
 #define MON_VIOLATION	(-1)
+typedef int mon_op(struct mon *, struct mon_slot *, struct mon_req *);
 
 /* mon_ops.c */
-int	 mon_stage(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_seal(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_spec(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_cmd(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_sigkill(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_renice(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_handover(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_cg_remove(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
-int	 mon_unstage(struct mon *, struct mon_slot *, const void *,
-	    const int *, int, struct mon_ans *);
+mon_op	 mon_stage, mon_seal, mon_spec, mon_cmd, mon_pid, mon_handover;
+mon_op	 mon_cg_remove, mon_unstage;
 int	 mon_id_ok(const char id[MON_ID_MAX + 1]);
 void	 mon_reap_leftovers(struct mon *);
 void	 mon_reaped(struct mon *, pid_t, int);

@@ -62,16 +62,9 @@ static const char *const mon_shared[] = {
 	"pids", "cpuacct", "memory", "unified", "", NULL
 };
 
-static void	 mon_fmt(char *, size_t, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
-static int	 mon_err(struct mon_ans *, int, const char *, ...)
-		    __attribute__((format(printf, 3, 4)));
-static int	 mon_bad(struct mon_ans *, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
-
 /* snprintf: a path or a sentence, cut at size (each is sized to hold
  * what it is given, the sentences for the wire). */
-static void
+static __attribute__((format(printf, 3, 4))) void
 mon_fmt(char *buf, size_t size, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -82,8 +75,8 @@ mon_fmt(char *buf, size_t size, const char *fmt, ...)
 }
 
 /* An answer: MON_ERR with err, "what: strerror(err)". */
-static int
-mon_err(struct mon_ans *a, int err, const char *fmt, ...)
+static __attribute__((format(printf, 3, 4))) int
+mon_err(struct mon_req *a, int err, const char *fmt, ...)
 {
 	char	 what[MON_ERR_MAX - 50];
 	va_list	 ap;
@@ -98,8 +91,8 @@ mon_err(struct mon_ans *a, int err, const char *fmt, ...)
 }
 
 /* A violation: no answer, the monitor dies with this reason. */
-static int
-mon_bad(struct mon_ans *a, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3))) int
+mon_bad(struct mon_req *a, const char *fmt, ...)
 {
 	va_list	 ap;
 
@@ -125,14 +118,10 @@ mon_id_ok(const char id[MON_ID_MAX + 1])
 {
 	size_t	 n = strnlen(id, MON_ID_MAX + 1);
 
-	if (n == 0 || n > MON_ID_MAX || id[0] == '.')
+	if (n == 0 || n > MON_ID_MAX || id[0] == '.' || strspn(id,
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+	    != n)
 		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') ||
-		    (id[i] >= 'A' && id[i] <= 'Z') ||
-		    (id[i] >= '0' && id[i] <= '9') || id[i] == '_' ||
-		    id[i] == '.' || id[i] == '-'))
-			return 0;
 	for (size_t i = n; i <= MON_ID_MAX; i++)
 		if (id[i] != '\0')
 			return 0;
@@ -363,20 +352,17 @@ mon_cg_share(const struct mon *m, const char *id)
 /* ---- STAGE ---- */
 
 int
-mon_stage(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_stage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
 	static const struct {
 		const char	*name;
 		mode_t		 mode;
 	} subs[] = { { "in", 0700 }, { "code", 0700 }, { "run", 0755 } };
-	const struct mon_stage	*r = body;
+	const struct mon_stage	*r = a->body;
 	const char		*what = "mkdir";
 	char			 x[MON_ID_MAX + 3], path[PATH_MAX], opts[128];
 	int			 xfd = -1, e;
 
-	(void)fds;
-	(void)nfds;
 	if (r->scratch_mb < 1 || r->scratch_mb > 1048576)
 		return mon_bad(a, "STAGE %s: scratch_mb %u", r->id,
 		    r->scratch_mb);
@@ -417,7 +403,6 @@ mon_stage(struct mon *m, struct mon_slot *s, const void *body,
 	close(xfd);
 	s->gid = r->gid;
 	s->scratch_mb = r->scratch_mb;
-	a->err = 0;
 	return MON_ANSWERED;
 fail:
 	e = errno;
@@ -429,9 +414,9 @@ fail:
 
 /* ---- SEAL ---- */
 
-/* dfd/name, a regular file of the launcher's with one link, becomes
- * root:gid mode.  The link count is read again once it is root's: no
- * link can be made to it after that. */
+/* dfd/name, a regular file of the launcher's with one link and no
+ * writer, becomes root:gid mode.  Both are checked again once it is
+ * root's: no link can be made to it, and no writer open it, after that. */
 static int
 mon_seal_file(const struct mon *m, int dfd, const char *name, gid_t gid,
     mode_t mode)
@@ -443,13 +428,16 @@ mon_seal_file(const struct mon *m, int dfd, const char *name, gid_t gid,
 	    O_NOCTTY | O_CLOEXEC)) == -1)
 		return -1;
 	errno = EPERM;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
-	    st.st_uid == m->uid && fchown(fd, 0, gid) == 0 &&
-	    fchmod(fd, mode) == 0 && fstat(fd, &st) == 0) {
-		errno = EMLINK;
-		if (st.st_nlink == 1)
-			rc = 0;
-	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != m->uid || fchown(fd, 0, gid) == -1 ||
+	    fchmod(fd, mode) == -1 || fstat(fd, &st) == -1)
+		goto out;
+	errno = EMLINK;
+	/* A writer that opened (or mapped) it before stays one: the kernel
+	 * refuses a read lease while anyone can write it. */
+	if (st.st_nlink == 1 && fcntl(fd, F_SETLEASE, F_RDLCK) == 0)
+		rc = fcntl(fd, F_SETLEASE, F_UNLCK);
+out:
 	close(fd);
 	return rc;
 }
@@ -546,16 +534,12 @@ mon_seal_run(const struct mon *m, const struct mon_slot *s, int xfd,
 }
 
 int
-mon_seal(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_seal(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
 	static const char *const trees[] = { "in", "code", NULL };
 	char	 bad[NAME_MAX + 1];
-	int	 xfd, fd, rc = 0, e;
+	int	 xfd, fd, rc = 0;
 
-	(void)body;
-	(void)fds;
-	(void)nfds;
 	if ((s->state & ST_SPEC) && !(s->state & ST_POOL))
 		return mon_bad(a, "SEAL %s: after its SPEC", s->id);
 	if ((xfd = mon_xopen(m, s->id)) == -1)
@@ -565,10 +549,9 @@ mon_seal(struct mon *m, struct mon_slot *s, const void *body,
 		if ((fd = openat(xfd, trees[i], O_RDONLY | O_DIRECTORY |
 		    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
 		    mon_seal_dir(m, fd, 0, bad, sizeof(bad)) == -1) {
-			e = errno;
-			mon_err(a, e, "SEAL %s: %s/ at \"%.64s\" (directories and "
-			    "one-link files of the launcher's only)", s->id,
-			    trees[i], bad);
+			mon_err(a, errno, "SEAL %s: %s/ at \"%.64s\" (directories "
+			    "and one-link files of the launcher's only)",
+			    s->id, trees[i], bad);
 			rc = -1;
 		}
 		if (fd != -1)
@@ -587,42 +570,35 @@ mon_seal(struct mon *m, struct mon_slot *s, const void *body,
 	if (fd != -1)
 		close(fd);
 	close(xfd);
-	if (rc == 0)
-		a->err = 0;
 	return MON_ANSWERED;
 }
 
 /* ---- SPEC ---- */
 
 int
-mon_spec(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_spec(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	const struct mon_spec	*r = body;
+	static const char *const names[] = { "rootfs", "in", "code",
+	    MON_SCRATCH, "run", POOL_EGRESS_SOCK, POOL_CA };
+	const struct mon_spec	*r = a->body;
 	const char *const	 texts[] = { r->policy_name, r->policy_hash,
 	    r->task_id, r->execution_id, r->interp, r->prog, r->pool_key };
-	struct spec_params	 sp;
-	struct open_how		 how;
-	char			 x[sizeof(m->rundir) + MON_ID_MAX + 4];
-	char			 rootfs[PATH_MAX], in[PATH_MAX];
-	char			 code[PATH_MAX], scratch[PATH_MAX], run[PATH_MAX];
-	char			 eg[PATH_MAX], ca[PATH_MAX], cg[PATH_MAX];
-	char			 err[MON_ERR_MAX], src[64], *argv[3], *text;
 	const uint32_t		 known = MON_SPEC_EGRESS | MON_SPEC_CA |
 	    MON_SPEC_POOL | MON_SPEC_WARM_PYTHON | MON_SPEC_NO_ANNOTATIONS;
 	const int		 pool = (r->flags & MON_SPEC_POOL) != 0;
+	char			 p[7][PATH_MAX], cg[PATH_MAX];
+	char			 err[MON_ERR_MAX], src[64], *argv[3], *text;
+	struct spec_params	 sp;
+	struct open_how		 how;
 	size_t			 len;
 	int			 xfd = -1, img = -1, mounted = 0, e;
 
-	(void)fds;
-	(void)nfds;
 	if (r->tier < 1 || r->tier >= MON_NTIERS ||
-	    m->tiers[r->tier].path == NULL)
-		return mon_bad(a, "SPEC %s: tier %u is not configured", s->id,
-		    r->tier);
-	if ((r->flags & ~known) != 0 || r->gid != s->gid)
-		return mon_bad(a, "SPEC %s: flags 0x%x or gid %u (staged with "
-		    "%u)", s->id, r->flags, r->gid, s->gid);
+	    m->tiers[r->tier].path == NULL || (r->flags & ~known) != 0 ||
+	    r->gid != s->gid)
+		return mon_bad(a, "SPEC %s: tier %u not configured, flags 0x%x "
+		    "or gid %u (staged with %u)", s->id, r->tier, r->flags,
+		    r->gid, s->gid);
 	if (pool == ((s->state & ST_SEALED) != 0))
 		return mon_bad(a, "SPEC %s: a %s spec %s SEAL", s->id,
 		    pool ? "pool" : "launch", pool ? "after" : "before");
@@ -634,46 +610,33 @@ mon_spec(struct mon *m, struct mon_slot *s, const void *body,
 		return mon_bad(a, "SPEC %s: image is not a name beneath the "
 		    "cache", s->id);
 
-	mon_fmt(x, sizeof(x), "%s/x-%s", m->rundir, s->id);
-	mon_fmt(rootfs, sizeof(rootfs), "%s/rootfs", x);
-	mon_fmt(in, sizeof(in), "%s/in", x);
-	mon_fmt(code, sizeof(code), "%s/code", x);
-	mon_fmt(scratch, sizeof(scratch), "%s/%s", x, MON_SCRATCH);
-	mon_fmt(run, sizeof(run), "%s/run", x);
-	mon_fmt(eg, sizeof(eg), "%s/%s", x, POOL_EGRESS_SOCK);
-	mon_fmt(ca, sizeof(ca), "%s/%s", x, POOL_CA);
+	/* Every path is the monitor's own: x-ID's and the parameters'. */
+	for (size_t i = 0; i < 7; i++)
+		mon_fmt(p[i], PATH_MAX, "%s/x-%s/%s", m->rundir, s->id,
+		    names[i]);
 	mon_fmt(cg, sizeof(cg), "/%s/%s", m->cgparent, s->id);
 	argv[0] = (char *)r->interp;
 	argv[1] = (char *)r->prog;
 	argv[2] = NULL;
-	memset(&sp, 0, sizeof(sp));
-	sp.policy_name = r->policy_name;
-	sp.policy_version = r->policy_version;
-	sp.cpus_milli = r->cpus_milli;
-	sp.memory_mb = r->memory_mb;
-	sp.pids = r->pids;
-	sp.scratch_mb = r->scratch_mb;
-	sp.policy_hash = r->policy_hash;
-	sp.task_id = r->task_id;
-	sp.execution_id = r->execution_id;
-	sp.rootfs = rootfs;
-	sp.in_dir = in;
-	sp.code_dir = code;
-	sp.scratch_dir = scratch;
-	sp.egress_sock = !pool && (r->flags & MON_SPEC_EGRESS) ? eg : NULL;
-	sp.ca_file = !pool && (r->flags & MON_SPEC_CA) ? ca : NULL;
-	sp.init_path = m->init;
-	sp.cgroups_path = cg;
-	sp.gid = s->gid;
-	sp.argv = argv;
-	sp.flavor = (enum spec_flavor)m->tiers[r->tier].flavor;
-	sp.pool = pool;
-	sp.pool_run = run;
-	sp.pool_entry_id = s->id;
-	sp.pool_key = r->pool_key;
-	sp.pool_egress = (r->flags & MON_SPEC_EGRESS) != 0;
-	sp.pool_warm_python = (r->flags & MON_SPEC_WARM_PYTHON) != 0;
-	sp.no_annotations = (r->flags & MON_SPEC_NO_ANNOTATIONS) != 0;
+	sp = (struct spec_params){
+		.policy_name = r->policy_name, .policy_hash = r->policy_hash,
+		.policy_version = r->policy_version,
+		.cpus_milli = r->cpus_milli, .memory_mb = r->memory_mb,
+		.pids = r->pids, .scratch_mb = r->scratch_mb,
+		.task_id = r->task_id, .execution_id = r->execution_id,
+		.rootfs = p[0], .in_dir = p[1], .code_dir = p[2],
+		.scratch_dir = p[3], .init_path = m->init, .cgroups_path = cg,
+		.gid = s->gid, .argv = argv,
+		.flavor = (enum spec_flavor)m->tiers[r->tier].flavor,
+		.egress_sock = !pool && (r->flags & MON_SPEC_EGRESS) ? p[5] :
+		    NULL,
+		.ca_file = !pool && (r->flags & MON_SPEC_CA) ? p[6] : NULL,
+		.pool = pool, .pool_run = p[4], .pool_entry_id = s->id,
+		.pool_key = r->pool_key,
+		.pool_egress = (r->flags & MON_SPEC_EGRESS) != 0,
+		.pool_warm_python = (r->flags & MON_SPEC_WARM_PYTHON) != 0,
+		.no_annotations = (r->flags & MON_SPEC_NO_ANNOTATIONS) != 0,
+	};
 	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {
 		a->err = EINVAL;
 		mon_fmt(a->msg, sizeof(a->msg), "SPEC %s: %s", s->id, err);
@@ -681,15 +644,12 @@ mon_spec(struct mon *m, struct mon_slot *s, const void *body,
 		return MON_ANSWERED;
 	}
 
-	if ((xfd = mon_xopen(m, s->id)) == -1) {
-		mon_fmt(err, sizeof(err), "x-%s", s->id);
-		goto fail;
-	}
-	mon_fmt(err, sizeof(err), "x-%s has no %s (SEAL moves it there)",
-	    s->id, sp.ca_file != NULL ? POOL_CA : POOL_EGRESS_SOCK);
-	if ((sp.egress_sock != NULL && faccessat(xfd, POOL_EGRESS_SOCK, F_OK,
-	    AT_SYMLINK_NOFOLLOW) == -1) || (sp.ca_file != NULL &&
-	    faccessat(xfd, POOL_CA, F_OK, AT_SYMLINK_NOFOLLOW) == -1))
+	mon_fmt(err, sizeof(err), "x-%s: its %s or %s (SEAL moves them "
+	    "there)", s->id, POOL_EGRESS_SOCK, POOL_CA);
+	if ((xfd = mon_xopen(m, s->id)) == -1 || (sp.egress_sock != NULL &&
+	    faccessat(xfd, POOL_EGRESS_SOCK, F_OK, AT_SYMLINK_NOFOLLOW) ==
+	    -1) || (sp.ca_file != NULL && faccessat(xfd, POOL_CA, F_OK,
+	    AT_SYMLINK_NOFOLLOW) == -1))
 		goto fail;
 	/* The launcher owns the cache: resolve the rootfs once, beneath it,
 	 * and bind that directory, so that no later rename or link of its
@@ -702,60 +662,58 @@ mon_spec(struct mon *m, struct mon_slot *s, const void *body,
 	if ((img = (int)syscall(SYS_openat2, m->cachefd, r->image, &how,
 	    sizeof(how))) == -1)
 		goto fail;
-	mon_fmt(err, sizeof(err), "bind %.128s on x-%s/rootfs", r->image,
-	    s->id);
+	mon_fmt(err, sizeof(err), "bind %.128s on rootfs", r->image);
 	mon_fmt(src, sizeof(src), "/proc/self/fd/%d", img);
 	if (mkdirat(xfd, "rootfs", 0700) == -1 ||
-	    mount(src, rootfs, NULL, MS_BIND, NULL) == -1)
+	    mount(src, p[0], NULL, MS_BIND, NULL) == -1)
 		goto fail;
 	mounted = 1;
 	if (spec_write_at(xfd, text, len, err, sizeof(err)) == -1)
 		goto fail;
-	free(text);
-	close(img);
-	close(xfd);
-	if (pool)
-		s->state |= ST_POOL;
+	s->state |= pool ? ST_POOL : 0;
 	s->tier = r->tier;
-	a->err = 0;
-	return MON_ANSWERED;
+	errno = 0;
 fail:
 	e = errno;
 	free(text);
-	if (mounted)
-		(void)umount2(rootfs, MNT_DETACH | UMOUNT_NOFOLLOW);
-	if (xfd != -1) {
+	if (e != 0 && mounted)
+		(void)umount2(p[0], MNT_DETACH | UMOUNT_NOFOLLOW);
+	if (e != 0 && xfd != -1)
 		(void)unlinkat(xfd, "rootfs", AT_REMOVEDIR);
+	if (xfd != -1)
 		close(xfd);
-	}
 	if (img != -1)
 		close(img);
-	return mon_err(a, e, "SPEC %s: %s", s->id, err);
+	return e == 0 ? MON_ANSWERED : mon_err(a, e, "SPEC %s: %s", s->id, err);
 }
 
 /* ---- CMD, SIGKILL, RENICE ---- */
 
 int
-mon_cmd(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	const struct mon_cmd	*r = body;
-	const struct mon_tier	*t;
+	const struct mon_cmd	*r = a->body;
+	const struct mon_tier	*t = &m->tiers[s->tier];
+	char			 bundle[PATH_MAX], pidf[PATH_MAX];
+	const char *const	 create[] = { "create", "--bundle", bundle,
+	    "--pid-file", pidf, s->id, NULL };
+	const char *const	 start[] = { "start", s->id, NULL };
+	const char *const	 killw[] = { "kill", "--all", s->id, "KILL", NULL };
+	const char *const	 del[] = { "delete", "--force", s->id, NULL };
+	const char *const	*words[] = { NULL, create, start, killw, del };
+	const char *const	*w;
 	struct mon_run		*run = NULL;
 	struct stat		 st;
-	char			 bundle[PATH_MAX], pidf[PATH_MAX];
-	const char		*w[8] = { NULL };
 	pid_t			 pid;
 
 	if (r->pad != 0 || r->nice < 0 || r->nice > 19 || r->tier != s->tier)
 		return mon_bad(a, "CMD %s: tier %u (its spec's %u), nice %d or "
 		    "pad", s->id, r->tier, s->tier, r->nice);
-	for (int i = 0; i < nfds; i++)
-		if (fstat(fds[i], &st) == -1 || !(S_ISFIFO(st.st_mode) ||
+	for (int i = 0; i < a->nfds; i++)
+		if (fstat(a->fds[i], &st) == -1 || !(S_ISFIFO(st.st_mode) ||
 		    S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode)))
 			return mon_bad(a, "CMD %s: descriptor %d is not a pipe, "
 			    "socket or file", s->id, i);
-	t = &m->tiers[r->tier];
 	if (access(t->path, X_OK) == -1)
 		return mon_err(a, errno, "CMD %s: runtime %s", s->id, t->path);
 	for (size_t i = 0; i < MON_CMDS_MAX && run == NULL; i++)
@@ -766,42 +724,14 @@ mon_cmd(struct mon *m, struct mon_slot *s, const void *body,
 		    "running", s->id, MON_CMDS_MAX);
 	mon_fmt(bundle, sizeof(bundle), "%s/x-%s", m->rundir, s->id);
 	mon_fmt(pidf, sizeof(pidf), "%s/pid", bundle);
-	switch (r->verb) {
-	case MON_CREATE:
-		w[0] = "create";
-		w[1] = "--bundle";
-		w[2] = bundle;
-		w[3] = "--pid-file";
-		w[4] = pidf;
-		w[5] = s->id;
-		break;
-	case MON_START:
-		w[0] = "start";
-		w[1] = s->id;
-		break;
-	case MON_KILL:
-		w[0] = "kill";
-		w[1] = "--all";
-		w[2] = s->id;
-		w[3] = "KILL";
-		break;
-	default:
-		w[0] = "delete";
-		w[1] = "--force";
-		w[2] = s->id;
-		break;
-	}
-	if ((pid = mon_spawn(m, r->tier, w, nfds == 2 ? fds[0] : -1,
-	    nfds == 2 ? fds[1] : -1, r->nice)) == -1)
+	w = words[r->verb];	/* monitor.c's table let only these through */
+	if ((pid = mon_spawn(m, r->tier, w, a->nfds == 2 ? a->fds[0] : -1,
+	    a->nfds == 2 ? a->fds[1] : -1, r->nice)) == -1)
 		return mon_err(a, errno, "CMD %s: fork", s->id);
-	run->pid = pid;
-	run->verb = r->verb;
-	run->slot = (size_t)(s - m->slots);
-	run->gen = s->gen;
-	run->deadline = mon_now() + CMD_NS;
-	run->killed = 0;
+	*run = (struct mon_run){ .pid = pid, .verb = r->verb,
+	    .slot = (size_t)(s - m->slots), .gen = s->gen,
+	    .deadline = mon_now() + CMD_NS };
 	log_debug("%s %s: %s pid %ld", w[0], s->id, t->path, (long)pid);
-	a->err = 0;
 	a->value = pid;
 	return MON_ANSWERED;
 }
@@ -830,72 +760,37 @@ mon_child(pid_t pid)
 	return ppid == (long)getpid() && state != 'Z' && state != 'X';
 }
 
-static int
-mon_pid_req(const void *body, const char *what, struct mon_ans *a,
-    pid_t *pid)
+/* SIGKILL and RENICE (to niceness 0): a live child of the monitor's
+ * only, a runtime command or an adopted init. */
+int
+mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	const struct mon_pid	*r = body;
+	const struct mon_pid	*r = a->body;
+	const char		*what = a->type == MON_SIGKILL ? "SIGKILL" :
+	    "RENICE";
 
+	(void)m;
+	(void)s;
 	if (r->pad != 0)
 		return mon_bad(a, "%s: pad", what);
-	*pid = r->pid;
 	if (!mon_child(r->pid))
 		return mon_err(a, ESRCH, "%s %ld: not a live child of the "
 		    "monitor", what, (long)r->pid);
-	a->err = 0;
-	return MON_ANSWERED;
-}
-
-int
-mon_sigkill(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
-{
-	pid_t	 pid = 0;
-	int	 rc;
-
-	(void)m;
-	(void)s;
-	(void)fds;
-	(void)nfds;
-	if ((rc = mon_pid_req(body, "SIGKILL", a, &pid)) != MON_ANSWERED ||
-	    a->err != 0)
-		return rc;
-	if (kill(pid, SIGKILL) == -1)
-		return mon_err(a, errno, "SIGKILL %ld", (long)pid);
-	return MON_ANSWERED;
-}
-
-int
-mon_renice(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
-{
-	pid_t	 pid = 0;
-	int	 rc;
-
-	(void)m;
-	(void)s;
-	(void)fds;
-	(void)nfds;
-	if ((rc = mon_pid_req(body, "RENICE", a, &pid)) != MON_ANSWERED ||
-	    a->err != 0)
-		return rc;
-	if (setpriority(PRIO_PROCESS, (id_t)pid, 0) == -1)
-		return mon_err(a, errno, "RENICE %ld", (long)pid);
+	if ((a->type == MON_SIGKILL ? kill(r->pid, SIGKILL) :
+	    setpriority(PRIO_PROCESS, (id_t)r->pid, 0)) == -1)
+		return mon_err(a, errno, "%s %ld", what, (long)r->pid);
 	return MON_ANSWERED;
 }
 
 /* ---- HANDOVER, CG_REMOVE, UNSTAGE ---- */
 
 int
-mon_handover(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_handover(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	const struct mon_handover	*r = body;
+	const struct mon_handover	*r = a->body;
 	char				*names[MON_OUTPUTS_MAX];
 	int				 xfd, fd;
 
-	(void)fds;
-	(void)nfds;
 	if (r->pad != 0 || r->n > MON_OUTPUTS_MAX)
 		return mon_bad(a, "HANDOVER %s: %u names, or pad", s->id, r->n);
 	for (uint32_t i = 0; i < r->n; i++) {
@@ -906,31 +801,25 @@ mon_handover(struct mon *m, struct mon_slot *s, const void *body,
 	}
 	if ((xfd = mon_xopen(m, s->id)) == -1)
 		return mon_err(a, errno, "HANDOVER %s: x-%s", s->id, s->id);
-	fd = openat(xfd, MON_SCRATCH, O_RDONLY | O_DIRECTORY |
-	    O_NOFOLLOW | O_CLOEXEC);
+	fd = openat(xfd, MON_SCRATCH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
 	close(xfd);
 	if (fd == -1)
 		return mon_err(a, errno, "HANDOVER %s: x-%s/scratch", s->id,
 		    s->id);
 	handover_outputs(fd, names, r->n, m->gate_uid);
-	a->err = 0;
 	a->fd = fd;
 	return MON_ANSWERED;
 }
 
 int
-mon_cg_remove(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_cg_remove(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
 	int	 e;
 
-	(void)body;
-	(void)fds;
-	(void)nfds;
 	if ((e = mon_cg_rmdirs(m, s->id)) != 0)
 		return mon_err(a, e, "CG_REMOVE %s: rmdir %s/%s", s->id,
 		    m->cgparent, s->id);
-	a->err = 0;
 	return MON_ANSWERED;
 }
 
@@ -940,16 +829,12 @@ mon_cg_remove(struct mon *m, struct mon_slot *s, const void *body,
  * what cannot be removed is left to the next start's reaping.
  */
 int
-mon_unstage(struct mon *m, struct mon_slot *s, const void *body,
-    const int *fds, int nfds, struct mon_ans *a)
+mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
 	char	 x[MON_ID_MAX + 3];
 	pid_t	 pid;
 	int	 rc;
 
-	(void)body;
-	(void)fds;
-	(void)nfds;
 	if ((s->state & (ST_CREATE | ST_DELETED)) == ST_CREATE &&
 	    (pid = mon_delete_start(m, s)) != -1)
 		(void)mon_wait(pid, mon_now() + CMD_NS);
@@ -958,29 +843,56 @@ mon_unstage(struct mon *m, struct mon_slot *s, const void *body,
 	memset(s, 0, sizeof(*s));
 	if (rc == -1)
 		return mon_err(a, errno, "UNSTAGE: removing %s", x);
-	a->err = 0;
 	return MON_ANSWERED;
 }
 
 /* ---- children ---- */
 
-/* A child was reaped: a runtime command's end.  A CREATE that exited 0
- * shares its cgroups before its MON_EXIT goes out. */
+/*
+ * After a CREATE: its init, from the pid file the runtime (root) wrote in
+ * x-ID, if it is a live child of ours (adopted); none, and the container
+ * is as dead as HANDOVER needs it.
+ */
+static void
+mon_init(struct mon *m, struct mon_slot *s)
+{
+	char	 path[sizeof(m->rundir) + MON_ID_MAX + 8], buf[32];
+	ssize_t	 n = -1;
+	int	 fd;
+
+	mon_fmt(path, sizeof(path), "%s/x-%s/pid", m->rundir, s->id);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	s->init = (pid_t)strtol(buf, NULL, 10);
+	if (s->init <= 0 || !mon_child(s->init))
+		s->state |= ST_DEAD;
+}
+
+/* A child was reaped: a container's init, or a runtime command.  A
+ * CREATE that exited 0 shares its cgroups before its MON_EXIT goes out. */
 void
 mon_reaped(struct mon *m, pid_t pid, int status)
 {
 	struct mon_slot	*s;
 
+	for (size_t i = 0; i < m->gid_count; i++)
+		if (m->slots[i].state != 0 && m->slots[i].init == pid)
+			m->slots[i].state |= ST_DEAD;
 	for (size_t i = 0; i < MON_CMDS_MAX; i++) {
 		struct mon_run	*run = &m->runs[i];
 
 		if (run->pid != pid)
 			continue;
 		s = &m->slots[run->slot];
-		if (status == 0 && s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE)
+		if (s->state != 0 && s->gen == run->gen) {
+			if (run->verb == MON_CREATE && status == 0)
 				mon_cg_share(m, s->id);
-			else if (run->verb == MON_DELETE)
+			if (run->verb == MON_CREATE)
+				mon_init(m, s);
+			if (run->verb == MON_DELETE && status == 0)
 				s->state |= ST_DELETED;
 		}
 		memset(run, 0, sizeof(*run));
@@ -1020,24 +932,34 @@ mon_expire(struct mon *m)
 	}
 }
 
-/* Every live child: the runtime commands and the inits (and runsc's
- * sandbox and gofer) adopted as their subreaper. */
+/*
+ * Every live child: the runtime commands and the inits (and runsc's
+ * sandbox and gofer) adopted as their subreaper.  What a killed command
+ * had started becomes ours only once it is dead: again, until none is
+ * left (or a second has passed).
+ */
 void
 mon_kill_children(void)
 {
+	struct timespec	 nap = { 0, 10000000 };
 	struct dirent	*de;
 	DIR		*d;
 	char		*end;
 	long		 pid;
+	int		 n = 1;
 
-	if ((d = opendir("/proc")) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		pid = strtol(de->d_name, &end, 10);
-		if (*end == '\0' && pid > 0 && mon_child((pid_t)pid))
-			kill((pid_t)pid, SIGKILL);
+	for (int pass = 0; n > 0 && pass < 100; pass++) {
+		if (pass > 0)
+			nanosleep(&nap, NULL);
+		if ((d = opendir("/proc")) == NULL)
+			return;
+		for (n = 0; (de = readdir(d)) != NULL; )
+			if ((pid = strtol(de->d_name, &end, 10)) > 0 &&
+			    *end == '\0' && mon_child((pid_t)pid) &&
+			    kill((pid_t)pid, SIGKILL) == 0)
+				n++;
+		closedir(d);
 	}
-	closedir(d);
 }
 
 /*
@@ -1062,11 +984,15 @@ mon_teardown(struct mon *m)
 	for (size_t i = 0; i < m->gid_count; i++)
 		if (m->slots[i].state & ST_CREATE)
 			pids[i] = mon_delete_start(m, &m->slots[i]);
+	for (size_t i = 0; i < m->gid_count; i++)
+		if (pids[i] > 0 && mon_wait(pids[i], deadline) != 0)
+			log_warnx("cannot delete container %s", m->slots[i].id);
+	/* A delete that failed leaves its init to us: no sandbox outlives
+	 * its monitor. */
+	mon_kill_children();
 	for (size_t i = 0; i < m->gid_count; i++) {
 		char	 x[MON_ID_MAX + 3];
 
-		if (pids[i] > 0 && mon_wait(pids[i], deadline) != 0)
-			log_warnx("cannot delete container %s", m->slots[i].id);
 		if (m->slots[i].state == 0)
 			continue;
 		(void)mon_cg_rmdirs(m, m->slots[i].id);

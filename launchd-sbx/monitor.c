@@ -50,9 +50,6 @@ enum mon_idrule {
 	ID_SLOT,	/* the id of a staged slot */
 };
 
-typedef int mon_op(struct mon *, struct mon_slot *, const void *,
-    const int *, int, struct mon_ans *);
-
 /*
  * The requests: type (and verb, for CMD), exact body size, how many
  * descriptors, which id, the state bits the slot must have (need) and
@@ -84,11 +81,12 @@ static const struct mon_rule {
 	{ "DELETE", MON_CMD, MON_DELETE, sizeof(struct mon_cmd), FDS_0,
 	    ID_SLOT, ST_CREATE, 0, 0, mon_cmd },
 	{ "SIGKILL", MON_SIGKILL, 0, sizeof(struct mon_pid), FDS_0, ID_NONE,
-	    0, 0, 0, mon_sigkill },
+	    0, 0, 0, mon_pid },
 	{ "RENICE", MON_RENICE, 0, sizeof(struct mon_pid), FDS_0, ID_NONE,
-	    0, 0, 0, mon_renice },
+	    0, 0, 0, mon_pid },
 	{ "HANDOVER", MON_HANDOVER, 0, sizeof(struct mon_handover), FDS_0,
-	    ID_SLOT, ST_CREATE, ST_HANDOVER, ST_HANDOVER, mon_handover },
+	    ID_SLOT, ST_CREATE | ST_DEAD, ST_HANDOVER, ST_HANDOVER,
+	    mon_handover },
 	{ "CG_REMOVE", MON_CG_REMOVE, 0, sizeof(struct mon_id), FDS_0,
 	    ID_SLOT, ST_STAGED, 0, 0, mon_cg_remove },
 	{ "UNSTAGE", MON_UNSTAGE, 0, sizeof(struct mon_id), FDS_0, ID_SLOT,
@@ -98,9 +96,6 @@ static const struct mon_rule {
 
 /* The largest request, and a byte more to tell a longer one. */
 #define MON_PKT_MAX	(sizeof(struct mon_hdr) + sizeof(struct mon_handover))
-
-static void	 mon_die(struct mon *, const char *, ...)
-		    __attribute__((format(printf, 2, 3), noreturn));
 
 static __attribute__((noreturn)) void
 mon_usage(void)
@@ -292,23 +287,13 @@ mon_send(struct mon *m, uint32_t type, const void *body, uint32_t len,
 	union {
 		struct cmsghdr	 c;
 		char		 b[CMSG_SPACE(sizeof(int))];
-	}		 cm;
-	struct msghdr	 msg;
-	struct cmsghdr	*c;
+	}		 cm = { .c = { .cmsg_len = CMSG_LEN(sizeof(int)),
+	    .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS } };
+	struct msghdr	 msg = { .msg_iov = iov, .msg_iovlen = len > 0 ? 2 : 1,
+	    .msg_control = fd != -1 ? cm.b : NULL,
+	    .msg_controllen = fd != -1 ? sizeof(cm.b) : 0 };
 
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = iov;
-	msg.msg_iovlen = len > 0 ? 2 : 1;
-	if (fd != -1) {
-		memset(&cm, 0, sizeof(cm));
-		msg.msg_control = cm.b;
-		msg.msg_controllen = sizeof(cm.b);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
+	memcpy(CMSG_DATA(&cm.c), &fd, sizeof(int));
 	if (sendmsg(m->sock, &msg, MSG_NOSIGNAL) == -1) {
 		log_warn("send to the launcher");
 		mon_teardown(m);
@@ -316,7 +301,7 @@ mon_send(struct mon *m, uint32_t type, const void *body, uint32_t len,
 	}
 }
 
-static void
+static __attribute__((format(printf, 2, 3), noreturn)) void
 mon_die(struct mon *m, const char *fmt, ...)
 {
 	char	 why[512];
@@ -340,23 +325,16 @@ mon_eof(struct mon *m, const char *why)
 	exit(0);
 }
 
+/* The rule of a request: its type's, and for CMD its verb's too. */
 static const struct mon_rule *
-mon_rule(uint32_t type, const char *body, size_t len)
+mon_rule(uint32_t type, const char *body)
 {
-	uint32_t	 verb;
+	const struct mon_cmd	*c = (const struct mon_cmd *)body;
 
-	for (size_t i = 0; i < MON_NRULES; i++) {
-		if (mon_rules[i].type != type)
-			continue;
-		if (type != MON_CMD)
+	for (size_t i = 0; i < MON_NRULES; i++)
+		if (mon_rules[i].type == type && (type != MON_CMD ||
+		    mon_rules[i].verb == c->verb))
 			return &mon_rules[i];
-		if (len != sizeof(struct mon_cmd))
-			return &mon_rules[i];	/* the size check says no */
-		memcpy(&verb, body + offsetof(struct mon_cmd, verb),
-		    sizeof(verb));
-		if (mon_rules[i].verb == verb)
-			return &mon_rules[i];
-	}
 	return NULL;
 }
 
@@ -367,6 +345,28 @@ mon_slot(struct mon *m, const char *id)
 		if (m->slots[i].state != 0 && strcmp(m->slots[i].id, id) == 0)
 			return &m->slots[i];
 	return NULL;
+}
+
+/* The answer, in order: MON_OK (with a descriptor) or MON_ERR.  Success
+ * sets the slot's once bit. */
+static void
+mon_answer(struct mon *m, struct mon_slot *s, const struct mon_rule *r,
+    struct mon_req *q)
+{
+	struct mon_ok	 ok = { q->value };
+	struct mon_err	 e = { .err = q->err };
+
+	if (q->err == 0) {
+		if (s != NULL)
+			s->state |= r->once;
+		mon_send(m, MON_OK, &ok, sizeof(ok), q->fd);
+	} else {
+		memcpy(e.msg, q->msg, sizeof(e.msg));
+		e.msg[sizeof(e.msg) - 1] = '\0';
+		mon_send(m, MON_ERR, &e, sizeof(e), -1);
+	}
+	if (q->fd != -1)
+		close(q->fd);
 }
 
 /* One packet from the launcher: checked, done, answered. */
@@ -383,21 +383,16 @@ mon_request(struct mon *m)
 		char		 b[CMSG_SPACE(sizeof(int) * MON_FDS_MAX)];
 	}			 cm;
 	struct iovec		 iov = { pkt.b, sizeof(pkt.b) };
-	struct msghdr		 msg;
+	struct msghdr		 msg = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cm.b, .msg_controllen = sizeof(cm.b) };
 	struct cmsghdr		*c;
 	const struct mon_rule	*r;
 	struct mon_slot		*s = NULL;
-	struct mon_ans		 ans;
+	struct mon_req		 q = { .fd = -1 };
 	const char		*body = pkt.b + sizeof(struct mon_hdr);
 	int			 fds[MON_FDS_MAX], nfds = 0, other = 0, rc;
 	ssize_t			 n;
-	size_t			 k;
 
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = cm.b;
-	msg.msg_controllen = sizeof(cm.b);
 	if ((n = recvmsg(m->sock, &msg, MSG_CMSG_CLOEXEC)) == -1) {
 		if (errno == EINTR || errno == EAGAIN)
 			return;
@@ -405,32 +400,24 @@ mon_request(struct mon *m)
 		mon_eof(m, "the launcher's socket failed");
 	}
 	for (c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-			other = 1;
-			continue;
-		}
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (size_t i = 0; i < k; i++) {
-			int	 fd;
+		size_t	 k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 
-			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(fd));
-			if (nfds < MON_FDS_MAX)
-				fds[nfds++] = fd;
-			else
-				other = 1;
-		}
+		other |= c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SCM_RIGHTS || nfds + k > MON_FDS_MAX;
+		for (size_t i = 0; !other && i < k; i++)
+			memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int),
+			    sizeof(int));
 	}
 	if (n == 0 && nfds == 0 && !other)
 		mon_eof(m, "the launcher closed its socket");
-	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-		mon_die(m, "a truncated packet or its descriptors");
-	if (other)
-		mon_die(m, "an unknown control message");
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC) || other)
+		mon_die(m, "a truncated packet, or descriptors beyond %d",
+		    MON_FDS_MAX);
 	if ((size_t)n < sizeof(struct mon_hdr))
 		mon_die(m, "a packet of %zd bytes", n);
 	if (pkt.h.magic != MON_MAGIC || pkt.h.pad != 0)
 		mon_die(m, "bad magic 0x%x or pad", pkt.h.magic);
-	if ((r = mon_rule(pkt.h.type, body, pkt.h.len)) == NULL)
+	if ((r = mon_rule(pkt.h.type, body)) == NULL)
 		mon_die(m, "unknown request type %u (or CMD verb)", pkt.h.type);
 	if (pkt.h.len != r->size || (size_t)n != sizeof(pkt.h) + r->size)
 		mon_die(m, "%s of %zd bytes, header says %u, want %zu", r->name,
@@ -441,53 +428,37 @@ mon_request(struct mon *m)
 		if (!mon_id_ok(body))
 			mon_die(m, "%s: not a container id", r->name);
 		s = mon_slot(m, body);
-		if (r->id == ID_NEW && s != NULL)
-			mon_die(m, "%s %s: staged already", r->name, body);
-		if (r->id == ID_SLOT && s == NULL)
-			mon_die(m, "%s %s: not staged", r->name, body);
-		if (r->id == ID_SLOT && ((s->state & r->need) != r->need ||
+		if (r->id == ID_NEW ? s != NULL : s == NULL)
+			mon_die(m, "%s %s: %s", r->name, body, s != NULL ?
+			    "staged already" : "not staged");
+		if (s != NULL && ((s->state & r->need) != r->need ||
 		    (s->state & r->forbid) != 0))
 			mon_die(m, "%s %s: not allowed in state 0x%x", r->name,
 			    body, s->state);
 		for (size_t i = 0; s == NULL && i < m->gid_count; i++)
 			if (m->slots[i].state == 0) {
 				s = &m->slots[i];
-				memset(s, 0, sizeof(*s));
+				*s = (struct mon_slot){ .gen = ++m->gen };
 				memcpy(s->id, body, sizeof(s->id));
-				s->gen = ++m->gen;
 			}
 	}
-	memset(&ans, 0, sizeof(ans));
-	ans.fd = -1;
-	rc = MON_ANSWERED;
+	q.type = pkt.h.type;
+	q.body = body;
+	q.fds = fds;
+	q.nfds = nfds;
+	log_debug("%s %s", r->name, r->id != ID_NONE ? body : "");
 	if (r->id != ID_NONE && s == NULL) {
-		ans.err = ENOSPC;
-		snprintf(ans.msg, sizeof(ans.msg), "%s: every slot is in use",
+		q.err = ENOSPC;
+		snprintf(q.msg, sizeof(q.msg), "%s: every slot is in use",
 		    r->name);
-	} else {
-		log_debug("%s %s", r->name, r->id != ID_NONE ? body : "");
-		rc = r->fn(m, s, body, fds, nfds, &ans);
-	}
+		rc = MON_ANSWERED;
+	} else
+		rc = r->fn(m, s, &q);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	if (rc == MON_VIOLATION)
-		mon_die(m, "%s", ans.msg);
-	if (ans.err == 0 && s != NULL)
-		s->state |= r->once;
-	if (ans.err == 0) {
-		struct mon_ok	 ok = { ans.value };
-
-		mon_send(m, MON_OK, &ok, sizeof(ok), ans.fd);
-	} else {
-		struct mon_err	 e;
-
-		memset(&e, 0, sizeof(e));
-		e.err = ans.err;
-		snprintf(e.msg, sizeof(e.msg), "%s", ans.msg);
-		mon_send(m, MON_ERR, &e, sizeof(e), -1);
-	}
-	if (ans.fd != -1)
-		close(ans.fd);
+		mon_die(m, "%s", q.msg);
+	mon_answer(m, s, r, &q);
 }
 
 /* Signals: TERM and INT end it as EOF does, HUP is ignored; every child

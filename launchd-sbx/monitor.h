@@ -87,7 +87,9 @@ struct mon_pid {
  * STAGE: make run_dir/x-ID (root, 0711) with in/, code/ and run/ in it
  * (the launcher's, 0700, 0700 and 0755) and scratch/, a tmpfs of
  * scratch_mb MiB (nosuid, nodev, noexec; owner the sandbox user, group
- * gid, 0755).  Once per id.  gid must be one of the sandbox groups.
+ * gid, 0755).  Once per id.  gid must be one of the sandbox groups; one
+ * another staged id holds is refused with MON_ERR EBUSY (sbx-monitor: a
+ * group is one sandbox's from STAGE to UNSTAGE, ident.c's rule).
  */
 struct mon_stage {
 	char		id[MON_ID_MAX + 1];
@@ -150,7 +152,8 @@ struct mon_spec {
  *   KILL    kill --all ID KILL  (after CREATE)
  *   DELETE  delete --force ID   (after CREATE)
  * MON_OK carries the command's pid; its MON_EXIT follows.  A command that
- * runs over MON_CMD_SECONDS is killed.
+ * runs over MON_CMD_SECONDS is killed.  tier must be the one the id's
+ * SPEC named; nice is 0 .. 19 for every verb (sbx-monitor).
  */
 enum mon_verb {
 	MON_CREATE = 1,
@@ -169,9 +172,11 @@ struct mon_cmd {
 };
 
 /*
- * HANDOVER: once every process of the container is dead (after CREATE),
- * once: give the declared outputs in scratch/ to gated's user
- * (handover.c) and answer with a read-only descriptor of scratch/.
+ * HANDOVER: once every process of the container is dead (after CREATE,
+ * and after the MON_EXIT of its init -- the pid in x-ID/pid -- or of a
+ * CREATE that left none; sbx-monitor), once: give the declared outputs
+ * in scratch/ to gated's user (handover.c) and answer with a read-only
+ * descriptor of scratch/.
  */
 struct mon_handover {
 	char		id[MON_ID_MAX + 1];
