@@ -97,10 +97,10 @@ LAUNCHD_SRCS += launchd-sbx/ident.c
 LAUNCHD_SRCS += launchd-sbx/spec.c
 LAUNCHD_SRCS += launchd-sbx/seccomp.c
 LAUNCHD_SRCS += launchd-sbx/jsonw.c
-LAUNCHD_SRCS += launchd-sbx/handover.c
 LAUNCHD_SRCS += launchd-sbx/client.c
 LAUNCHD_SRCS += launchd-sbx/egress_client.c
 LAUNCHD_SRCS += launchd-sbx/gate_client.c
+LAUNCHD_SRCS += launchd-sbx/mon_client.c
 
 # sbx-monitor: launchd-sbx's root half (launchd-sbx/monitor.h).  It links
 # libc alone -- these sources and no -l, no library archive -- so a call
@@ -183,6 +183,7 @@ LAUNCHD_LIB_SRCS  = launchd-sbx/spec.c
 LAUNCHD_LIB_SRCS += launchd-sbx/seccomp.c
 LAUNCHD_LIB_SRCS += launchd-sbx/jsonw.c
 LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
+LAUNCHD_LIB_SRCS += launchd-sbx/mon_client.c
 
 # brokerd's modules without main(), for unit tests.
 BROKERD_LIB_SRCS = $(filter-out brokerd/brokerd.c,$(BROKERD_SRCS))
@@ -313,6 +314,7 @@ TESTLIB_entitle       = $(B)/lib/libpolicyd.a
 TESTLIB_capability    = $(B)/lib/libpolicyd.a
 TESTLIB_pin           = $(B)/lib/libpolicyd.a
 TESTLIB_launchd_parse = $(B)/lib/liblaunchd.a
+TESTLIB_mon_client    = $(B)/lib/liblaunchd.a
 TESTLIB_spec          = $(B)/lib/liblaunchd.a
 TESTLIB_spec_golden   = $(B)/lib/liblaunchd.a
 TESTLIB_brokerd       = $(B)/lib/libbrokerd.a

@@ -25,16 +25,18 @@
 #include "launchd-sbx/launchd.h"
 
 /*
- * The channel's socket: bound by us, in the execution's staging (a cold
- * launch's dir, which only root may enter, bound into the sandbox at
- * /run/sbx/egress.sock; or a pool entry's run/, which its sandbox sees at
- * /run/sbx/pool), root's and the sandbox's group's, mode 0660, so that the
- * sandbox is the only one besides root that may connect, whatever path
- * leads to it (/proc/PID/root included: that needs the sandbox's uid and
- * group).  The umask keeps the socket at mode 0 from bind to chmod.
+ * The channel's socket: bound by us, in the execution's staging run/
+ * (the launcher's), at mode 0 (the umask), so that no one but root can
+ * connect; the monitor's SEAL then makes it root's and the sandbox's
+ * group's, mode 0660, and for a cold launch moves it up into the staging
+ * dir, which only root writes (bound into the sandbox at
+ * /run/sbx/egress.sock; a pool entry's stays in run/, which its sandbox
+ * sees at /run/sbx/pool).  The sandbox is then the only one besides root
+ * that may connect, whatever path leads to it (/proc/PID/root included:
+ * that needs the sandbox's uid and group).
  */
 int
-egress_client_listen(const char *path, gid_t gid, char *err, size_t errlen)
+egress_client_listen(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un	 sun;
 	mode_t			 old;
@@ -61,9 +63,7 @@ egress_client_listen(const char *path, gid_t gid, char *err, size_t errlen)
 		return -1;
 	}
 	umask(old);
-	if (fchownat(AT_FDCWD, path, 0, gid, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    fchmodat(AT_FDCWD, path, 0660, 0) == -1 ||
-	    listen(fd, 128) == -1) {
+	if (listen(fd, 128) == -1) {
 		bufprintf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		(void)unlink(path);

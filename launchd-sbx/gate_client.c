@@ -3,11 +3,11 @@
  * sandbox is dead and its container deleted, the scratch directory goes
  * to gated as a descriptor with the signed policy, the declared output
  * names and the raw stdout and stderr (release); gated answers with what
- * it releases, cleaned, and what it dropped and why.  Before the
- * descriptor goes, the declared outputs the code wrote unreadable (mode
- * 0600) are handed over to gated's uid (handover.c), those names only.
- * run.c calls it with a reply handler of its own; it decodes the reply
- * and calls nothing above it by name.
+ * it releases, cleaned, and what it dropped and why.  The descriptor is
+ * the monitor's answer to HANDOVER (mon_client.c): it has first given the
+ * declared outputs the code wrote unreadable (mode 0600) to gated's uid,
+ * those names only.  run.c calls it with a reply handler of its own; it
+ * decodes the reply and calls nothing above it by name.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,24 +22,24 @@
 
 int
 gate_client_release(struct launchd *ld, struct frame_client **slot,
-    const char *scratch, const Sbx__V1__SignedPolicy *sp,
+    const char *id, const Sbx__V1__SignedPolicy *sp,
     char *const *outputs, size_t noutputs, const uint8_t *out, size_t outlen,
     const uint8_t *errb, size_t errlen_b, frame_reply_handler cb, void *arg,
     char *err, size_t errlen)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__ReleaseRequest	 rq = SBX__V1__RELEASE_REQUEST__INIT;
+	char			 why[MON_ERR_MAX];
 	int			 fd, rc;
 
-	if ((fd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
-		bufprintf(err, errlen, "cannot open %s: %s", scratch,
-		    strerror(errno));
-		return -1;
-	}
+	why[0] = '\0';
 	/* Outputs written 0600 (umask 077) are gated's to read: the
 	 * declared names only, and only now that nothing runs inside. */
-	handover_outputs(fd, outputs, noutputs, ld->conf->gate_uid);
+	if ((fd = mon_client_handover(ld, id, outputs, noutputs, why,
+	    sizeof(why))) == -1) {
+		bufprintf(err, errlen, "the scratch of %s: %s", id, why);
+		return -1;
+	}
 	rq.signed_ = (Sbx__V1__SignedPolicy *)sp;
 	rq.outputs = (char **)outputs;
 	rq.n_outputs = noutputs;

@@ -9,6 +9,10 @@
  * and the directory is renamed into place, so a cache entry exists only
  * complete.  The rootfs is mounted read-only and shared between
  * executions: the mount points exist so the runtime never writes into it.
+ * The launcher unpacks as its own user when it is not root (umoci
+ * --rootless, tar --no-same-owner): the files are then the launcher's,
+ * with the image's modes, which is all the sandbox user (never their
+ * owner either way) sees of them.
  *
  * Verification and unpacking take seconds for a real image, so they never
  * run in the event loop: at start-up (and on SIGHUP, and for an image
@@ -323,8 +327,13 @@ image_unpack(struct launchd *ld, const char *layout, const char *hex,
 	(void)runtime_rmtree(tmp);
 	if ((ref = image_ref_name(layout, hex)) != NULL) {
 		char *argv[] = { "umoci", "--log", "error", "unpack",
-		    "--image", image, tmp, NULL };
+		    "--image", image, tmp, NULL, NULL };
 
+		/* Not root: the files become ours (umoci(1) --rootless). */
+		if (geteuid() != 0) {
+			argv[6] = "--rootless";
+			argv[7] = tmp;
+		}
 		bufprintf(image, sizeof(image), "%s:%s", layout, ref);
 		st = runtime_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0);
 		free(ref);
@@ -349,8 +358,9 @@ image_unpack(struct launchd *ld, const char *layout, const char *hex,
 			    strerror(errno));
 			goto bad;
 		}
-		char *argv[] = { "tar", "--numeric-owner", "--same-owner",
-		    "-xzpf", image, "-C", rootfs, NULL };
+		char *argv[] = { "tar", "--numeric-owner", geteuid() == 0 ?
+		    "--same-owner" : "--no-same-owner", "-xzpf", image, "-C",
+		    rootfs, NULL };
 		if ((st = runtime_cmd(argv, IMAGE_UNPACK_SECONDS, NULL, 0)) != 0) {
 			bufprintf(err, errlen, "image sha256:%s: tar failed "
 			    "(status %d)", hex, st);
@@ -380,8 +390,10 @@ image_child(struct launchd *ld, const char *hex, int fd)
 	json_t		*m;
 	int		 rc = 1;
 
-	/* libevent's SIGCHLD handler would wake the parent's loop. */
+	/* libevent's SIGCHLD handler would wake the parent's loop; the
+	 * monitor's socket is the parent's. */
 	signal(SIGCHLD, SIG_DFL);
+	mon_client_child(ld);
 	bufprintf(layout, sizeof(layout), "%s/images/%s",
 	    ld->conf->common.state_dir, hex);
 	bufprintf(cache, sizeof(cache), "%s/cache/%s",
@@ -467,6 +479,28 @@ image_scan(struct launchd *ld, int retry_failed)
 			(void)image_add(ld, de->d_name);
 		else if (retry_failed && ip->state == IMAGE_FAILED)
 			image_prepare(ld, ip);
+	}
+	closedir(d);
+}
+
+void
+image_reap_unpacks(struct launchd *ld)
+{
+	char		 path[PATH_MAX], sub[PATH_MAX];
+	DIR		*d;
+	struct dirent	*de;
+	size_t		 n;
+
+	bufprintf(path, sizeof(path), "%s/cache", ld->conf->common.state_dir);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		n = strlen(de->d_name);
+		if (n > 4 && strcmp(de->d_name + n - 4, ".tmp") == 0) {
+			bufprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+			if (runtime_rmtree(sub) == -1)
+				log_warn("cannot remove leftover %s", sub);
+		}
 	}
 	closedir(d);
 }

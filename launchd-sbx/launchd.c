@@ -1,19 +1,22 @@
 /*
  * launchd.c: main, as a table for the skeleton in common/daemon.c.
  * Options, config (every error reported, -n stops there), policyd's public
- * key, the state and run directories (root-owned, 0700), the runtime
- * self-checks (a tier whose runtime fails is unavailable, never mapped to
- * another), reaping whatever a previous instance left, the audit log, the
- * sockets and the event loop (sockets, SIGCHLD, timers).  launchd-sbx
- * stays root: it needs root to run the OCI runtime; it is a child
- * subreaper so each container's init is its child and its exit status
- * comes straight to it.
+ * key, the state directory (the launcher's user's, 0700) and the run
+ * directory (the monitor's: root's, 0711), the runtime self-checks (a
+ * tier whose runtime fails is unavailable, never mapped to another), the
+ * audit log, the sockets, then -- still root, after daemon() -- the root
+ * monitor (sbx-monitor, mon_client.c), which reaps whatever a previous
+ * instance left before it says it is ready; then the skeleton drops to
+ * the configured user and the event loop runs (sockets, the monitor's
+ * events, SIGCHLD for the image preparations, timers).  Without a user
+ * the launcher stays root, as every daemon does.
  */
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -33,8 +36,22 @@
 #define LAUNCHD_DRAIN_MS	200
 #define LAUNCHD_LAUNCH_IDLE	86400	/* a held launch is never idle */
 
+/* Who the launcher runs as: the configured user, or root without one. */
+static uid_t
+launchd_uid(const struct launchd *ld)
+{
+	return ld->conf->common.user != NULL ? ld->conf->common.uid : 0;
+}
+
+static gid_t
+launchd_gid(const struct launchd *ld)
+{
+	return ld->conf->common.user != NULL ? ld->conf->common.gid : 0;
+}
+
+/* A directory of uid's, mode mode (one root made is given over). */
 static void
-launchd_mkdir(const char *path)
+launchd_mkdir(const char *path, uid_t uid, gid_t gid, mode_t mode)
 {
 	struct stat	 st;
 
@@ -44,28 +61,97 @@ launchd_mkdir(const char *path)
 		fatal("%s", path);
 	if (!S_ISDIR(st.st_mode))
 		fatalx("%s: not a directory", path);
-	if (st.st_uid != geteuid() || chmod(path, 0700) == -1)
-		fatalx("%s: must be a directory owned by uid %u, mode 0700",
-		    path, (unsigned)geteuid());
+	if (st.st_uid != uid && lchown(path, uid, gid) == -1)
+		fatal("chown %s to uid %u", path, (unsigned)uid);
+	if (chmod(path, mode) == -1)
+		fatal("chmod %s", path);
 }
 
 static void
 launchd_dirs(struct launchd *ld)
 {
 	const struct launchd_conf	*c = ld->conf;
+	uid_t				 uid = launchd_uid(ld);
+	gid_t				 gid = launchd_gid(ld);
 	char				*p;
 
-	launchd_mkdir(c->common.state_dir);
-	launchd_mkdir(c->run_dir);
+	launchd_mkdir(c->common.state_dir, uid, gid, 0700);
 	static const char *const subs[] = { "images", "cache", "datasets",
 	    NULL };
 	for (size_t i = 0; subs[i] != NULL; i++) {
 		xasprintf(&p, "%s/%s", c->common.state_dir, subs[i]);
-		launchd_mkdir(p);
+		launchd_mkdir(p, uid, gid, 0700);
 		free(p);
 	}
-	xasprintf(&ld->runtime_root, "%s/runtime", c->run_dir);
-	launchd_mkdir(ld->runtime_root);
+	/*
+	 * The staging directories and the runtimes' state: the monitor's,
+	 * root's and written by root alone (it refuses anything else); the
+	 * launcher passes through to the parts of each staging that are
+	 * its own.
+	 */
+	launchd_mkdir(c->run_dir, 0, 0, 0711);
+	xasprintf(&p, "%s/runtime", c->run_dir);
+	launchd_mkdir(p, 0, 0, 0700);
+	free(p);
+}
+
+/*
+ * A state tree an older, all-root launchd-sbx left (or an image installed
+ * by root since) is given to the launcher's user, once, while it is still
+ * root: every file and directory beneath dirfd not yet the user's,
+ * following no link.  An unpacked image's rootfs keeps its owners: the
+ * sandbox sees it as the image made it, and the launcher only reads it.
+ */
+static void
+launchd_chown_tree(int dirfd, const char *path, uid_t uid, gid_t gid,
+    int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	int		 sub, dup_fd;
+
+	if ((dup_fd = dup(dirfd)) == -1 || (d = fdopendir(dup_fd)) == NULL) {
+		if (dup_fd != -1)
+			close(dup_fd);
+		log_warn("%s", path);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			continue;
+		if (st.st_uid != uid && fchownat(dirfd, de->d_name, uid, gid,
+		    AT_SYMLINK_NOFOLLOW) == -1)
+			log_warn("chown %s/%s", path, de->d_name);
+		if (!S_ISDIR(st.st_mode) || depth > 16 ||
+		    (depth == 2 && strcmp(de->d_name, "rootfs") == 0))
+			continue;
+		if ((sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) == -1)
+			continue;
+		launchd_chown_tree(sub, path, uid, gid, depth + 1);
+		close(sub);
+	}
+	closedir(d);
+}
+
+static void
+launchd_chown_state(struct launchd *ld)
+{
+	const char	*dir = ld->conf->common.state_dir;
+	int		 fd;
+
+	if (!daemon_root() || ld->conf->common.user == NULL)
+		return;
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		fatal("%s", dir);
+	/* depth 0 is state_dir itself: cache/<hex>/rootfs is at depth 2. */
+	launchd_chown_tree(fd, dir, launchd_uid(ld), launchd_gid(ld), 0);
+	close(fd);
 }
 
 /* An image was verified and unpacked, or refused (image.c). */
@@ -74,15 +160,6 @@ launchd_image_ready(struct launchd *ld, const char *hex)
 {
 	run_image_ready(ld, hex);
 	pool_fill(ld);
-}
-
-/* Each container's init is re-parented to us when the runtime's create
- * exits: its exit status is the program's. */
-static void
-launchd_subreaper(void)
-{
-	if (prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
-		fatal("PR_SET_CHILD_SUBREAPER");
 }
 
 static int
@@ -101,6 +178,7 @@ launchd_check(void *arg, const struct daemon_opts *opts)
 {
 	struct launchd	*ld = arg;
 
+	ld->debug = opts->debug;
 	if (opts->noaction && opts->verbose)
 		for (int t = 1; t < LAUNCHD_NTIERS; t++)
 			printf("tier %s: %s\n", parse_tier_name(t),
@@ -118,7 +196,7 @@ launchd_init(void *arg)
 	char		 err[512];
 
 	if (!daemon_root())
-		fatalx("must run as root: it runs the OCI runtime");
+		fatalx("must start as root: it starts the root monitor");
 	if (sign_pubkey_load(ld->conf->policy_public_key, ld->pk, err,
 	    sizeof(err)) == -1)
 		fatalx("policy_public_key: %s", err);
@@ -127,17 +205,16 @@ launchd_init(void *arg)
 	launchd_dirs(ld);
 }
 
-/* The runtimes checked, what a previous instance left reaped, the
- * sandbox groups, the audit log. */
+/* The runtimes checked, what a previous instance left of an unpack
+ * removed, the sandbox groups, the audit log. */
 static void
 launchd_prepare(void *arg)
 {
 	struct launchd	*ld = arg;
 	char		 err[512], *db;
 
-	launchd_subreaper();
 	runtime_check(ld);
-	runtime_reap_leftovers(ld);
+	image_reap_unpacks(ld);
 	ident_init(ld);
 
 	xasprintf(&db, "%s/%s", ld->conf->common.state_dir, LAUNCHD_DB);
@@ -155,12 +232,16 @@ launchd_loop(void *arg)
 		fatalx("cannot create the audit commit event");
 }
 
-/* daemon() forked: the new process must be the reaper. */
+/* After daemon(), still root: the state tree given to the launcher's
+ * user, and the monitor started (it is this process's child: its end
+ * reaches run_reap_children, and the socket's end too). */
 static void
 launchd_open(void *arg)
 {
-	(void)arg;
-	launchd_subreaper();
+	struct launchd	*ld = arg;
+
+	launchd_chown_state(ld);
+	mon_client_start(ld);
 }
 
 /* After daemon(): the children are this process's. */
@@ -221,8 +302,8 @@ launchd_close(void *arg)
 {
 	struct launchd	*ld = arg;
 
+	mon_client_stop(ld);
 	audit_close(ld->audit);
-	free(ld->runtime_root);
 	ident_free(ld);
 }
 
@@ -243,7 +324,7 @@ static const struct daemon_main launchd_main = {
 	.name = "launchd-sbx",
 	.conf_file = LAUNCHD_CONF_DEFAULT,
 	.umask = 077,
-	.keep_root = 1,
+	.db = LAUNCHD_DB,
 	.nprio = LAUNCHD_NPRIO,
 	.conf_at = offsetof(struct launchd, conf),
 	.base_at = offsetof(struct launchd, base),
@@ -268,5 +349,7 @@ main(int argc, char *argv[])
 	struct launchd	 ld;
 
 	memset(&ld, 0, sizeof(ld));
+	ld.mon_fd = -1;
+	ld.child_exited = run_child_exited;
 	return daemon_main(argc, argv, &launchd_main, &ld);
 }

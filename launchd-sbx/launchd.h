@@ -1,9 +1,12 @@
 /*
  * launchd.h: launchd-sbx's structures and the prototypes of its modules.
- * launchd-sbx is the only root daemon: it turns a signed policy into an OCI
- * sandbox, runs the code, enforces the wall clock from outside and cleans
- * up.  The invariant everything here serves: nothing runs unless its
- * policy verified, its tier's runtime is the configured one and its image
+ * launchd-sbx turns a signed policy into an OCI sandbox, runs the code,
+ * enforces the wall clock from outside and cleans up.  It is split along
+ * the privilege line: this process, the launcher, runs as its own user
+ * and asks the root monitor (sbx-monitor, monitor.h) for every mount,
+ * runtime command, spec, cgroup removal and handover (mon_client.c).
+ * The invariant everything here serves: nothing runs unless its policy
+ * verified, its tier's runtime is the configured one and its image
  * matched its digest; and whatever an execution created (staging, runtime
  * state, cgroups) is gone by the time its result is sent.
  */
@@ -18,6 +21,7 @@
 #include "config.h"
 #include "frame.h"
 #include "peer.h"
+#include "launchd-sbx/monitor.h"
 #include "launchd-sbx/spec.h"
 
 #include "sbx/v1/admin.pb-c.h"
@@ -29,7 +33,10 @@
 #define LAUNCHD_DB		"launchd.db"
 #define LAUNCHD_NTIERS		4	/* indexed by Sbx__V1__Isolation */
 #define LAUNCHD_CHECK_SECONDS	5	/* runtime self-check timeout */
-#define LAUNCHD_CMD_SECONDS	30	/* create/start/delete timeout */
+/* create/start/delete: the monitor kills one at MON_CMD_SECONDS; this is
+ * the launcher's backstop, and its bound on a synchronous wait. */
+#define LAUNCHD_CMD_SECONDS	(MON_CMD_SECONDS + 5)
+#define LAUNCHD_MONITOR		"sbx-monitor"	/* beside launchd-sbx */
 #define LAUNCHD_TEXT_KB_DEFAULT	64
 #define LAUNCHD_DATASET_MAX	(256 * 1024 * 1024)
 /* sandbox_groups' default: in the range systemd leaves unused
@@ -82,8 +89,10 @@ struct launchd_pool_key {
 };
 
 struct launchd_conf {
-	struct cfg_common	 common;	/* no user: it stays root */
+	struct cfg_common	 common;	/* no user: the launcher
+						 * stays root */
 	char			*run_dir;
+	char			*monitor;	/* NULL: beside launchd-sbx */
 	char			*policy_public_key;
 	char			*init;
 	char			*cgroup_parent;
@@ -154,6 +163,21 @@ struct launchd {
 	uint8_t			*gid_used;
 	uint32_t		 gid_next;
 	uint32_t		 gid_held;
+	int			 debug;		/* -d: the monitor too */
+	/* mon_client.c: the monitor's socket and pid, and the exits it
+	 * reported that wait for the loop to deliver them. */
+	int			 mon_fd;
+	pid_t			 mon_pid;
+	struct event		*mon_ev;
+	struct event		*mon_qev;
+	struct mon_exit		*mon_q;
+	size_t			 mon_nq;
+	size_t			 mon_qcap;
+	/* What a child's end (the monitor's MON_EXIT, or one of the
+	 * launcher's own) goes to: set by main() to run_child_exited, which
+	 * the monitor's client sits below. */
+	void			(*child_exited)(struct launchd *, pid_t,
+				    int status);
 };
 
 /* Event priorities: the group commit runs after what is ready now. */
@@ -217,6 +241,8 @@ int		 image_rootfs(struct launchd *, const char *ref,
 void		 image_scan(struct launchd *, int retry_failed);
 /* SIGCHLD: 1 if pid was an image preparation (then it is handled). */
 int		 image_reaped(struct launchd *, pid_t pid, int status);
+/* Start-up: remove what a dead instance left of an unpack. */
+void		 image_reap_unpacks(struct launchd *);
 /* Shutdown: kill and wait for the preparations; free the table. */
 void		 image_stop(struct launchd *);
 /* The images held: digests (hex) and whether each is unpacked. */
@@ -286,7 +312,7 @@ gid_t		 pool_entry_take_gid(struct pool_entry *);
 /* The output pipes' read ends; they become the caller's. */
 void		 pool_entry_fds(struct pool_entry *, int *out, int *err);
 void		 pool_entry_free(struct pool_entry *);
-/* SIGCHLD: 1 if pid was the pool's (then it is handled). */
+/* A child's end: 1 if pid was the pool's (then it is handled). */
 int		 pool_reaped(struct launchd *, pid_t pid, int status);
 size_t		 pool_ready(const struct launchd *);
 /* Shutdown: delete every entry. */
@@ -298,9 +324,13 @@ void		 pool_stop(struct launchd *);
  * with an error, if it cannot start). */
 void		 run_launch(struct launchd *, struct frame_conn *,
 		    const Sbx__V1__Envelope *req);
-/* SIGCHLD: collect whichever children ended (executions, runtime
- * commands, image preparations, pool entries). */
+/* SIGCHLD: collect the launcher's own children (image preparations; the
+ * monitor's end is fatal) and hand each to run_child_exited. */
 void		 run_reap_children(struct launchd *);
+/* A child has ended -- one of the launcher's, or one of the monitor's
+ * (MON_EXIT: a runtime command, a container's init): whichever of image
+ * preparations, pool entries and executions it was. */
+void		 run_child_exited(struct launchd *, pid_t pid, int status);
 /* An image finished preparing: continue the launches waiting for it. */
 void		 run_image_ready(struct launchd *, const char *hex);
 /* Shutdown: kill and clean up every live execution. */
@@ -311,7 +341,7 @@ size_t		 run_count(const struct launchd *);
  * (after their result was sent, or about to be). */
 size_t		 run_cleaning(const struct launchd *);
 
-/* ---- runtime.c: the runtime driver (what root does to the host) ---- */
+/* ---- runtime.c: what the launcher runs and reads on the host ---- */
 
 /* Run a command and wait at most `seconds`; its output goes to /dev/null
  * unless out is given (then its stdout up to outlen-1 bytes).  The exit
@@ -319,42 +349,72 @@ size_t		 run_cleaning(const struct launchd *);
  * started). */
 int		 runtime_cmd(char *const argv[], int seconds, char *out,
 		    size_t outlen);
-/* fork and exec argv with stdin /dev/null, stdout fd1 and stderr fd2
- * (-1: /dev/null).  The pid or -1. */
-pid_t		 runtime_spawn(char *const argv[], int fd1, int fd2);
-/* The same at LAUNCHD_BG_NICE: work no launch is waiting for. */
-pid_t		 runtime_spawn_bg(char *const argv[], int fd1, int fd2);
-/* argv: runtime [global args] --root ROOT then the given words. */
 #define RUNTIME_ARGV_MAX	32
-void		 runtime_argv(const struct launchd_runtime *, const char *root,
-		    char *av[RUNTIME_ARGV_MAX], const char *const words[]);
-/* The runtime's own state directory for a tier (its --root). */
-void		 runtime_state_dir(const struct launchd *, int tier,
-		    char out[PATH_MAX]);
 /* Write a new file, mode 0444.  0 or -1 with errno. */
 int		 runtime_write_file(const char *path, const uint8_t *, size_t);
 /* One value of a container's cgroup file (ctrl/parent/id/file): the
- * first number, or the one after `key ` when key is given; 0 if none. */
+ * first number, or the one after `key ` when key is given; 0 if none
+ * (the monitor opens the directories to reading at the create). */
 uint64_t	 runtime_cg_read(const char *parent, const char *id,
 		    const char *ctrl, const char *file, const char *key);
-/* Let egressd read who is in one container's cgroups (0755). */
-void		 runtime_cg_share(const char *parent, const char *id);
-/* Remove what the runtime left of one container's cgroups. */
-void		 runtime_cg_remove(const char *parent, const char *id);
-/* Start-up: remove every container, staging directory and cgroup a
- * previous instance left. */
-void		 runtime_reap_leftovers(struct launchd *);
-/* Self-check each configured runtime; marks it available or not. */
+/* Self-check each configured runtime (there, executable, runsc with
+ * --oci-seccomp, --version); marks it available or not. */
 void		 runtime_check(struct launchd *);
 /* rm -rf without following symlinks; 0 or -1. */
 int		 runtime_rmtree(const char *path);
-/* Mount the host tmpfs an execution's /scratch binds (dir/scratch, size
- * mb, owned by the sandbox user and its group gid, nosuid,nodev,noexec).
- * 0 or -1 with errno. */
-int		 runtime_scratch_mount(const char *dir, uint32_t mb, gid_t gid);
-/* Unmount (detached) and remove dir/scratch when it is there; then rm -rf
- * dir.  0 or -1. */
-int		 runtime_unstage(const char *dir);
+
+/* ---- mon_client.c: the root monitor (monitor.h) ---- */
+
+/* Start sbx-monitor (as root, after daemon()) and wait for its MON_READY;
+ * fatal when it does not come.  Its socket joins the loop. */
+void		 mon_client_start(struct launchd *);
+/* Its socket (a ready monitor's) joins the loop: mon_client_start's last
+ * step, and a unit test's first. */
+void		 mon_client_attach(struct launchd *, int fd);
+/* Shutdown: close the socket (the monitor deletes what is left and
+ * exits) and wait for it, bounded. */
+void		 mon_client_stop(struct launchd *);
+/* A child of the launcher's was reaped: 1 if it was the monitor (which
+ * is fatal, so it never returns then). */
+int		 mon_client_reaped(struct launchd *, pid_t, int status);
+/* In a forked child of the launcher's: let go of the socket. */
+void		 mon_client_child(struct launchd *);
+/*
+ * One request (monitor.h's type and body, with nfds descriptors) and
+ * its answer: 0 on MON_OK with *value (and *fdout, HANDOVER's
+ * descriptor), or -1 on MON_ERR with errno and err set.  A damaged
+ * answer, or none, is fatal.  MON_EXIT events met on the way reach
+ * child_exited from the loop, after the call.
+ */
+int		 mon_call(struct launchd *, uint32_t type, const void *body,
+		    size_t len, const int *fds, int nfds, int64_t *value,
+		    int *fdout, char *err, size_t errlen);
+/* The requests, as the calls they stand for.  0 (or what they make) or
+ * -1 with errno and err set. */
+int		 mon_client_stage(struct launchd *, const char *id,
+		    uint32_t scratch_mb, gid_t gid, char *err, size_t errlen);
+int		 mon_client_seal(struct launchd *, const char *id, char *err,
+		    size_t errlen);
+int		 mon_client_spec(struct launchd *, const struct mon_spec *,
+		    char *err, size_t errlen);
+/* The command's pid (its MON_EXIT follows), run at niceness nice (0, or
+ * LAUNCHD_BG_NICE for work no launch waits for); fd1 and fd2 (CREATE, or
+ * -1) become its stdout and stderr. */
+pid_t		 mon_client_cmd(struct launchd *, const char *id, int tier,
+		    int verb, int nice, int fd1, int fd2, char *err,
+		    size_t errlen);
+/* Not sent (-1, ESRCH) when the pid's exit has come already. */
+int		 mon_client_sigkill(struct launchd *, pid_t);
+int		 mon_client_renice(struct launchd *, pid_t);
+/* The declared outputs handed to gated's user; a read-only descriptor of
+ * the scratch directory, or -1. */
+int		 mon_client_handover(struct launchd *, const char *id,
+		    char *const *names, size_t n, char *err, size_t errlen);
+/* These two log what went wrong themselves. */
+int		 mon_client_cg_remove(struct launchd *, const char *id);
+int		 mon_client_unstage(struct launchd *, const char *id);
+/* Wait at most `seconds` for pid's MON_EXIT: its status, or -1. */
+int		 mon_wait_exit(struct launchd *, pid_t, int seconds);
 
 /* ---- client.c: one request to a peer daemon ---- */
 
@@ -372,9 +432,10 @@ const char	*client_why(const Sbx__V1__Envelope *rep, const char *why);
 
 /* ---- egress_client.c: egressd ---- */
 
-/* Bind and listen on an execution's egress channel socket at path, root's
- * and group gid's, mode 0660.  The descriptor, or -1 with err. */
-int		 egress_client_listen(const char *path, gid_t gid, char *err,
+/* Bind and listen on an execution's egress channel socket at path (mode
+ * 0 until the monitor's SEAL makes it root's and the sandbox group's,
+ * 0660).  The descriptor, or -1 with err. */
+int		 egress_client_listen(const char *path, char *err,
 		    size_t errlen);
 /* Ask egressd to serve the channel fd under the signed policy, for the
  * sandbox's group and cgroup; cb gets the reply (egress_client_opened). */
@@ -399,11 +460,12 @@ Sbx__V1__Envelope *egress_client_close_sync(struct launchd *,
 
 /* ---- gate_client.c: gated ---- */
 
-/* Hand the scratch directory (opened here, by descriptor) to gated with
- * the declared outputs and the raw stdout and stderr; cb gets the reply
+/* Hand container id's scratch directory (a descriptor the monitor gives,
+ * its declared outputs handed over to gated's user) to gated with the
+ * declared outputs and the raw stdout and stderr; cb gets the reply
  * (gate_client_result).  0, or -1 with err. */
 int		 gate_client_release(struct launchd *,
-		    struct frame_client **slot, const char *scratch,
+		    struct frame_client **slot, const char *id,
 		    const Sbx__V1__SignedPolicy *, char *const *outputs,
 		    size_t noutputs, const uint8_t *out, size_t outlen,
 		    const uint8_t *errb, size_t errlen_b,
@@ -412,13 +474,5 @@ int		 gate_client_release(struct launchd *,
 /* A copy of the ReleaseResult in a reply (free it), or NULL with err. */
 Sbx__V1__ReleaseResult *gate_client_result(const Sbx__V1__Envelope *,
 		    const char *why, char *err, size_t errlen);
-
-/* handover.c */
-/* Give each declared output (the file, the directories on its way and
- * the scratch root), beneath the scratch descriptor and following no
- * link, to uid with its owner's read bit: what gated must read, and
- * nothing else.  Only once no process of the sandbox runs. */
-void		 handover_outputs(int scratch, char *const *names, size_t n,
-		    uid_t uid);
 
 #endif

@@ -848,6 +848,20 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 
 /* ---- children ---- */
 
+/* x-ID/pid, the init's pid the runtime wrote under our umask: the
+ * launcher reads it (monitor.h, CREATE). */
+static void
+mon_pid_share(const struct mon *m, const char *id)
+{
+	int	 xfd;
+
+	if ((xfd = mon_xopen(m, id)) == -1)
+		return;
+	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
+		log_warn("chmod x-%s/pid", id);
+	close(xfd);
+}
+
 /*
  * After a CREATE: its init, from the pid file the runtime (root) wrote in
  * x-ID, if it is a live child of ours (adopted); none, and the container
@@ -872,7 +886,8 @@ mon_init(struct mon *m, struct mon_slot *s)
 }
 
 /* A child was reaped: a container's init, or a runtime command.  A
- * CREATE that exited 0 shares its cgroups before its MON_EXIT goes out. */
+ * CREATE that exited 0 shares its cgroups and its pid file before its
+ * MON_EXIT goes out. */
 void
 mon_reaped(struct mon *m, pid_t pid, int status)
 {
@@ -888,8 +903,10 @@ mon_reaped(struct mon *m, pid_t pid, int status)
 			continue;
 		s = &m->slots[run->slot];
 		if (s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE && status == 0)
+			if (run->verb == MON_CREATE && status == 0) {
 				mon_cg_share(m, s->id);
+				mon_pid_share(m, s->id);
+			}
 			if (run->verb == MON_CREATE)
 				mon_init(m, s);
 			if (run->verb == MON_DELETE && status == 0)

@@ -82,6 +82,8 @@ struct mon_pid {
 					 * spawned or an init it adopted */
 	uint32_t	pad;
 };
+/* One the monitor has reaped already, its MON_EXIT on the way (the
+ * launcher has not read it yet), is answered MON_ERR ESRCH. */
 
 /*
  * STAGE: make run_dir/x-ID (root, 0711) with in/, code/ and run/ in it
@@ -147,7 +149,10 @@ struct mon_spec {
  *   CREATE  create --bundle x-ID --pid-file x-ID/pid ID   (after SPEC,
  *           once; the two descriptors, when given, become the command's
  *           and so the init's stdout and stderr; its exit with 0 shares
- *           the container's cgroups with readers first)
+ *           the container's cgroups with readers first -- 0755 in every
+ *           hierarchy, memory and cpuacct too: the launcher reads the
+ *           usage there -- and leaves x-ID/pid, the init's pid, which
+ *           the launcher reads, readable (0644))
  *   START   start ID            (after CREATE, once)
  *   KILL    kill --all ID KILL  (after CREATE)
  *   DELETE  delete --force ID   (after CREATE)

@@ -389,12 +389,15 @@ static const struct cfg_key parse_sockets[] = {
 };
 
 static const struct cfg_key parse_keys[] = {
+	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
 	CFG_PATHKEY("run_dir", CFG_REQUIRED, struct launchd_conf, run_dir,
 	    NULL),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct launchd_conf,
 	    policy_public_key, NULL),
 	CFG_PATHKEY("init", CFG_REQUIRED, struct launchd_conf, init, NULL),
+	/* sbx-monitor; absent: the one beside launchd-sbx. */
+	CFG_PATHKEY("monitor", 0, struct launchd_conf, monitor, NULL),
 	CFG_CHECKS(parse_dirs),
 	CFG_OWN("runtimes", CFG_REQUIRED, parse_runtimes, parse_runtimes_free),
 	CFG_OWN("cgroup_parent", 0, parse_cgroup, parse_cgroup_free),

@@ -15,9 +15,13 @@
  * execution and is deleted after it like any other container, and a
  * replacement is made at once.  An entry is never handed to a second
  * execution, so nothing crosses between tasks or tenants: each has a fresh
- * /scratch, /in, /code and run/.  The FIFO is root's and mode 0444: the
- * sandbox can read it (sbx-init runs as the sandbox user), never write it,
- * and once sbx-init has read its assignment nothing is written again.
+ * /scratch, /in, /code and run/.  The FIFO is the launcher's and mode
+ * 0644: the sandbox can read it (sbx-init runs as the sandbox user), never
+ * write it, and once sbx-init has read its assignment nothing is written
+ * again.  Everything root does for an entry is the monitor's: STAGE
+ * (staging, scratch), SPEC (a pool entry's spec), CMD create and start
+ * (at LAUNCHD_BG_NICE), RENICE of its init once it is ready, and at the
+ * launch SEAL (run.c); their exits come back as MON_EXIT (pool_reaped).
  *
  * The key is the sha256 of the spec a launch would have with every
  * per-execution value replaced by a placeholder (pool_key), so everything
@@ -34,15 +38,12 @@
  * limits copied from its policy), up to POOL_MAX_LEARNED keys, and the
  * launches after it with the same limits are served from the pool.
  */
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,8 @@ struct pool_entry {
 	pid_t			 init_pid;
 	int			 fd[2];		/* stdout, stderr read ends */
 	gid_t			 gid;		/* its own group (ident.c) */
+	int			 staged;	/* the monitor staged it */
+	int			 created;	/* CREATE was accepted */
 };
 
 struct pool_keyrt {
@@ -148,25 +151,27 @@ pool_key(const struct spec_params *in, int tier, char key[65])
 static void
 pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
 {
-	const struct launchd_runtime	*rt =
-	    &ld->conf->runtimes[ld->pool->keys[e->k].conf->tier];
-	const char			*w[] = { "delete", "--force", e->id,
-					    NULL };
-	char				*av[RUNTIME_ARGV_MAX], root[PATH_MAX];
+	char	 err[MON_ERR_MAX];
+	pid_t	 pid;
 
 	if (e->cmd_pid > 0) {
-		kill(e->cmd_pid, SIGKILL);
-		(void)waitpid(e->cmd_pid, NULL, 0);
+		(void)mon_client_sigkill(ld, e->cmd_pid);
+		(void)mon_wait_exit(ld, e->cmd_pid, LAUNCHD_CMD_SECONDS);
 	}
-	/* Rare (a failed create, shutdown): done synchronously. */
-	runtime_state_dir(ld, ld->pool->keys[e->k].conf->tier, root);
-	runtime_argv(rt, root, av, w);
-	(void)runtime_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0);
-	if (e->init_pid > 0)
-		(void)waitpid(e->init_pid, NULL, WNOHANG);
-	runtime_cg_remove(ld->conf->cgroup_parent, e->id);
-	if (runtime_unstage(e->dir) == -1)
-		log_warn("pool entry %s: cannot remove %s", e->id, e->dir);
+	/* Rare (a failed create, shutdown): done synchronously.  Its
+	 * init's exit, if it comes after, belongs to no one. */
+	if (e->created) {
+		if ((pid = mon_client_cmd(ld, e->id,
+		    ld->pool->keys[e->k].conf->tier, MON_DELETE, 0, -1, -1, err,
+		    sizeof(err))) == -1)
+			log_warnx("pool entry %s: delete: %s", e->id, err);
+		else if (mon_wait_exit(ld, pid, LAUNCHD_CMD_SECONDS) != 0)
+			log_debug("pool entry %s: delete did not succeed",
+			    e->id);
+		(void)mon_client_cg_remove(ld, e->id);
+	}
+	if (e->staged)
+		(void)mon_client_unstage(ld, e->id);
 	for (int i = 0; i < 2; i++)
 		if (e->fd[i] != -1)
 			close(e->fd[i]);
@@ -188,25 +193,61 @@ pool_unlink(struct pool *p, struct pool_entry *e)
 	e->next = NULL;
 }
 
+/* A text field of a MON_SPEC: 0, or -1 when it does not fit. */
 static int
-pool_create(struct launchd *ld, size_t k, const char *rootfs)
+pool_text(char dst[MON_TEXT_MAX], const char *src)
+{
+	return bufprintf(dst, MON_TEXT_MAX, "%s", src) >= MON_TEXT_MAX ? -1 : 0;
+}
+
+/* What the monitor renders the entry's spec from: the key's limits and
+ * pool_key's placeholders, as sp has them. */
+static int
+pool_mon_spec(struct launchd *ld, const struct pool_entry *e,
+    const struct spec_params *sp, int tier, const char *hex,
+    struct mon_spec *ms)
+{
+	memset(ms, 0, sizeof(*ms));
+	bufprintf(ms->id, sizeof(ms->id), "%s", e->id);
+	ms->tier = (uint32_t)tier;
+	ms->flags = MON_SPEC_POOL |
+	    (sp->pool_egress ? MON_SPEC_EGRESS | MON_SPEC_CA : 0) |
+	    (ld->conf->pool_warm_python ? MON_SPEC_WARM_PYTHON : 0);
+	ms->policy_version = sp->policy_version;
+	ms->cpus_milli = sp->cpus_milli;
+	ms->memory_mb = sp->memory_mb;
+	ms->pids = sp->pids;
+	ms->scratch_mb = sp->scratch_mb;
+	ms->gid = (uint32_t)e->gid;
+	if (bufprintf(ms->image, sizeof(ms->image), "%s/rootfs", hex) >=
+	    (int)sizeof(ms->image) ||
+	    pool_text(ms->policy_name, sp->policy_name) == -1 ||
+	    pool_text(ms->policy_hash, sp->policy_hash) == -1 ||
+	    pool_text(ms->task_id, sp->task_id) == -1 ||
+	    pool_text(ms->execution_id, sp->execution_id) == -1 ||
+	    pool_text(ms->interp, sp->argv[0]) == -1 ||
+	    pool_text(ms->pool_key, sp->pool_key) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 {
 	struct pool			*p = ld->pool;
 	struct pool_keyrt		*kr = &p->keys[k];
 	const struct launchd_pool_key	*kc = kr->conf;
 	const struct launchd_runtime	*rt = &ld->conf->runtimes[kc->tier];
 	struct spec_params		 sp;
+	struct mon_spec			 ms;
 	struct pool_entry		*e;
 	char				 in[PATH_MAX], code[PATH_MAX];
 	char				 run[PATH_MAX], cg[PATH_MAX];
-	char				 pidf[PATH_MAX], root[PATH_MAX];
 	char				 scratch[PATH_MAX], fifo[PATH_MAX];
-	char				 err[1024], *av[RUNTIME_ARGV_MAX];
+	char				 err[1024];
 	int				 egress = ld->conf->egress_socket != NULL;
 	char				*argv[] = { (char *)"pool", NULL };
-	char				*text;
-	size_t				 len;
-	int				 p1[2], p2[2], rc;
+	int				 p1[2], p2[2];
 
 	e = xcalloc(1, sizeof(*e));
 	e->k = k;
@@ -219,7 +260,6 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	bufprintf(run, sizeof(run), "%s/run", e->dir);
 	bufprintf(scratch, sizeof(scratch), "%s/%s", e->dir, LAUNCHD_SCRATCH);
 	bufprintf(cg, sizeof(cg), "/%s/%s", ld->conf->cgroup_parent, e->id);
-	bufprintf(pidf, sizeof(pidf), "%s/pid", e->dir);
 	bufprintf(fifo, sizeof(fifo), "%s/%s", run, POOL_ARGV);
 	e->next = p->entries;
 	p->entries = e;
@@ -229,17 +269,17 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 		    e->id, ld->conf->sandbox_gid_count);
 		goto bad;
 	}
-	/* run/: root's; the sandbox may read the FIFO, never write it. */
-	if (mkdir(e->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
-	    mkdir(code, 0700) == -1 || mkdir(run, 0755) == -1 ||
-	    mkfifo(fifo, 0444) == -1 || chmod(fifo, 0444) == -1 ||
-	    chmod(run, 0555) == -1) {
-		log_warn("pool entry %s: staging", e->id);
+	/* The staging and the entry's /scratch, a host tmpfs, as for a
+	 * cold launch: the monitor's. */
+	if (mon_client_stage(ld, e->id, kc->scratch_mb, e->gid, err,
+	    sizeof(err)) == -1) {
+		log_warnx("pool entry %s: staging: %s", e->id, err);
 		goto bad;
 	}
-	/* The entry's /scratch: a host tmpfs, as for a cold launch. */
-	if (runtime_scratch_mount(e->dir, kc->scratch_mb, e->gid) == -1) {
-		log_warn("pool entry %s: mounting %s", e->id, scratch);
+	e->staged = 1;
+	/* run/ is ours: the sandbox may read the FIFO, never write it. */
+	if (mkfifo(fifo, 0644) == -1 || chmod(fifo, 0644) == -1) {
+		log_warn("pool entry %s: %s", e->id, fifo);
 		goto bad;
 	}
 
@@ -297,14 +337,12 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	sp.pool_key = kr->key;
 	sp.pool_egress = egress;
 	sp.pool_warm_python = ld->conf->pool_warm_python;
-	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {
-		log_warnx("pool key %zu: %s", k, err);
+	if (pool_mon_spec(ld, e, &sp, kc->tier, hex, &ms) == -1) {
+		log_warnx("pool key %zu: its spec's fields do not fit", k);
 		kr->disabled = 1;
 		goto bad;
 	}
-	rc = spec_write(e->dir, text, len, err, sizeof(err));
-	free(text);
-	if (rc == -1) {
+	if (mon_client_spec(ld, &ms, err, sizeof(err)) == -1) {
 		log_warnx("pool entry %s: %s", e->id, err);
 		goto bad;
 	}
@@ -318,20 +356,17 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs)
 	}
 	e->fd[0] = p1[0];
 	e->fd[1] = p2[0];
-	{
-		const char *w[] = { "create", "--bundle", e->dir,
-		    "--pid-file", pidf, e->id, NULL };
-
-		runtime_state_dir(ld, kc->tier, root);
-		runtime_argv(rt, root, av, w);
-	}
-	e->cmd_pid = runtime_spawn_bg(av, p1[1], p2[1]);
+	/* At LAUNCHD_BG_NICE: no launch waits for it. */
+	e->cmd_pid = mon_client_cmd(ld, e->id, kc->tier, MON_CREATE,
+	    LAUNCHD_BG_NICE, p1[1], p2[1], err, sizeof(err));
 	close(p1[1]);
 	close(p2[1]);
 	if (e->cmd_pid == -1) {
+		log_warnx("pool entry %s: create: %s", e->id, err);
 		e->cmd_pid = 0;
 		goto bad;
 	}
+	e->created = 1;
 	e->state = POOL_CREATING;
 	return 0;
 bad:
@@ -375,7 +410,7 @@ pool_fill(struct launchd *ld)
 		}
 		while (n < kr->conf->size &&
 		    kr->failures < POOL_MAX_FAILURES) {
-			if (pool_create(ld, k, rootfs) == 0)
+			if (pool_create(ld, k, rootfs, hex) == 0)
 				n++;
 		}
 	}
@@ -589,9 +624,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 {
 	struct pool			*p = ld->pool;
 	struct pool_entry		*e;
-	const struct launchd_runtime	*rt;
-	char				 path[PATH_MAX], root[PATH_MAX], *s;
-	char				*av[RUNTIME_ARGV_MAX];
+	char				 path[PATH_MAX], err[MON_ERR_MAX], *s;
 	long				 v = -1;
 
 	if (p == NULL)
@@ -618,12 +651,11 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 			pool_entry_failed(ld, e, "start", status);
 			return 1;
 		}
-		/* Created and started at LAUNCHD_BG_NICE: its init (sbx-init,
-		 * alone in it) gets the normal priority back now, and the
-		 * program it starts inherits that. */
-		if (setpriority(PRIO_PROCESS, e->init_pid, 0) == -1) {
-			log_warn("pool entry %s: setpriority", e->id);
-			pool_entry_failed(ld, e, "setpriority", -1);
+		/* Created at LAUNCHD_BG_NICE: its init (sbx-init, alone in
+		 * it) gets the normal priority back now, and the program it
+		 * starts inherits that. */
+		if (mon_client_renice(ld, e->init_pid) == -1) {
+			pool_entry_failed(ld, e, "renice", -1);
 			return 1;
 		}
 		e->state = POOL_READY;
@@ -644,14 +676,9 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	e->init_pid = (pid_t)v;
 	/* Start it now: sbx-init becomes PID 1 and waits on its FIFO, so
 	 * that a launch pays for neither step. */
-	rt = &ld->conf->runtimes[p->keys[e->k].conf->tier];
-	{
-		const char	*w[] = { "start", e->id, NULL };
-
-		runtime_state_dir(ld, p->keys[e->k].conf->tier, root);
-		runtime_argv(rt, root, av, w);
-	}
-	if ((e->cmd_pid = runtime_spawn_bg(av, -1, -1)) == -1) {
+	if ((e->cmd_pid = mon_client_cmd(ld, e->id, p->keys[e->k].conf->tier,
+	    MON_START, LAUNCHD_BG_NICE, -1, -1, err, sizeof(err))) == -1) {
+		log_warnx("pool entry %s: start: %s", e->id, err);
 		e->cmd_pid = 0;
 		pool_entry_failed(ld, e, "start", -1);
 		return 1;
@@ -684,7 +711,7 @@ pool_stop(struct launchd *ld)
 	while ((e = p->entries) != NULL) {
 		p->entries = e->next;
 		if (e->init_pid > 0)
-			kill(e->init_pid, SIGKILL);
+			(void)mon_client_sigkill(ld, e->init_pid);
 		pool_entry_destroy(ld, e);
 	}
 	for (size_t k = 0; k < p->nkeys; k++)

@@ -1,50 +1,50 @@
 /*
  * run.c: one execution from a verified launch request to its result, as a
- * small state machine driven by the event loop, so that no execution
- * waits for another.  The order is fixed and each step undoes what the
- * earlier ones did when it fails: verify the signed policy, pick the
- * tier's runtime, resolve the image (waiting, queued, while it is being
- * prepared: image.c), stage run_dir/x-<execution>/{in,code} (copies,
- * root-owned, files 0444, directories 0555) and write the spec -- or take
- * a pre-started container from the pool (pool.c) and fill its staging --
+ * small state machine driven by the event loop, so that no execution waits
+ * for another.  The order is fixed and each step undoes what the earlier ones
+ * did when it fails: verify the signed policy, pick the tier's runtime,
+ * resolve the image (waiting, queued, while it is being prepared: image.c),
+ * have the monitor stage run_dir/x-<execution> (STAGE: the staging dir and
+ * its scratch tmpfs) and fill its in/ and code/ (copies, files 0444) -- or
+ * take a pre-started container from the pool (pool.c) and fill its staging --
  * then, at once, open the egress channel at egressd (when egress is
- * configured; egressd down refuses the launch) and record the launch (the
- * audit group commit, control.c); with both done, `<runtime> create` and
- * `<runtime> start` (each a child process whose exit comes back through
- * SIGCHLD), or for a pool entry one write into the FIFO its sbx-init
- * waits on.  launchd-sbx is a child subreaper, so the container's init
- * becomes its child and its real exit status comes to SIGCHLD too.  The
- * wall clock is a libevent timer that kills the whole container from
- * outside.  When the init has exited the cgroup statistics are read (the
- * runtime removes the cgroup at delete) and `<runtime> delete --force`
- * starts.  Under runc the init is PID 1 of the container's pid namespace,
- * which the kernel lets it leave only once every other process in it has
- * exited: with every process of the sandbox dead, the boundaries get their
- * turn at once -- the egress channel is closed and its usage and denials
- * kept, the scratch tmpfs (mounted on the host in the staging dir and
- * bound into the sandbox so that it outlives it) goes to gated as a
- * descriptor, and the exit is recorded -- and the result is sent when all
- * three are done; only what gated releases reaches it (no gate, or gated
- * down: stdout and stderr withheld, nothing released).  The delete's end
- * then detaches the scratch and removes leftover cgroup directories and
- * the staging tree, after the result if it came first
- * (sbx_launchd_cleanups_pending); under runsc, and for a failed execution,
- * the delete comes first and the rest follows in order.  Every failure
- * path runs the same teardown.
+ * configured; egressd down refuses the launch; its socket and CA go into
+ * run/) and record the launch (the audit group commit, control.c); with both
+ * done, the monitor seals the staging (SEAL: root's from then on, files 0444,
+ * directories 0555) and, for a cold launch, writes the spec (SPEC) and runs
+ * `<runtime> create` and `<runtime> start` (CMD, each a child of the
+ * monitor's whose exit comes back as a MON_EXIT event), or for a pool entry
+ * the launcher writes once into the FIFO its sbx-init waits on.  The monitor
+ * is a child subreaper, so the container's init becomes its child and its
+ * real exit status comes back as a MON_EXIT too (run_child_exited).  The wall
+ * clock is a libevent timer that kills the whole container from outside (CMD
+ * kill, and SIGKILL of the init).  When the init has exited the cgroup
+ * statistics are read (the runtime removes the cgroup at delete) and
+ * `<runtime> delete --force` starts (CMD delete).  Under runc the init is PID
+ * 1 of the container's pid namespace, which the kernel lets it leave only
+ * once every other process in it has exited: with every process of the
+ * sandbox dead, the boundaries get their turn at once -- the egress channel
+ * is closed and its usage and denials kept, the scratch tmpfs (mounted on the
+ * host in the staging dir and bound into the sandbox so that it outlives it)
+ * goes to gated as a descriptor, and the exit is recorded -- and the result
+ * is sent when all three are done; only what gated releases reaches it (no
+ * gate, or gated down: stdout and stderr withheld, nothing released).  The
+ * delete's end then has the monitor remove leftover cgroup directories
+ * (CG_REMOVE) and detach the scratch and remove the staging tree (UNSTAGE),
+ * after the result if it came first (sbx_launchd_cleanups_pending); under
+ * runsc, and for a failed execution, the delete comes first and the rest
+ * follows in order.  Every failure path runs the same teardown.
  *
  * It sits in the middle of launchd-sbx's layers (tests/layers.py): called
  * by control.c, it calls down into the pool (pool.c), the image store
- * (image.c), the runtime driver that does what root does to the host
- * (runtime.c), the egressd and gated clients (egress_client.c,
- * gate_client.c), the spec (spec.c) and the audit group commit
- * (record.c), and none of them calls it back by name: an image ready
- * reaches it through the hook main() sets, a peer's reply through the
- * handler it gives the client.
+ * (image.c), the root monitor's client (mon_client.c), the little the
+ * launcher does to the host itself (runtime.c), the egressd and gated
+ * clients (egress_client.c, gate_client.c) and the audit group commit
+ * (record.c), and none of them calls it back by name: an image ready and
+ * a child's end reach it through the hooks main() sets, a peer's reply
+ * through the handler it gives the client.
  */
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -114,10 +114,13 @@ struct run {
 	uint8_t				*code;
 	size_t				 code_len;
 	const char			*interp;
-	char				 rtroot[PATH_MAX];
+	int				 tier;
 	char				 id[160];	/* the container */
 	char				 dir[PATH_MAX];
 	char				 pool_key[65];	/* "" unless pooled */
+	int				 staged;	/* the monitor staged it */
+	int				 cg;		/* CREATE was accepted:
+							 * cgroups may exist */
 	int				 created;	/* runtime state may exist */
 	pid_t				 pid;		/* the container's init */
 	pid_t				 cmd_pid;	/* a runtime command */
@@ -143,7 +146,6 @@ struct run {
 	int				 tail;		/* TAIL_* still under way */
 	int				 need;		/* NEED_* before the start */
 	int				 egress_open;	/* a channel to close */
-	char				*egress_sock;	/* the channel's socket */
 	gid_t				 gid;		/* its own group; 0: none */
 	char				 ca[PATH_MAX];	/* its CA, staged */
 	char				 scratch[PATH_MAX];
@@ -297,7 +299,6 @@ run_free(struct run *r)
 	/* Nothing of the sandbox is left by now: its group is free. */
 	if (r->gid != 0)
 		ident_give(r->ld, r->gid);
-	free(r->egress_sock);
 	free(r->code_name);
 	free(r->code);
 	free(r->fail_msg);
@@ -340,10 +341,10 @@ run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
 
 /* ---- staging ---- */
 
-/* Fill dir/{in,code}; make them when fresh (a pool entry has them). */
+/* Fill dir/{in,code}, ours until the monitor's SEAL makes them root's
+ * (directories 0555, files 0444). */
 static int
-run_stage(struct run *r, int fresh, const char **rule, char *err,
-    size_t errlen)
+run_stage(struct run *r, const char **rule, char *err, size_t errlen)
 {
 	const Sbx__V1__Policy	*pol = r->grant->policy;
 	char			 in[PATH_MAX], code[PATH_MAX], f[PATH_MAX];
@@ -351,12 +352,6 @@ run_stage(struct run *r, int fresh, const char **rule, char *err,
 	*rule = RULE_RUNTIME;
 	bufprintf(in, sizeof(in), "%s/in", r->dir);
 	bufprintf(code, sizeof(code), "%s/code", r->dir);
-	if (fresh && (mkdir(r->dir, 0700) == -1 || mkdir(in, 0700) == -1 ||
-	    mkdir(code, 0700) == -1)) {
-		bufprintf(err, errlen, "staging %s: %s", r->dir,
-		    strerror(errno));
-		return -1;
-	}
 	for (size_t i = 0; i < pol->n_inputs; i++) {
 		if (dataset_stage(r->ld, pol->inputs[i]->dataset, in, err,
 		    errlen) == -1) {
@@ -368,11 +363,6 @@ run_stage(struct run *r, int fresh, const char **rule, char *err,
 	bufprintf(f, sizeof(f), "%s/%s", code, r->code_name);
 	if (runtime_write_file(f, r->code, r->code_len) == -1) {
 		bufprintf(err, errlen, "staging %s: %s", f, strerror(errno));
-		return -1;
-	}
-	if (chmod(in, 0555) == -1 || chmod(code, 0555) == -1) {
-		bufprintf(err, errlen, "staging %s: %s", r->dir,
-		    strerror(errno));
 		return -1;
 	}
 	*rule = NULL;
@@ -474,21 +464,22 @@ run_grace_cb(evutil_socket_t fd, short what, void *arg)
 	run_finish(arg);
 }
 
-/* Kill the container from outside: the runtime's kill (a child we do not
- * wait for here) and the init itself, whose death ends its pid
- * namespace. */
+/* Kill the container from outside: the runtime's kill (a command whose
+ * exit we do not wait for here) and the init itself, whose death ends
+ * its pid namespace. */
 static void
 run_kill(struct run *r)
 {
-	const char	*w[] = { "kill", "--all", r->id, "KILL", NULL };
-	char		*av[RUNTIME_ARGV_MAX];
+	char	 err[MON_ERR_MAX];
 
-	runtime_argv(r->rt, r->rtroot, av, w);
 	/* Delete waits for it: both take the runtime's state lock. */
-	if (r->kill_pid <= 0 && (r->kill_pid = runtime_spawn(av, -1, -1)) == -1)
+	if (r->kill_pid <= 0 && (r->kill_pid = mon_client_cmd(r->ld, r->id,
+	    r->tier, MON_KILL, 0, -1, -1, err, sizeof(err))) == -1) {
+		log_warnx("execution %s: kill: %s", r->id, err);
 		r->kill_pid = 0;
+	}
 	if (!r->exited && r->pid > 0)
-		kill(r->pid, SIGKILL);
+		(void)mon_client_sigkill(r->ld, r->pid);
 }
 
 static void
@@ -536,19 +527,20 @@ run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 		log_warnx("execution %s: runtime command %ld took over %d s; "
 		    "killing it", r->id, (long)pid, LAUNCHD_CMD_SECONDS);
-		kill(pid, SIGKILL);
+		(void)mon_client_sigkill(r->ld, pid);
 	}
 }
 
-/* Spawn a runtime command for r; its exit comes to run_cmd_done. */
+/* Have the monitor run a runtime command (enum mon_verb) for r; its exit
+ * comes to run_cmd_done.  -1 with err filled. */
 static int
-run_cmd_spawn(struct run *r, const char *const words[], int fd1, int fd2)
+run_cmd_spawn(struct run *r, int verb, int fd1, int fd2, char *err,
+    size_t errlen)
 {
-	char		*av[RUNTIME_ARGV_MAX];
 	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
 
-	runtime_argv(r->rt, r->rtroot, av, words);
-	if ((r->cmd_pid = runtime_spawn(av, fd1, fd2)) == -1) {
+	if ((r->cmd_pid = mon_client_cmd(r->ld, r->id, r->tier, verb, 0, fd1,
+	    fd2, err, errlen)) == -1) {
 		r->cmd_pid = 0;
 		return -1;
 	}
@@ -628,35 +620,31 @@ run_go(struct run *r)
 	    strerror(errno));
 }
 
+/* The cgroups were shared with egressd (by the monitor, at the create)
+ * before any process of the sandbox could connect to its channel. */
 static void
 run_do_start(struct run *r)
 {
-	const char	*w[] = { "start", r->id, NULL };
+	char	 err[MON_ERR_MAX];
 
-	/* Before any process of the sandbox can connect to its channel. */
-	runtime_cg_share(r->ld->conf->cgroup_parent, r->id);
 	r->state = RUN_START;
 	r->start_ns = mono_ns();
 	if (r->pool_key[0] != '\0') {
 		run_go(r);
 		return;
 	}
-	if (run_cmd_spawn(r, w, -1, -1) == -1)
+	if (run_cmd_spawn(r, MON_START, -1, -1, err, sizeof(err)) == -1)
 		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
-		    strerror(errno));
+		    err);
 }
 
 static void
 run_do_create(struct run *r)
 {
-	char		 pidf[PATH_MAX];
-	const char	*w[] = { "create", "--bundle", r->dir, "--pid-file",
-			    pidf, r->id, NULL };
-	int		 p1[2], p2[2];
+	char	 err[MON_ERR_MAX];
+	int	 p1[2], p2[2];
 
-	bufprintf(pidf, sizeof(pidf), "%s/pid", r->dir);
 	r->state = RUN_CREATE;
-	r->created = 1;
 	if (pipe2(p1, O_CLOEXEC) == -1) {
 		run_fail(r, RULE_RUNTIME, "pipe: %s", strerror(errno));
 		return;
@@ -669,13 +657,15 @@ run_do_create(struct run *r)
 	}
 	r->out[0].fd = p1[0];
 	r->out[1].fd = p2[0];
-	if (run_cmd_spawn(r, w, p1[1], p2[1]) == -1) {
+	if (run_cmd_spawn(r, MON_CREATE, p1[1], p2[1], err,
+	    sizeof(err)) == -1) {
 		close(p1[1]);
 		close(p2[1]);
 		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
-		    strerror(errno));
+		    err);
 		return;
 	}
+	r->created = r->cg = 1;
 	close(p1[1]);
 	close(p2[1]);
 }
@@ -789,8 +779,7 @@ run_collect(struct run *r)
 static void
 run_bg_delete(struct run *r)
 {
-	const char	*w[] = { "delete", "--force", r->id, NULL };
-	char		*av[RUNTIME_ARGV_MAX];
+	char		 err[MON_ERR_MAX];
 	struct timeval	 tv = { LAUNCHD_CMD_SECONDS, 0 };
 
 	if (r->kill_pid > 0) {
@@ -799,10 +788,11 @@ run_bg_delete(struct run *r)
 		return;
 	}
 	r->del_wait = 0;
-	runtime_argv(r->rt, r->rtroot, av, w);
-	if ((r->del_pid = runtime_spawn_bg(av, -1, -1)) == -1) {
-		log_warn("execution %s: cannot run %s delete", r->id,
-		    r->rt->path);
+	/* After the init's end: no launch waits for it. */
+	if ((r->del_pid = mon_client_cmd(r->ld, r->id, r->tier, MON_DELETE,
+	    LAUNCHD_BG_NICE, -1, -1, err, sizeof(err))) == -1) {
+		log_warnx("execution %s: cannot run %s delete: %s", r->id,
+		    r->rt->path, err);
 		r->del_pid = 0;
 		r->created = 0;
 		return;
@@ -849,11 +839,11 @@ run_finish(struct run *r)
 	run_teardown(r);
 }
 
-/* Delete the container (a child), then run_deleted. */
+/* Delete the container (a command), then run_deleted. */
 static void
 run_teardown(struct run *r)
 {
-	const char	*w[] = { "delete", "--force", r->id, NULL };
+	char	 err[MON_ERR_MAX];
 
 	if (r->wall_ev != NULL)
 		evtimer_del(r->wall_ev);
@@ -863,15 +853,16 @@ run_teardown(struct run *r)
 		return;
 	}
 	if (!r->exited && r->pid > 0)
-		kill(r->pid, SIGKILL);
+		(void)mon_client_sigkill(r->ld, r->pid);
 	if (r->kill_pid > 0) {
 		r->delete_pending = 1;
 		return;
 	}
 	r->delete_pending = 0;
-	if (run_cmd_spawn(r, w, -1, -1) == -1) {
-		log_warn("execution %s: cannot run %s delete", r->id,
-		    r->rt->path);
+	if (run_cmd_spawn(r, MON_DELETE, -1, -1, err, sizeof(err)) == -1) {
+		log_warnx("execution %s: cannot run %s delete: %s", r->id,
+		    r->rt->path, err);
+		r->created = 0;
 		run_deleted(r);
 	}
 }
@@ -992,9 +983,14 @@ run_cleanup_host(struct run *r)
 		r->host_pending = 1;	/* run_bg_deleted does it */
 		return;
 	}
-	runtime_cg_remove(r->ld->conf->cgroup_parent, r->id);
-	if (runtime_unstage(r->dir) == -1)
-		log_warn("execution %s: cannot remove %s", r->id, r->dir);
+	if (r->cg) {
+		r->cg = 0;
+		(void)mon_client_cg_remove(r->ld, r->id);
+	}
+	if (r->staged) {
+		r->staged = 0;
+		(void)mon_client_unstage(r->ld, r->id);
+	}
 }
 
 static void
@@ -1057,46 +1053,54 @@ run_tail_done(struct run *r, int what)
 }
 
 void
-run_reap_children(struct launchd *ld)
+run_child_exited(struct launchd *ld, pid_t pid, int st)
 {
 	struct run	*r;
-	pid_t		 pid;
-	int		 st;
 
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		if (image_reaped(ld, pid, st) || pool_reaped(ld, pid, st))
-			continue;
-		for (r = ld->runs; r != NULL; r = r->next)
-			if ((r->pid == pid && !r->exited) ||
-			    r->cmd_pid == pid || r->kill_pid == pid ||
-			    r->del_pid == pid)
-				break;
-		if (r == NULL)
-			continue;	/* an orphan the runtime left us */
-		if (r->del_pid == pid) {
-			r->del_pid = 0;
-			run_bg_deleted(r, st);
-			continue;
-		}
-		if (r->kill_pid == pid) {
-			r->kill_pid = 0;
-			if (r->del_wait)
-				run_bg_delete(r);
-			else if (r->delete_pending)
-				run_teardown(r);
-			continue;
-		}
-		if (r->cmd_pid == pid) {
-			run_cmd_done(r, st);
-			continue;
-		}
-		r->exited = 1;
-		r->status = st;
-		r->end_ns = mono_ns();
-		if (r->state == RUN_RUNNING)
-			run_exited(r);
-		/* In RUN_START: when start returns.  Later: nothing. */
+	if (image_reaped(ld, pid, st) || pool_reaped(ld, pid, st))
+		return;
+	for (r = ld->runs; r != NULL; r = r->next)
+		if ((r->pid == pid && !r->exited) ||
+		    r->cmd_pid == pid || r->kill_pid == pid ||
+		    r->del_pid == pid)
+			break;
+	if (r == NULL)
+		return;		/* an orphan the runtime left */
+	if (r->del_pid == pid) {
+		r->del_pid = 0;
+		run_bg_deleted(r, st);
+		return;
 	}
+	if (r->kill_pid == pid) {
+		r->kill_pid = 0;
+		if (r->del_wait)
+			run_bg_delete(r);
+		else if (r->delete_pending)
+			run_teardown(r);
+		return;
+	}
+	if (r->cmd_pid == pid) {
+		run_cmd_done(r, st);
+		return;
+	}
+	r->exited = 1;
+	r->status = st;
+	r->end_ns = mono_ns();
+	if (r->state == RUN_RUNNING)
+		run_exited(r);
+	/* In RUN_START: when start returns.  Later: nothing. */
+}
+
+void
+run_reap_children(struct launchd *ld)
+{
+	pid_t	 pid;
+	int	 st;
+
+	/* The launcher's own: image preparations, and the monitor. */
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+		if (!mon_client_reaped(ld, pid, st))
+			run_child_exited(ld, pid, st);
 }
 
 /* ---- launch ---- */
@@ -1138,6 +1142,8 @@ run_launched(struct launchd *ld, void *arg, int ok)
 static void
 run_need_done(struct run *r, int what)
 {
+	char	 err[MON_ERR_MAX];
+
 	r->need &= ~what;
 	if (r->need != 0)
 		return;
@@ -1149,6 +1155,13 @@ run_need_done(struct run *r, int what)
 		run_fail(r, RULE_RUNTIME, "launchd-sbx is shutting down");
 		return;
 	}
+	/* in/, code/, the channel's socket and CA are all there: from now
+	 * on they are root's, and nothing the launcher does changes what
+	 * the sandbox sees. */
+	if (mon_client_seal(r->ld, r->id, err, sizeof(err)) == -1) {
+		run_fail(r, RULE_RUNTIME, "sealing the staging: %s", err);
+		return;
+	}
 	if (r->pool_key[0] != '\0') {
 		run_do_start(r);
 		return;
@@ -1157,7 +1170,9 @@ run_need_done(struct run *r, int what)
 		run_do_create(r);
 }
 
-/* Fill the spec parameters; the paths go to the given buffers. */
+/* The spec parameters of the launch, the paths in the given buffers:
+ * what its pool key is made of (the monitor renders the real spec from
+ * the same values, run_spec). */
 static void
 run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
     char code[PATH_MAX], char cgpath[PATH_MAX], char prog[PATH_MAX],
@@ -1189,8 +1204,8 @@ run_params(struct run *r, struct spec_params *sp, char in[PATH_MAX],
 	sp->in_dir = in;
 	sp->code_dir = code;
 	sp->scratch_dir = r->scratch;
-	sp->egress_sock = r->egress_open ? r->egress_sock : NULL;
-	sp->ca_file = r->egress_open && r->ca[0] != '\0' ? r->ca : NULL;
+	sp->egress_sock = NULL;		/* the channel is not open yet */
+	sp->ca_file = NULL;
 	sp->init_path = ld->conf->init;
 	sp->cgroups_path = cgpath;
 	sp->gid = r->gid;
@@ -1233,7 +1248,7 @@ run_from_pool(struct run *r)
 	r->gid = pool_entry_take_gid(pe);
 	pool_entry_fds(pe, &r->out[0].fd, &r->out[1].fd);
 	pool_entry_free(pe);
-	r->created = 1;
+	r->staged = r->cg = r->created = 1;
 	r->ld->metrics.pooled++;
 	/* The replacement is made once this execution has its result
 	 * (run_recorded): made now, its runtime's create and start would
@@ -1263,26 +1278,52 @@ run_record_launch(struct run *r)
 	free(detail);
 }
 
-/* Staged (and the egress channel open, when there is one): the spec. */
+/* A text field of a MON_SPEC: 0, or -1 when it does not fit. */
+static int
+run_text(char dst[MON_TEXT_MAX], const char *src)
+{
+	return bufprintf(dst, MON_TEXT_MAX, "%s", src != NULL ? src : "") >=
+	    MON_TEXT_MAX ? -1 : 0;
+}
+
+/* Sealed (and the egress channel open, when there is one): the spec,
+ * which the monitor renders from the plain parameters run_params gives
+ * spec_render, its own paths filled in. */
 static int
 run_spec(struct run *r)
 {
-	struct spec_params	 sp;
-	char			 err[1024], in[PATH_MAX], code[PATH_MAX];
-	char			 cgpath[PATH_MAX], prog[PATH_MAX], *argv[3];
-	char			*text;
-	size_t			 len;
-	int			 rc;
+	const Sbx__V1__PolicyGrant	*g = r->grant;
+	const Sbx__V1__Limits		*lim = g->policy->limits;
+	struct mon_spec			 ms;
+	char				 err[MON_ERR_MAX], prog[PATH_MAX];
 
-	run_params(r, &sp, in, code, cgpath, prog, argv);
-	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {
-		run_fail(r, RULE_BAD_REQUEST, "%s", err);
+	memset(&ms, 0, sizeof(ms));
+	bufprintf(ms.id, sizeof(ms.id), "%s", r->id);
+	bufprintf(prog, sizeof(prog), "/code/%s", r->code_name);
+	ms.tier = (uint32_t)r->tier;
+	ms.flags = (r->egress_open ? MON_SPEC_EGRESS : 0) |
+	    (r->egress_open && r->ca[0] != '\0' ? MON_SPEC_CA : 0);
+	ms.policy_version = g->policy->version;
+	ms.cpus_milli = lim->cpus_milli;
+	ms.memory_mb = lim->memory_mb;
+	ms.pids = lim->pids;
+	ms.scratch_mb = lim->scratch_mb;
+	ms.gid = (uint32_t)r->gid;
+	if (bufprintf(ms.image, sizeof(ms.image), "%s/rootfs", r->hex) >=
+	    (int)sizeof(ms.image) ||
+	    run_text(ms.policy_name, g->policy->name) == -1 ||
+	    run_text(ms.policy_hash, g->policy_hash) == -1 ||
+	    run_text(ms.task_id, g->task_id) == -1 ||
+	    run_text(ms.execution_id, g->execution_id) == -1 ||
+	    run_text(ms.interp, r->interp) == -1 ||
+	    run_text(ms.prog, prog) == -1) {
+		run_fail(r, RULE_BAD_REQUEST, "a field of the runtime spec is "
+		    "longer than %d bytes", MON_TEXT_MAX - 1);
 		return -1;
 	}
-	rc = spec_write(r->dir, text, len, err, sizeof(err));
-	free(text);
-	if (rc == -1) {
-		run_fail(r, RULE_RUNTIME, "%s", err);
+	if (mon_client_spec(r->ld, &ms, err, sizeof(err)) == -1) {
+		run_fail(r, errno == EINVAL ? RULE_BAD_REQUEST : RULE_RUNTIME,
+		    "%s", err);
 		return -1;
 	}
 	return 0;
@@ -1338,14 +1379,11 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	/* From here on the channel is closed whatever happens. */
 	r->egress_open = 1;
 	if (o->ca_cert_pem.len > 0) {
-		/* A pool entry's mounts were fixed at its create: its CA
-		 * goes into run/, which its sandbox sees. */
-		if (r->pool_key[0] != '\0')
-			bufprintf(r->ca, sizeof(r->ca), "%s/run/%s", r->dir,
-			    POOL_CA);
-		else
-			bufprintf(r->ca, sizeof(r->ca), "%s/%s", r->dir,
-			    LAUNCHD_CA);
+		/* Into run/, ours: the monitor's SEAL makes it root's and
+		 * the sandbox group's, and moves a cold launch's up into
+		 * the staging dir (a pool entry's sandbox sees run/). */
+		bufprintf(r->ca, sizeof(r->ca), "%s/run/%s", r->dir,
+		    LAUNCHD_CA);
 		if (runtime_write_file(r->ca, o->ca_cert_pem.data,
 		    o->ca_cert_pem.len) == -1) {
 			run_fail(r, RULE_RUNTIME, "staging %s: %s", r->ca,
@@ -1364,20 +1402,13 @@ run_egress_open(struct run *r)
 
 	r->state = RUN_EGRESS_OPEN;
 	r->eg_tried = 1;
-	if (r->pool_key[0] != '\0')
-		bufprintf(path, sizeof(path), "%s/run/%s", r->dir,
-		    POOL_EGRESS_SOCK);
-	else
-		bufprintf(path, sizeof(path), "%s/%s", r->dir,
-		    LAUNCHD_EGRESS_SOCK);
-	if ((fd = egress_client_listen(path, r->gid, err, sizeof(err))) ==
-	    -1) {
+	/* run/ for both: SEAL moves a cold launch's up (monitor.h). */
+	bufprintf(path, sizeof(path), "%s/run/%s", r->dir, LAUNCHD_EGRESS_SOCK);
+	if ((fd = egress_client_listen(path, err, sizeof(err))) == -1) {
 		r->need &= ~NEED_EGRESS;
 		run_fail(r, RULE_RUNTIME, "the egress channel: %s", err);
 		return;
 	}
-	free(r->egress_sock);
-	r->egress_sock = xstrdup(path);
 	bufprintf(cg, sizeof(cg), "/%s/%s", r->ld->conf->cgroup_parent, r->id);
 	rc = egress_client_open(r->ld, &r->peer, fd, r->signed_, r->gid, cg,
 	    run_egress_opened, r, err, sizeof(err));
@@ -1538,7 +1569,7 @@ run_release(struct run *r)
 		return;
 	}
 	r->state = RUN_RELEASE;
-	if (gate_client_release(r->ld, &r->gpeer, r->scratch, r->signed_,
+	if (gate_client_release(r->ld, &r->gpeer, r->id, r->signed_,
 	    r->outputs, r->noutputs, r->out[0].buf, r->out[0].len,
 	    r->out[1].buf, r->out[1].len, run_released, r, err,
 	    sizeof(err)) == -1) {
@@ -1584,12 +1615,12 @@ run_prepare(struct run *r)
 	const char			*rule;
 	char				 err[1024];
 
+	/* The host path of /scratch: what the pool key's spec is made
+	 * from (pool_key puts a placeholder in for it). */
 	bufprintf(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
 	    LAUNCHD_SCRATCH);
 	if (run_from_pool(r)) {
-		bufprintf(r->scratch, sizeof(r->scratch), "%s/%s", r->dir,
-		    LAUNCHD_SCRATCH);
-		if (run_stage(r, 0, &rule, err, sizeof(err)) == -1) {
+		if (run_stage(r, &rule, err, sizeof(err)) == -1) {
 			run_fail(r, rule, "%s", err);
 			return;
 		}
@@ -1608,20 +1639,21 @@ run_prepare(struct run *r)
 		run_abort(r, RULE_RUNTIME, err);
 		return;
 	}
-	if (run_stage(r, 1, &rule, err, sizeof(err)) == -1) {
-		(void)runtime_unstage(r->dir);
+	/* The staging dir and its scratch tmpfs: the monitor's. */
+	if (mon_client_stage(r->ld, r->id, pol->limits->scratch_mb, r->gid, err,
+	    sizeof(err)) == -1) {
+		run_abort(r, errno == EINVAL ? RULE_BAD_REQUEST : RULE_RUNTIME,
+		    err);
+		return;
+	}
+	r->staged = 1;
+	if (run_stage(r, &rule, err, sizeof(err)) == -1) {
+		run_cleanup_host(r);
 		run_abort(r, rule, err);
 		return;
 	}
-	if (runtime_scratch_mount(r->dir, pol->limits->scratch_mb, r->gid) == -1) {
-		bufprintf(err, sizeof(err), "mounting %s: %s", r->scratch,
-		    strerror(errno));
-		(void)runtime_unstage(r->dir);
-		run_abort(r, RULE_RUNTIME, err);
-		return;
-	}
 	/* From here every failure goes through run_fail: the teardown
-	 * closes the egress channel and unmounts the scratch. */
+	 * closes the egress channel and unstages. */
 	run_begin(r);
 }
 
@@ -1743,7 +1775,7 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	r->code_len = l->code.len;
 	r->cap = (size_t)(pol->outputs != NULL && pol->outputs->max_text_kb ?
 	    pol->outputs->max_text_kb : LAUNCHD_TEXT_KB_DEFAULT) * 1024;
-	runtime_state_dir(ld, tier, r->rtroot);
+	r->tier = tier;
 	if (run_container_id(r->id, sizeof(r->id)) == -1) {
 		run_abort(r, RULE_RUNTIME, "no random bytes for a container id");
 		return;
@@ -1812,12 +1844,15 @@ run_cleaning(const struct launchd *ld)
 static void
 run_cleanup_sync(struct run *r)
 {
-	const char	*w[] = { "delete", "--force", r->id, NULL };
-	char		*av[RUNTIME_ARGV_MAX];
+	char	 err[MON_ERR_MAX];
+	pid_t	 pid;
 
 	if (r->created) {
-		runtime_argv(r->rt, r->rtroot, av, w);
-		if (runtime_cmd(av, LAUNCHD_CMD_SECONDS, NULL, 0) != 0)
+		r->created = 0;
+		if ((pid = mon_client_cmd(r->ld, r->id, r->tier, MON_DELETE,
+		    0, -1, -1, err, sizeof(err))) == -1)
+			log_warnx("execution %s: delete: %s", r->id, err);
+		else if (mon_wait_exit(r->ld, pid, LAUNCHD_CMD_SECONDS) != 0)
 			log_debug("execution %s: %s delete did not succeed",
 			    r->id, r->rt->path);
 	}
@@ -1838,11 +1873,13 @@ run_stop_all(struct launchd *ld)
 		next = r->next;
 		/* A delete after the init was reaped: let it finish. */
 		if (r->kill_pid > 0 && (r->del_wait || r->state == RUN_CLEANUP)) {
-			(void)waitpid(r->kill_pid, NULL, 0);
+			(void)mon_wait_exit(ld, r->kill_pid,
+			    LAUNCHD_CMD_SECONDS);
 			r->kill_pid = 0;
 		}
 		if (r->del_pid > 0) {
-			(void)waitpid(r->del_pid, NULL, 0);
+			(void)mon_wait_exit(ld, r->del_pid,
+			    LAUNCHD_CMD_SECONDS);
 			r->del_pid = 0;
 			r->created = 0;
 		}
@@ -1904,17 +1941,9 @@ run_stop_all(struct launchd *ld)
 		/* The runtime's start in flight: let it finish (bounded),
 		 * so that a started program ends as killed mid-run. */
 		if (r->state == RUN_START && r->cmd_pid > 0) {
-			int	 st = -1;
+			int	 st = mon_wait_exit(ld, r->cmd_pid, 5);
 
-			for (int i = 0; i < 500; i++) {
-				if (waitpid(r->cmd_pid, &st, WNOHANG) != 0)
-					break;
-				usleep(10000);
-				st = -1;
-			}
-			if (st == -1)
-				kill(r->cmd_pid, SIGKILL);
-			else {
+			if (st != -1) {
 				r->cmd_pid = 0;
 				if (st == 0) {
 					r->state = RUN_RUNNING;
@@ -1923,18 +1952,25 @@ run_stop_all(struct launchd *ld)
 			}
 		}
 		if (r->cmd_pid > 0) {
-			kill(r->cmd_pid, SIGKILL);
-			(void)waitpid(r->cmd_pid, NULL, 0);
+			(void)mon_client_sigkill(ld, r->cmd_pid);
+			(void)mon_wait_exit(ld, r->cmd_pid,
+			    LAUNCHD_CMD_SECONDS);
 			r->cmd_pid = 0;
 		}
 		if (r->kill_pid > 0) {
-			(void)waitpid(r->kill_pid, NULL, 0);
+			(void)mon_wait_exit(ld, r->kill_pid,
+			    LAUNCHD_CMD_SECONDS);
 			r->kill_pid = 0;
 		}
 		if (!r->exited && r->pid > 0) {
-			kill(r->pid, SIGKILL);
-			if (waitpid(r->pid, &r->status, 0) > 0)
+			int	 st;
+
+			(void)mon_client_sigkill(ld, r->pid);
+			if ((st = mon_wait_exit(ld, r->pid,
+			    LAUNCHD_CMD_SECONDS)) != -1) {
 				r->exited = 1;
+				r->status = st;
+			}
 		}
 		if (r->end_ns == 0)
 			r->end_ns = mono_ns();
