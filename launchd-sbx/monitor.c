@@ -312,7 +312,7 @@ mon_die(struct mon *m, const char *fmt, ...)
 	va_end(ap);
 	log_warnx("launcher violated the protocol (%s): killing every "
 	    "container and exiting", why);
-	mon_kill_children();
+	(void)mon_kill_all(m, NULL);
 	mon_teardown(m);
 	exit(2);
 }

@@ -181,7 +181,9 @@ struct mon_cmd {
  * and after the MON_EXIT of its init -- the pid in x-ID/pid -- or of a
  * CREATE that left none; sbx-monitor), once: give the declared outputs
  * in scratch/ to gated's user (handover.c) and answer with a read-only
- * descriptor of scratch/.
+ * descriptor of scratch/.  A process still in one of the container's
+ * cgroups (an init whose CREATE was killed before the runtime wrote the
+ * pid file) is answered MON_ERR EBUSY, and HANDOVER may come again.
  */
 struct mon_handover {
 	char		id[MON_ID_MAX + 1];
@@ -190,8 +192,14 @@ struct mon_handover {
 	char		names[MON_OUTPUTS_MAX][MON_OUTPUT_MAX + 1];
 };
 
-/* CG_REMOVE: rmdir cgroup_parent/ID in every controller.  UNSTAGE:
- * unmount and remove x-ID; the id may be staged again after it. */
+/*
+ * CG_REMOVE: rmdir cgroup_parent/ID in every controller.  UNSTAGE: kill
+ * the id's runtime commands still running (their MON_EXIT follows), delete
+ * a container created and not deleted, kill every process in its
+ * cgroups, then unmount and remove x-ID and free the id and its group
+ * (it may be staged again after it).  A container that cannot be emptied
+ * is answered MON_ERR EBUSY and keeps both; UNSTAGE may come again.
+ */
 
 struct mon_ok {
 	int64_t		value;		/* CMD: the pid; otherwise 0 */
