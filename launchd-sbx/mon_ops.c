@@ -328,15 +328,17 @@ mon_cg_rmdirs(const struct mon *m, const char *id)
 }
 
 /*
- * A created container's cgroups opened to reading (the runtime made them
- * under the monitor's umask, 077): egressd reads cgroup.procs to tell a
- * sandbox's processes, the launcher the usage.  Random names and host
- * pids, which every user sees in /proc anyway.
+ * A created container's cgroups and x-ID/pid opened to reading (the
+ * runtime made them under the monitor's umask, 077): egressd reads
+ * cgroup.procs to tell a sandbox's processes, the launcher the usage and
+ * the init's pid.  Random names and host pids, which every user sees in
+ * /proc anyway.
  */
 static void
-mon_cg_share(const struct mon *m, const char *id)
+mon_share(const struct mon *m, const char *id)
 {
 	char	 path[PATH_MAX];
+	int	 xfd;
 
 	for (size_t i = 0; mon_shared[i] != NULL; i++) {
 		if (mon_cgpath(m, mon_shared[i], NULL, path) == -1)
@@ -347,6 +349,11 @@ mon_cg_share(const struct mon *m, const char *id)
 		if (chmod(path, 0755) == -1 && errno != ENOENT)
 			log_warn("chmod %s", path);
 	}
+	if ((xfd = mon_xopen(m, id)) == -1)
+		return;
+	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
+		log_warn("chmod x-%s/pid", id);
+	close(xfd);
 }
 
 /* ---- STAGE ---- */
@@ -932,20 +939,6 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 
 /* ---- children ---- */
 
-/* x-ID/pid, the init's pid the runtime wrote under our umask: the
- * launcher reads it (monitor.h, CREATE). */
-static void
-mon_pid_share(const struct mon *m, const char *id)
-{
-	int	 xfd;
-
-	if ((xfd = mon_xopen(m, id)) == -1)
-		return;
-	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
-		log_warn("chmod x-%s/pid", id);
-	close(xfd);
-}
-
 /*
  * After a CREATE: its init, from the pid file the runtime (root) wrote in
  * x-ID, if it is a live child of ours (adopted); none, and the container
@@ -987,10 +980,8 @@ mon_reaped(struct mon *m, pid_t pid, int status)
 			continue;
 		s = &m->slots[run->slot];
 		if (s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE && status == 0) {
-				mon_cg_share(m, s->id);
-				mon_pid_share(m, s->id);
-			}
+			if (run->verb == MON_CREATE && status == 0)
+				mon_share(m, s->id);
 			if (run->verb == MON_CREATE)
 				mon_init(m, s);
 			if (run->verb == MON_DELETE && status == 0)
