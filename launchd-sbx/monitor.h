@@ -29,7 +29,10 @@
  * with '.') name run_dir/x-ID, the cgroup cgroup_parent/ID and the
  * runtime's container; every path the monitor touches is one of those,
  * opened by descriptor beneath run_dir (or the image cache), never a
- * path the launcher sent.
+ * path the launcher sent.  run_dir is root's and closed to other users
+ * (root:<the launcher's group> 0710; the monitor refuses one that others
+ * may search, or its group write): x-ID is 0711 and sealed files are
+ * 0444, so run_dir alone keeps them from every execution's in/ and code/.
  */
 #ifndef SBX_LAUNCHD_MONITOR_H
 #define SBX_LAUNCHD_MONITOR_H
