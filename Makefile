@@ -418,13 +418,16 @@ test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe \
 	    tests/launch/run $(B)/bin
 
 # sbx-monitor: its size and its libc-only link (tests/monitor/size), then
-# the attacks on its protocol (tests/monitor/run, root), when present.
+# the attacks on its protocol (tests/monitor/run, root), when present; its
+# real-runc cases need sbx-init, which runs inside the sandbox: the static
+# one from build/bin, as for test-launch.
 .PHONY: test-monitor
-test-monitor: $(B)/bin/sbx-monitor
+test-monitor: $(B)/bin/sbx-monitor $(B)/bin/sbx-init
 	@rc=0; tests/record monitor-size$(SUITE_SFX) tests/monitor/size \
 	    $(if $(SUITE_SFX),--san) $(B)/bin/sbx-monitor || rc=1; \
 	if [ -x tests/monitor/run ]; then \
-	    tests/record monitor$(SUITE_SFX) tests/monitor/run \
+	    tests/record monitor$(SUITE_SFX) env \
+	    SBX_INIT=$(CURDIR)/build/bin/sbx-init tests/monitor/run \
 	    $(CURDIR)/$(B)/bin || rc=1; fi; exit $$rc
 
 # brokerd through its sockets as the invoking user: secrets in, credentials

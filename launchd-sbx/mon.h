@@ -28,7 +28,8 @@
 #define ST_START	0x20
 #define ST_HANDOVER	0x40
 #define ST_DELETED	0x80	/* a DELETE of it exited 0 */
-#define ST_DEAD		0x100	/* created, and its init reaped (or none) */
+#define ST_DEAD		0x100	/* created, and its init reaped (or none);
+				 * HANDOVER wants its cgroups empty too */
 
 struct mon_tier {
 	const char	*path;		/* NULL: not configured */
@@ -100,7 +101,7 @@ void	 mon_reap_leftovers(struct mon *);
 void	 mon_reaped(struct mon *, pid_t, int);
 int	 mon_timeout(const struct mon *);
 void	 mon_expire(struct mon *);
-void	 mon_kill_children(void);
+int	 mon_kill_all(const struct mon *, const char *);
 void	 mon_teardown(struct mon *);
 
 #endif

@@ -328,15 +328,17 @@ mon_cg_rmdirs(const struct mon *m, const char *id)
 }
 
 /*
- * A created container's cgroups opened to reading (the runtime made them
- * under the monitor's umask, 077): egressd reads cgroup.procs to tell a
- * sandbox's processes, the launcher the usage.  Random names and host
- * pids, which every user sees in /proc anyway.
+ * A created container's cgroups and x-ID/pid opened to reading (the
+ * runtime made them under the monitor's umask, 077): egressd reads
+ * cgroup.procs to tell a sandbox's processes, the launcher the usage and
+ * the init's pid.  Random names and host pids, which every user sees in
+ * /proc anyway.
  */
 static void
-mon_cg_share(const struct mon *m, const char *id)
+mon_share(const struct mon *m, const char *id)
 {
 	char	 path[PATH_MAX];
+	int	 xfd;
 
 	for (size_t i = 0; mon_shared[i] != NULL; i++) {
 		if (mon_cgpath(m, mon_shared[i], NULL, path) == -1)
@@ -347,6 +349,11 @@ mon_cg_share(const struct mon *m, const char *id)
 		if (chmod(path, 0755) == -1 && errno != ENOENT)
 			log_warn("chmod %s", path);
 	}
+	if ((xfd = mon_xopen(m, id)) == -1)
+		return;
+	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
+		log_warn("chmod x-%s/pid", id);
+	close(xfd);
 }
 
 /* ---- STAGE ---- */
@@ -760,6 +767,71 @@ mon_child(pid_t pid)
 	return ppid == (long)getpid() && state != 'Z' && state != 'X';
 }
 
+/*
+ * sig to every live child of the monitor's (id NULL: the runtime
+ * commands and the inits, and runsc's sandbox and gofer, adopted as
+ * their subreaper) or to every process in one of id's cgroups: how many
+ * it reached (sig 0: how many there are).  A cgroup that cannot be read
+ * counts as one that is not empty.
+ */
+static int
+mon_signal(const struct mon *m, const char *id, int sig)
+{
+	char		 path[PATH_MAX], *end;
+	struct dirent	*de;
+	DIR		*d;
+	FILE		*f;
+	long		 pid;
+	size_t		 len;
+	int		 n = 0;
+
+	if (id == NULL && (d = opendir("/proc")) != NULL) {
+		while ((de = readdir(d)) != NULL)
+			if ((pid = strtol(de->d_name, &end, 10)) > 0 &&
+			    *end == '\0' && mon_child((pid_t)pid) &&
+			    kill((pid_t)pid, sig) == 0)
+				n++;
+		closedir(d);
+	}
+	for (size_t i = 0; id != NULL && mon_ctrls[i] != NULL; i++) {
+		if (mon_cgpath(m, mon_ctrls[i], id, path) == -1)
+			continue;
+		len = strlen(path);
+		mon_fmt(path + len, PATH_MAX - len, "/cgroup.procs");
+		if ((f = fopen(path, "re")) == NULL) {
+			n += errno != ENOENT;
+			continue;
+		}
+		while (fscanf(f, "%ld", &pid) == 1)
+			n += pid > 0 && kill((pid_t)pid, sig) == 0;
+		fclose(f);
+	}
+	return n;
+}
+
+/*
+ * SIGKILL with mon_signal() until none is left: 0, or -1 after a second.
+ * Once one was killed, none must hold across a pause too: what a killed
+ * command had started becomes ours, or shows in its cgroup, only late.
+ */
+int
+mon_kill_all(const struct mon *m, const char *id)
+{
+	struct timespec	 nap = { 0, 10000000 };
+	int		 n, killed = 0, quiet = 0;
+
+	for (int pass = 0; pass < 100; pass++) {
+		if (pass > 0)
+			nanosleep(&nap, NULL);
+		n = mon_signal(m, id, SIGKILL);
+		killed |= n > 0;
+		quiet = n > 0 ? 0 : quiet + 1;
+		if (quiet > killed)
+			return 0;
+	}
+	return -1;
+}
+
 /* SIGKILL and RENICE (to niceness 0): a live child of the monitor's
  * only, a runtime command or an adopted init. */
 int
@@ -799,6 +871,11 @@ mon_handover(struct mon *m, struct mon_slot *s, struct mon_req *a)
 			    "path without \"..\"", s->id, i);
 		names[i] = (char *)r->names[i];
 	}
+	/* Its init's end is not enough: a CREATE the launcher killed before
+	 * the runtime wrote the pid file leaves an init nobody knows of. */
+	if (mon_signal(m, s->id, 0) > 0)
+		return mon_err(a, EBUSY, "HANDOVER %s: processes of the "
+		    "container still run", s->id);
 	if ((xfd = mon_xopen(m, s->id)) == -1)
 		return mon_err(a, errno, "HANDOVER %s: x-%s", s->id, s->id);
 	fd = openat(xfd, MON_SCRATCH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
@@ -824,20 +901,34 @@ mon_cg_remove(struct mon *m, struct mon_slot *s, struct mon_req *a)
 }
 
 /*
- * The slot is freed whatever happens; a container created and not yet
- * deleted is deleted first (the monitor never forgets a container), and
- * what cannot be removed is left to the next start's reaping.
+ * What still runs of the id dies first: its runtime commands (a CREATE
+ * in flight would race the delete and leave an init; the loop reaps
+ * them and sends their MON_EXIT), the container (a delete, when created
+ * and not yet deleted: the monitor never forgets a container), then
+ * every process in its cgroups.  Only an empty container frees the slot
+ * and its group; what cannot be removed then is left to the next
+ * start's reaping.  (cgroup_parent is the monitor's alone: its start-up
+ * reaping removes whatever is under it.)
  */
 int
 mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	char	 x[MON_ID_MAX + 3];
-	pid_t	 pid;
-	int	 rc;
+	struct timespec	 nap = { 0, 1000000 };
+	char		 x[MON_ID_MAX + 3];
+	pid_t		 pid;
+	int		 rc;
 
+	for (size_t i = 0; i < MON_CMDS_MAX; i++)
+		if ((pid = m->runs[i].pid) != 0 && m->runs[i].gen == s->gen &&
+		    kill(pid, SIGKILL) == 0)
+			for (int k = 0; k < 1000 && mon_child(pid); k++)
+				nanosleep(&nap, NULL);
 	if ((s->state & (ST_CREATE | ST_DELETED)) == ST_CREATE &&
 	    (pid = mon_delete_start(m, s)) != -1)
 		(void)mon_wait(pid, mon_now() + CMD_NS);
+	if ((s->state & ST_CREATE) && mon_kill_all(m, s->id) == -1)
+		return mon_err(a, EBUSY, "UNSTAGE %s: processes of the "
+		    "container still run", s->id);
 	mon_fmt(x, sizeof(x), "x-%s", s->id);
 	rc = mon_remove(m, x);
 	memset(s, 0, sizeof(*s));
@@ -847,20 +938,6 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 }
 
 /* ---- children ---- */
-
-/* x-ID/pid, the init's pid the runtime wrote under our umask: the
- * launcher reads it (monitor.h, CREATE). */
-static void
-mon_pid_share(const struct mon *m, const char *id)
-{
-	int	 xfd;
-
-	if ((xfd = mon_xopen(m, id)) == -1)
-		return;
-	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
-		log_warn("chmod x-%s/pid", id);
-	close(xfd);
-}
 
 /*
  * After a CREATE: its init, from the pid file the runtime (root) wrote in
@@ -903,10 +980,8 @@ mon_reaped(struct mon *m, pid_t pid, int status)
 			continue;
 		s = &m->slots[run->slot];
 		if (s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE && status == 0) {
-				mon_cg_share(m, s->id);
-				mon_pid_share(m, s->id);
-			}
+			if (run->verb == MON_CREATE && status == 0)
+				mon_share(m, s->id);
 			if (run->verb == MON_CREATE)
 				mon_init(m, s);
 			if (run->verb == MON_DELETE && status == 0)
@@ -950,36 +1025,6 @@ mon_expire(struct mon *m)
 }
 
 /*
- * Every live child: the runtime commands and the inits (and runsc's
- * sandbox and gofer) adopted as their subreaper.  What a killed command
- * had started becomes ours only once it is dead: again, until none is
- * left (or a second has passed).
- */
-void
-mon_kill_children(void)
-{
-	struct timespec	 nap = { 0, 10000000 };
-	struct dirent	*de;
-	DIR		*d;
-	char		*end;
-	long		 pid;
-	int		 n = 1;
-
-	for (int pass = 0; n > 0 && pass < 100; pass++) {
-		if (pass > 0)
-			nanosleep(&nap, NULL);
-		if ((d = opendir("/proc")) == NULL)
-			return;
-		for (n = 0; (de = readdir(d)) != NULL; )
-			if ((pid = strtol(de->d_name, &end, 10)) > 0 &&
-			    *end == '\0' && mon_child((pid_t)pid) &&
-			    kill((pid_t)pid, SIGKILL) == 0)
-				n++;
-		closedir(d);
-	}
-}
-
-/*
  * The end, on EOF or after a violation: the launcher's commands killed,
  * every created container deleted (all at once, MON_CMD_SECONDS for all
  * of them), every cgroup and staging directory removed.
@@ -1006,7 +1051,7 @@ mon_teardown(struct mon *m)
 			log_warnx("cannot delete container %s", m->slots[i].id);
 	/* A delete that failed leaves its init to us: no sandbox outlives
 	 * its monitor. */
-	mon_kill_children();
+	(void)mon_kill_all(m, NULL);
 	for (size_t i = 0; i < m->gid_count; i++) {
 		char	 x[MON_ID_MAX + 3];
 

@@ -225,9 +225,12 @@ mon_args(struct mon *m, int argc, char *argv[], const char **run,
 }
 
 /*
- * The descriptors: the socket (AF_UNIX, SOCK_SEQPACKET), run_dir (root's,
- * written by root alone: the runtime reads bundles and keeps its state
- * there by path) with its runtime/ state directory, the image cache.
+ * The descriptors: the socket (AF_UNIX, SOCK_SEQPACKET), run_dir with its
+ * runtime/ state directory, the image cache.  run_dir is root's and
+ * written by root alone (the runtime reads bundles and keeps its state
+ * there by path), and closed to other users: x-ID is 0711 and what SEAL
+ * made is 0444, so run_dir is what keeps them from every execution's in/
+ * and code/.  Its group, when it may enter, is the launcher's (or root).
  */
 static void
 mon_open(struct mon *m, const char *run, const char *cache)
@@ -247,8 +250,11 @@ mon_open(struct mon *m, const char *run, const char *cache)
 	    O_CLOEXEC)) == -1)
 		fatal("-r %s", run);
 	if (fstat(m->runfd, &st) == -1 || st.st_uid != 0 ||
-	    (st.st_mode & 022) != 0)
-		fatalx("-r %s: must be root's and written by root alone", run);
+	    (st.st_mode & 027) != 0 || ((st.st_mode & 050) != 0 &&
+	    st.st_gid != 0 && st.st_gid != m->gid))
+		fatalx("-r %s: must be root's, closed to others and written by "
+		    "root alone (mode 0750 at most, group root or %u)", run,
+		    m->gid);
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m->runfd);
 	if ((n = readlink(proc, m->rundir, sizeof(m->rundir) - 1)) <= 0 ||
 	    (size_t)n >= sizeof(m->rundir) - 1)
@@ -312,7 +318,7 @@ mon_die(struct mon *m, const char *fmt, ...)
 	va_end(ap);
 	log_warnx("launcher violated the protocol (%s): killing every "
 	    "container and exiting", why);
-	mon_kill_children();
+	(void)mon_kill_all(m, NULL);
 	mon_teardown(m);
 	exit(2);
 }

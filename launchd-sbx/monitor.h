@@ -29,7 +29,10 @@
  * with '.') name run_dir/x-ID, the cgroup cgroup_parent/ID and the
  * runtime's container; every path the monitor touches is one of those,
  * opened by descriptor beneath run_dir (or the image cache), never a
- * path the launcher sent.
+ * path the launcher sent.  run_dir is root's and closed to other users
+ * (root:<the launcher's group> 0710; the monitor refuses one that others
+ * may search, or its group write): x-ID is 0711 and sealed files are
+ * 0444, so run_dir alone keeps them from every execution's in/ and code/.
  */
 #ifndef SBX_LAUNCHD_MONITOR_H
 #define SBX_LAUNCHD_MONITOR_H
@@ -181,7 +184,9 @@ struct mon_cmd {
  * and after the MON_EXIT of its init -- the pid in x-ID/pid -- or of a
  * CREATE that left none; sbx-monitor), once: give the declared outputs
  * in scratch/ to gated's user (handover.c) and answer with a read-only
- * descriptor of scratch/.
+ * descriptor of scratch/.  A process still in one of the container's
+ * cgroups (an init whose CREATE was killed before the runtime wrote the
+ * pid file) is answered MON_ERR EBUSY, and HANDOVER may come again.
  */
 struct mon_handover {
 	char		id[MON_ID_MAX + 1];
@@ -190,8 +195,14 @@ struct mon_handover {
 	char		names[MON_OUTPUTS_MAX][MON_OUTPUT_MAX + 1];
 };
 
-/* CG_REMOVE: rmdir cgroup_parent/ID in every controller.  UNSTAGE:
- * unmount and remove x-ID; the id may be staged again after it. */
+/*
+ * CG_REMOVE: rmdir cgroup_parent/ID in every controller.  UNSTAGE: kill
+ * the id's runtime commands still running (their MON_EXIT follows), delete
+ * a container created and not deleted, kill every process in its
+ * cgroups, then unmount and remove x-ID and free the id and its group
+ * (it may be staged again after it).  A container that cannot be emptied
+ * is answered MON_ERR EBUSY and keeps both; UNSTAGE may come again.
+ */
 
 struct mon_ok {
 	int64_t		value;		/* CMD: the pid; otherwise 0 */
