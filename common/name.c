@@ -25,3 +25,17 @@ name_ok(const char *s)
 	}
 	return 1;
 }
+
+int
+path_has_dotdot(const char *p)
+{
+	size_t	 n;
+
+	for (const char *c = p; *c != '\0'; c += n) {
+		c += strspn(c, "/");
+		n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.')
+			return 1;
+	}
+	return 0;
+}

@@ -9,5 +9,7 @@
 /* 1 if s is 1..128 chars of [A-Za-z0-9._@:-] and not "." or "..": safe as
  * an identifier, a file name component, and inside ${task.*}. */
 int	 name_ok(const char *s);
+/* 1 if some '/'-separated component of the path p is "..". */
+int	 path_has_dotdot(const char *p);
 
 #endif

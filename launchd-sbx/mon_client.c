@@ -489,17 +489,8 @@ mon_client_renice(struct launchd *ld, pid_t pid)
 static int
 mon_relpath(const char *s)
 {
-	size_t	 n;
-
-	if (s[0] == '\0' || s[0] == '/' || strlen(s) > MON_OUTPUT_MAX)
-		return 0;
-	for (const char *c = s; *c != '\0'; c += n) {
-		c += strspn(c, "/");
-		n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			return 0;
-	}
-	return 1;
+	return s[0] != '\0' && s[0] != '/' && strlen(s) <= MON_OUTPUT_MAX &&
+	    !path_has_dotdot(s);
 }
 
 int

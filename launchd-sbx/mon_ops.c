@@ -133,18 +133,8 @@ mon_id_ok(const char id[MON_ID_MAX + 1])
 static int
 mon_relpath_ok(const char *s, size_t size)
 {
-	const char	*c;
-	size_t		 n;
-
-	if (memchr(s, '\0', size) == NULL || s[0] == '/')
-		return 0;
-	for (c = s; *c != '\0'; c += n) {
-		c += strspn(c, "/");
-		n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			return 0;
-	}
-	return 1;
+	return memchr(s, '\0', size) != NULL && s[0] != '/' &&
+	    !path_has_dotdot(s);
 }
 
 static int

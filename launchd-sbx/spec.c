@@ -74,19 +74,8 @@ spec_err(char *err, size_t errlen, const char *fmt, ...)
 static int
 spec_path_ok(const char *p)
 {
-	const char	*c;
-	size_t		 n;
-
-	if (p == NULL || p[0] != '/' || strlen(p) >= PATH_MAX ||
-	    strpbrk(p, "\n\r") != NULL)
-		return 0;
-	for (c = p; *c != '\0'; c += n) {
-		c += strspn(c, "/");
-		n = strcspn(c, "/");
-		if (n == 2 && c[0] == '.' && c[1] == '.')
-			return 0;
-	}
-	return 1;
+	return p != NULL && p[0] == '/' && strlen(p) < PATH_MAX &&
+	    strpbrk(p, "\n\r") == NULL && !path_has_dotdot(p);
 }
 
 static int
