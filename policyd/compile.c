@@ -481,8 +481,8 @@ static int
 compile_deny(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
     const char *hash, Sbx__V1__Error *err)
 {
-	store_add_event(pd->store, t->id, "deny", NULL, hash, err->rule,
-	    err->message, actor);
+	store_add_deny(pd->store, t->id, hash, err->rule, err->message,
+	    actor);
 	log_debug("task %s: denied: %s: %s", t->id, err->rule, err->message);
 	return -1;
 }

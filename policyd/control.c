@@ -420,11 +420,17 @@ control_metrics(const struct policyd *pd)
 	    "# HELP sbx_policyd_run_failures_total Runs that ended in an "
 	    "error after compiling.\n"
 	    "# TYPE sbx_policyd_run_failures_total counter\n"
-	    "sbx_policyd_run_failures_total %llu\n", s,
+	    "sbx_policyd_run_failures_total %llu\n"
+	    "# HELP sbx_policyd_security_reviews_total Tasks whose denials "
+	    "reached security_review.denials.\n"
+	    "# TYPE sbx_policyd_security_reviews_total counter\n"
+	    "sbx_policyd_security_reviews_total %llu\n", s,
 	    (unsigned long long)m->executions,
 	    (unsigned long long)m->commits,
 	    (unsigned long long)m->runs,
-	    (unsigned long long)m->run_failures);
+	    (unsigned long long)m->run_failures,
+	    (unsigned long long)(pd->store != NULL ?
+	    store_reviews(pd->store) : 0));
 	free(s);
 	s = capability_metrics(pd->cap);
 	xasprintf(&u, "%s%s", t, s);

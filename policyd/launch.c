@@ -117,7 +117,60 @@ static void
 launch_run_nothing_ran(struct run *r)
 {
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
-	    r->hash, 1, 0, r->actor);
+	    r->hash, 1, 0, NULL, 0, r->actor);
+}
+
+/* Add rule at boundary to den (of *n, room for max) unless it is there:
+ * a rule counts once per boundary in one execution. */
+static void
+launch_denial_add(struct store_denial *den, size_t *n, size_t max,
+    const char *rule, const char *boundary)
+{
+	struct store_denial	 d;
+
+	if (rule == NULL || rule[0] == '\0')
+		return;
+	snprintf(d.rule, sizeof(d.rule), "%s", rule);
+	snprintf(d.boundary, sizeof(d.boundary), "%s",
+	    boundary != NULL && boundary[0] != '\0' ? boundary : "launch");
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(den[i].rule, d.rule) == 0 &&
+		    strcmp(den[i].boundary, d.boundary) == 0)
+			return;
+	if (*n < max)
+		den[(*n)++] = d;
+}
+
+/*
+ * The run's denials, for the task's security review (store.c): each rule
+ * the result lists (egressd's refusals, a boundary that failed), and
+ * each reason gated dropped outputs for (boundary gate).  Malloc'd; NULL
+ * if there are none.
+ */
+static struct store_denial *
+launch_result_denials(const Sbx__V1__ExecutionResult *res, size_t *n)
+{
+	struct store_denial	*den;
+	size_t			 max;
+
+	*n = 0;
+	max = res->n_denials + res->n_dropped + 1;
+	den = xcalloc(max, sizeof(*den));
+	for (size_t i = 0; i < res->n_denials; i++)
+		launch_denial_add(den, n, max, res->denials[i]->rule,
+		    res->denials[i]->boundary);
+	for (size_t i = 0; i < res->n_dropped; i++)
+		launch_denial_add(den, n, max, res->dropped[i]->reason,
+		    "gate");
+	/* Undeclared entries past the list's cap. */
+	if (res->dropped_unlisted != NULL &&
+	    res->dropped_unlisted->entries > 0)
+		launch_denial_add(den, n, max, "undeclared", "gate");
+	if (*n == 0) {
+		free(den);
+		return NULL;
+	}
+	return den;
 }
 
 static void
@@ -125,6 +178,8 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__PolicyRef	 ref;
+	struct store_denial	*den;
+	size_t			 nden;
 	int			 known;
 
 	if (res->execution_id[0] != '\0' &&
@@ -157,9 +212,11 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	 * result waits for that commit, but goes out even if it fails
 	 * (the allowance then stays counted: more, never less). */
 	known = res->usage != NULL && !res->usage->egress_unknown;
+	den = launch_result_denials(res, &nden);
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
-	    r->hash, known, known ? res->usage->egress_bytes_out : 0,
-	    r->actor);
+	    r->hash, known, known ? res->usage->egress_bytes_out : 0, den,
+	    nden, r->actor);
+	free(den);
 	commit_hold(r->lc->pd->commit, r->conn, &env, HELD_OTHER, NULL,
 	    0);
 	/* The unpacked reply owns its strings; ours must not be freed

@@ -191,6 +191,17 @@ static const struct cfg_key parse_launchd[] = {
 	CFG_END
 };
 
+/*
+ * security_review: {denials: N}.  Once one task's denials across its
+ * executions reach N, policyd records a security-review event for it
+ * (store.c); 0 never does.
+ */
+static const struct cfg_key parse_review[] = {
+	CFG_U32("denials", 0, struct policyd_conf, review_denials,
+	    REVIEW_DENIALS_DEFAULT, 0, 1000000),
+	CFG_END
+};
+
 static const struct cfg_key parse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
@@ -208,6 +219,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
 	CFG_SUBMAP("launchd", 0, parse_launchd),
 	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
+	CFG_SUBMAP("security_review", 0, parse_review),
 	CFG_END
 };
 

@@ -193,6 +193,7 @@ policyd_open(void *arg)
 
 	if ((pd->store = store_open(POLICYD_DB, err, sizeof(err))) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
+	store_set_review(pd->store, pd->conf->review_denials);
 	/* Compiles read entitlements through the read handle: the write
 	 * handle is the writer thread's while a batch commits. */
 	if ((pd->ent = entitle_open(store_db(pd->store), err,

@@ -64,9 +64,11 @@ struct policyd_conf {
 	struct cfg_sock		 approvals;	/* path NULL: no socket */
 	char			*approvald_socket;	/* NULL: no approver */
 	uid_t			 approvald_uid;	/* who must listen there */
+	uint32_t		 review_denials;	/* 0: never (store.c) */
 };
 
 #define LAUNCHD_GRACE_DEFAULT	120
+#define REVIEW_DENIALS_DEFAULT	5
 
 /* The skeleton's parse and free (daemon.h): a struct policyd_conf, NULL
  * after recording every problem in errs. */
@@ -133,8 +135,20 @@ struct store_task {
 	uint64_t egress_used;
 };
 
+/* One denial: a rule that refused at a boundary (policy, egress, gate,
+ * ...) in one execution, however many requests it refused there. */
+struct store_denial {
+	char	 rule[65];
+	char	 boundary[17];
+};
+
 struct store	*store_open(const char *path, char *err, size_t errlen);
 void		 store_close(struct store *);
+/* The security review: once a task's denials, across its executions,
+ * reach n, one "security-review" event (0: never). */
+void		 store_set_review(struct store *, uint32_t n);
+/* Security reviews this process has recorded (committed). */
+uint64_t	 store_reviews(const struct store *);
 /* The write handle: the writer thread's while store_busy(). */
 struct sqlite3	*store_db(struct store *);
 /* A read-only handle on the same file, for the event loop at any time;
@@ -172,10 +186,18 @@ void		 store_add_execution(struct store *, const Sbx__V1__Task *,
 		    int64_t egress_granted);
 /* A run's result came back: an "egress" event, and with known, what it
  * sent replaces what it was granted in the task's count.  Without
- * known (egressd never reported) the grant stays counted. */
+ * known (egressd never reported) the grant stays counted.  den: the
+ * run's denials (nden of them), counted against the task for its
+ * security review. */
 void		 store_add_egress(struct store *, const char *task_id,
 		    const char *execution_id, const char *hash, int known,
-		    uint64_t spent, const char *actor);
+		    uint64_t spent, const struct store_denial *den, size_t nden,
+		    const char *actor);
+/* A compile refused: a "deny" event, and a denial (boundary policy) for
+ * the task's security review. */
+void		 store_add_deny(struct store *, const char *task_id,
+		    const char *hash, const char *rule, const char *detail,
+		    const char *actor);
 void		 store_add_event(struct store *, const char *task_id,
 		    const char *action, const char *execution_id,
 		    const char *hash, const char *rule, const char *detail,

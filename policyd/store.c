@@ -20,6 +20,17 @@
  * -- so an unknown spend counts as the most it could have been, and a
  * restart of any daemon never gives a task its budget back.
  *
+ * A task's denials count across its executions too, for the security
+ * review the reference text asks for ("a cluster of denials under one
+ * task id ... triggers a security review"): each compile refusal and
+ * each rule a run's result names (egressd's refusals, gated's drops by
+ * reason) is a row of task_denials, written in the transaction of the
+ * record that reports it.  In that same transaction the writer counts
+ * the task's rows, and when they reach security_review.denials and the
+ * audit log has no "security-review" event for the task yet, appends
+ * one naming the rules: so the event is written once per task, durably,
+ * and a restart neither forgets the count nor repeats the event.
+ *
  * The invariant: a compile's records commit in one transaction, durably
  * (synchronous=FULL), before any reply acknowledges them, and no task gets
  * more executions than its cap.  Compiles that arrive together share that
@@ -87,6 +98,9 @@ struct store_rec {
 	char			*datasets;	/* an execution's, '\n'-joined */
 	int64_t			 eg_granted;	/* a run's egress_spend row, or -1 */
 	int64_t			 eg_spent;	/* its spend, now known, or -1 */
+	struct store_denial	*den;		/* denials it reports */
+	size_t			 nden;
+	int			 reviewed;	/* it raised the review */
 };
 
 struct store_batch {
@@ -110,6 +124,13 @@ struct store {
 	sqlite3_stmt		*st_eg_insert;	/* db */
 	sqlite3_stmt		*st_eg_spent;	/* db */
 	sqlite3_stmt		*st_eg_used;	/* rdb */
+	sqlite3_stmt		*st_den_insert;	/* db, and the four below */
+	sqlite3_stmt		*st_den_count;
+	sqlite3_stmt		*st_den_rules;
+	sqlite3_stmt		*st_den_by_rule;
+	sqlite3_stmt		*st_reviewed;
+	uint32_t		 review_at;	/* denials; 0: never */
+	uint64_t		 reviews;	/* committed since start */
 	void			*tasks;		/* tsearch tree */
 
 	struct store_batch	 open;		/* the event loop's */
@@ -145,7 +166,14 @@ static const char store_schema[] =
     " task_id TEXT NOT NULL,"
     " granted INTEGER NOT NULL,"
     " spent INTEGER) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS egress_spend_task ON egress_spend(task_id);";
+    "CREATE INDEX IF NOT EXISTS egress_spend_task ON egress_spend(task_id);"
+    "CREATE TABLE IF NOT EXISTS task_denials("
+    " task_id TEXT NOT NULL,"
+    " execution_id TEXT NOT NULL,"
+    " rule TEXT NOT NULL,"
+    " boundary TEXT NOT NULL,"
+    " time_ns INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS task_denials_task ON task_denials(task_id);";
 
 static int
 store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
@@ -235,7 +263,23 @@ store_open(const char *path, char *err, size_t errlen)
 	    " execution_id = ?1", &s->st_eg_spent, err, errlen) == -1 ||
 	    store_prepare(s->rdb, "SELECT coalesce(sum(coalesce(spent,"
 	    " granted)), 0) FROM egress_spend WHERE task_id = ?",
-	    &s->st_eg_used, err, errlen) == -1)
+	    &s->st_eg_used, err, errlen) == -1 ||
+	    store_prepare(s->db, "INSERT INTO task_denials(task_id,"
+	    " execution_id, rule, boundary, time_ns) VALUES (?, ?, ?, ?, ?)",
+	    &s->st_den_insert, err, errlen) == -1 ||
+	    store_prepare(s->db, "SELECT count(*), count(DISTINCT"
+	    " nullif(execution_id, '')) FROM task_denials WHERE task_id = ?",
+	    &s->st_den_count, err, errlen) == -1 ||
+	    store_prepare(s->db, "SELECT group_concat(rule, ',') FROM"
+	    " (SELECT DISTINCT rule FROM task_denials WHERE task_id = ?"
+	    " ORDER BY rule)", &s->st_den_rules, err, errlen) == -1 ||
+	    store_prepare(s->db, "SELECT rule, boundary, count(*) FROM"
+	    " task_denials WHERE task_id = ? GROUP BY rule, boundary"
+	    " ORDER BY rule, boundary", &s->st_den_by_rule, err,
+	    errlen) == -1 ||
+	    store_prepare(s->db, "SELECT 1 FROM audit WHERE task_id = ? AND"
+	    " action = 'security-review' LIMIT 1", &s->st_reviewed, err,
+	    errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -286,6 +330,11 @@ store_close(struct store *s)
 	sqlite3_finalize(s->st_eg_insert);
 	sqlite3_finalize(s->st_eg_spent);
 	sqlite3_finalize(s->st_eg_used);
+	sqlite3_finalize(s->st_den_insert);
+	sqlite3_finalize(s->st_den_count);
+	sqlite3_finalize(s->st_den_rules);
+	sqlite3_finalize(s->st_den_by_rule);
+	sqlite3_finalize(s->st_reviewed);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
@@ -296,6 +345,18 @@ store_close(struct store *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mtx);
 	free(s);
+}
+
+void
+store_set_review(struct store *s, uint32_t n)
+{
+	s->review_at = n;
+}
+
+uint64_t
+store_reviews(const struct store *s)
+{
+	return s->reviews;
 }
 
 struct sqlite3 *
@@ -564,24 +625,54 @@ store_add_event(struct store *s, const char *task_id, const char *action,
 	    detail, actor);
 }
 
+static void
+store_rec_denials(struct store_rec *r, const struct store_denial *den,
+    size_t nden)
+{
+	if (nden == 0)
+		return;
+	r->den = xreallocarray(NULL, nden, sizeof(*r->den));
+	memcpy(r->den, den, nden * sizeof(*r->den));
+	r->nden = nden;
+}
+
 void
 store_add_egress(struct store *s, const char *task_id,
     const char *execution_id, const char *hash, int known, uint64_t spent,
-    const char *actor)
+    const struct store_denial *den, size_t nden, const char *actor)
 {
 	struct store_rec	*r;
-	char			 detail[128];
+	char			 detail[160];
+	size_t			 len;
 
 	if (known)
-		snprintf(detail, sizeof(detail), "sent %llu bytes upstream",
-		    (unsigned long long)spent);
+		len = (size_t)snprintf(detail, sizeof(detail), "sent %llu "
+		    "bytes upstream", (unsigned long long)spent);
 	else
-		snprintf(detail, sizeof(detail), "egress usage unknown: "
-		    "counted as all it was allowed");
+		len = (size_t)snprintf(detail, sizeof(detail), "egress usage "
+		    "unknown: counted as all it was allowed");
+	if (nden > 0 && len < sizeof(detail))
+		snprintf(detail + len, sizeof(detail) - len, "; %zu "
+		    "denial%s", nden, nden == 1 ? "" : "s");
 	r = store_rec_new(s, task_id, "egress", execution_id, hash, NULL,
 	    detail, actor);
 	if (known)
 		r->eg_spent = spent > INT64_MAX ? INT64_MAX : (int64_t)spent;
+	store_rec_denials(r, den, nden);
+}
+
+void
+store_add_deny(struct store *s, const char *task_id, const char *hash,
+    const char *rule, const char *detail, const char *actor)
+{
+	struct store_rec	*r;
+	struct store_denial	 d;
+
+	r = store_rec_new(s, task_id, "deny", NULL, hash, rule, detail,
+	    actor);
+	snprintf(d.rule, sizeof(d.rule), "%s", rule != NULL ? rule : "");
+	snprintf(d.boundary, sizeof(d.boundary), "policy");
+	store_rec_denials(r, &d, 1);
 }
 
 void
@@ -655,9 +746,15 @@ store_finish(struct store *s, struct store_batch *b, int ok)
 				ent->row = ok ? ROW_ON_DISK : ROW_NONE;
 			store_ent_release(s, ent);
 		}
+		if (ok && r->reviewed) {
+			s->reviews++;
+			log_warnx("task %s: its denials reached %u: security "
+			    "review recorded", r->task_id, s->review_at);
+		}
 		free(r->rule);
 		free(r->detail);
 		free(r->datasets);
+		free(r->den);
 	}
 	b->n = 0;
 	b->poisoned = 0;
@@ -733,8 +830,132 @@ store_egress_row(struct store *s, sqlite3_stmt *st,
 	return 0;
 }
 
+/* The text of column col of a row st just stepped to, "" for NULL. */
+static const char *
+store_col(sqlite3_stmt *st, int col)
+{
+	const unsigned char	*v = sqlite3_column_text(st, col);
+
+	return v != NULL ? (const char *)v : "";
+}
+
+/*
+ * The security review, in the transaction of a record that reported
+ * denials: once the task's count reaches review_at and its audit log has
+ * no review yet, a "security-review" event naming the rules (sorted,
+ * comma-separated) and, in its detail, how often each refused where.
+ * 0, or -1 if the batch must roll back.
+ */
 static int
-store_write_rec(struct store *s, const struct store_rec *r)
+store_review(struct store *s, struct store_rec *r)
+{
+	Sbx__V1__AuditEvent	 ev;
+	sqlite3_stmt		*st;
+	char			*rules = NULL, *detail = NULL, *t;
+	int64_t			 n = -1, nexec = 0;
+	int			 rc, ret = -1;
+
+	if (s->review_at == 0)
+		return 0;
+	st = s->st_reviewed;
+	sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_ROW)
+		return 0;
+	if (rc != SQLITE_DONE)
+		goto sqlfail;
+	st = s->st_den_count;
+	sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		n = sqlite3_column_int64(st, 0);
+		nexec = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (n == -1)
+		goto sqlfail;
+	if (n < (int64_t)s->review_at)
+		return 0;
+	st = s->st_den_rules;
+	sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		rules = xstrdup(store_col(st, 0));
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rules == NULL)
+		goto sqlfail;
+	xasprintf(&detail, "%lld denials in %lld execution%s reached "
+	    "security_review.denials %u:", (long long)n, (long long)nexec,
+	    nexec == 1 ? "" : "s", s->review_at);
+	st = s->st_den_by_rule;
+	sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		xasprintf(&t, "%s %s/%s x%lld", detail, store_col(st, 0),
+		    store_col(st, 1), (long long)sqlite3_column_int64(st, 2));
+		free(detail);
+		detail = t;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE)
+		goto sqlfail;
+	sbx__v1__audit_event__init(&ev);
+	ev.time_ns = r->time_ns;
+	ev.task_id = (char *)r->task_id;
+	ev.execution_id = (char *)r->execution_id;
+	ev.policy_hash = (char *)r->hash;
+	ev.action = (char *)"security-review";
+	ev.rule = rules;
+	ev.detail = detail;
+	ev.actor = (char *)r->actor;
+	if (audit_add(s->audit, &ev) == -1)
+		log_warnx("task %s: cannot record the security-review event",
+		    r->task_id);
+	else {
+		r->reviewed = 1;
+		ret = 0;
+	}
+	audit_event_clear(&ev);
+	free(rules);
+	free(detail);
+	return ret;
+sqlfail:
+	log_warnx("policyd.db: denials of task %s: %s", r->task_id,
+	    sqlite3_errmsg(s->db));
+	free(rules);
+	return -1;
+}
+
+/* The record's denials, one row each, then perhaps the review. */
+static int
+store_write_denials(struct store *s, struct store_rec *r)
+{
+	sqlite3_stmt	*st = s->st_den_insert;
+	int		 rc;
+
+	for (size_t i = 0; i < r->nden; i++) {
+		sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, r->execution_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, r->den[i].rule, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, r->den[i].boundary, -1,
+		    SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, r->time_ns);
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		sqlite3_clear_bindings(st);
+		if (rc != SQLITE_DONE) {
+			log_warnx("policyd.db: denials of task %s: %s",
+			    r->task_id, sqlite3_errmsg(s->db));
+			return -1;
+		}
+	}
+	return store_review(s, r);
+}
+
+static int
+store_write_rec(struct store *s, struct store_rec *r)
 {
 	Sbx__V1__AuditEvent	 ev;
 
@@ -776,6 +997,9 @@ store_write_rec(struct store *s, const struct store_rec *r)
 		return -1;
 	}
 	audit_event_clear(&ev);
+	/* After the event that reports them: the review follows it. */
+	if (r->nden > 0 && store_write_denials(s, r) == -1)
+		return -1;
 	return 0;
 }
 
@@ -785,7 +1009,7 @@ store_write_rec(struct store *s, const struct store_rec *r)
  * in their task entries).
  */
 static int
-store_run(struct store *s, const struct store_batch *b)
+store_run(struct store *s, struct store_batch *b)
 {
 	if (b->poisoned)
 		return -1;
