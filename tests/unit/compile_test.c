@@ -1062,6 +1062,134 @@ Test(compile, egress_budget_is_the_tasks_across_runs)
 	cr_assert_eq(run_spent(&t, NULL, 0), 0);
 }
 
+/* ---- issue 13 item 3: a cluster of denials, a security review ---- */
+
+/* The task's security-review events: how many, and the last's rule,
+ * execution and detail (copied into the buffers). */
+static size_t
+reviews_of(const char *task_id, char *rule, char *xid, char *detail)
+{
+	Sbx__V1__AuditEvent	**ev;
+	size_t			 n, found = 0;
+
+	cr_assert_eq(audit_query(store_audit(pd.store), task_id, 0, &ev, &n),
+	    0);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ev[i]->action, "security-review") != 0)
+			continue;
+		found++;
+		snprintf(rule, 256, "%s", ev[i]->rule);
+		snprintf(xid, 40, "%s", ev[i]->execution_id);
+		snprintf(detail, 512, "%s", ev[i]->detail);
+		cr_assert_str_eq(ev[i]->policy_hash, "h");
+	}
+	audit_events_free(ev, n);
+	return found;
+}
+
+static void
+reopen_store(void)
+{
+	char	 errs[256], db[300];
+
+	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
+	entitle_close(pd.ent);
+	store_close(pd.store);
+	cr_assert_not_null(pd.store = store_open(db, errs, sizeof(errs)),
+	    "%s", errs);
+	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), errs,
+	    sizeof(errs)), "%s", errs);
+	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), errs,
+	    sizeof(errs)), 0, "%s", errs);
+}
+
+/*
+ * A task's denials count across its executions -- a refused compile, the
+ * rules a run's result names -- and a restart of policyd; once they reach
+ * security_review.denials (3 here) one security-review event names the
+ * rules, with the execution and hash of the record that reached it, and
+ * later denials add none.  A batch that rolls back records no review; a
+ * task below the count gets none.
+ */
+Test(compile, denials_reach_one_security_review)
+{
+	static const char	*payroll[] = { "payroll-2026", NULL };
+	static const struct store_denial egress1[] = {
+		{ "host-not-allowed", "egress" },
+	};
+	static const struct store_denial cluster[] = {
+		{ "url-too-long", "egress" },
+		{ "undeclared", "gate" },
+	};
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	char			 x1[40], x2[40], rule[256], xid[40];
+	char			 detail[512];
+
+	store_set_review(pd.store, 3);
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-review", "analytics", "acme", "alice", payroll);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	compile_error_clear(&err);
+	task_init(&t, "t-review", "analytics", "acme", "alice", alice_ds);
+	(void)run_spent(&t, x1, sizeof(x1));
+	(void)run_spent(&t, x2, sizeof(x2));
+	store_add_egress(pd.store, t.id, x1, "h", 1, 0, egress1, 1, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(reviews_of("t-review", rule, xid, detail), 0,
+	    "a review after 2 denials");
+
+	/* The count is on disk: a restart forgets nothing. */
+	reopen_store();
+	store_set_review(pd.store, 3);
+	/* The batch that would reach it rolls back: no review. */
+	store_add_egress(pd.store, t.id, x2, "h", 1, 0, cluster, 2, "uid:0");
+	store_poison(pd.store);
+	cr_assert_eq(store_commit(pd.store), -1);
+	cr_assert_eq(reviews_of("t-review", rule, xid, detail), 0);
+	cr_assert_eq(store_reviews(pd.store), 0);
+
+	store_add_egress(pd.store, t.id, x2, "h", 1, 0, cluster, 2, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(reviews_of("t-review", rule, xid, detail), 1);
+	cr_assert_str_eq(rule, "dataset-not-readable,host-not-allowed,"
+	    "undeclared,url-too-long");
+	cr_assert_str_eq(xid, x2);
+	cr_assert_str_eq(detail, "4 denials in 2 executions reached "
+	    "security_review.denials 3: dataset-not-readable/policy x1 "
+	    "host-not-allowed/egress x1 undeclared/gate x1 "
+	    "url-too-long/egress x1");
+	cr_assert_eq(store_reviews(pd.store), 1);
+
+	/* Once per task, also across a restart. */
+	store_add_egress(pd.store, t.id, x1, "h", 1, 0, egress1, 1, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	reopen_store();
+	store_set_review(pd.store, 3);
+	store_add_egress(pd.store, t.id, x2, "h", 1, 0, cluster, 2, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(reviews_of("t-review", rule, xid, detail), 1);
+	cr_assert_eq(store_reviews(pd.store), 0);
+
+	/* Another task: two denials, below the count. */
+	task_init(&t, "t-quiet", "analytics", "acme", "alice", alice_ds);
+	(void)run_spent(&t, x1, sizeof(x1));
+	store_add_egress(pd.store, t.id, x1, "h", 1, 0, cluster, 2, "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(reviews_of("t-quiet", rule, xid, detail), 0);
+
+	/* 0 never reviews. */
+	store_set_review(pd.store, 0);
+	task_init(&t, "t-off", "analytics", "acme", "alice", alice_ds);
+	(void)run_spent(&t, x1, sizeof(x1));
+	for (int i = 0; i < 3; i++)
+		store_add_egress(pd.store, t.id, x1, "h", 1, 0, cluster, 2,
+		    "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(reviews_of("t-off", rule, xid, detail), 0);
+}
+
 /* ---- issue 13 item 5: a grant merges into the template's rule ---- */
 
 static const char tmpl_fx_port[] =
