@@ -144,7 +144,7 @@ launch_denial_add(struct store_denial *den, size_t *n, size_t max,
 /*
  * The run's denials, for the task's security review (store.c): each rule
  * the result lists (egressd's refusals, a boundary that failed), and
- * each reason gated dropped outputs for (boundary gate).  Malloc'd; NULL
+ * each reason gated dropped outputs for (boundary gate) but "missing".  Malloc'd; NULL
  * if there are none.
  */
 static struct store_denial *
@@ -159,9 +159,12 @@ launch_result_denials(const Sbx__V1__ExecutionResult *res, size_t *n)
 	for (size_t i = 0; i < res->n_denials; i++)
 		launch_denial_add(den, n, max, res->denials[i]->rule,
 		    res->denials[i]->boundary);
+	/* A declared output the code did not write ("missing") was
+	 * refused nothing: every other reason is the gate refusing. */
 	for (size_t i = 0; i < res->n_dropped; i++)
-		launch_denial_add(den, n, max, res->dropped[i]->reason,
-		    "gate");
+		if (strcmp(res->dropped[i]->reason, "missing") != 0)
+			launch_denial_add(den, n, max,
+			    res->dropped[i]->reason, "gate");
 	/* Undeclared entries past the list's cap. */
 	if (res->dropped_unlisted != NULL &&
 	    res->dropped_unlisted->entries > 0)
