@@ -15,7 +15,9 @@
  * budget and the result is held until that record commits, so the
  * orchestrator's next run of the task is compiled with it; a run that
  * ended without a result keeps its whole allowance counted (store.c),
- * except where nothing ran.  control.c refuses a run before anything is
+ * except where nothing ran.  The denials a result lists are kept for its
+ * task with that record, for the approver of the task's next capability
+ * request (capability.c).  control.c refuses a run before anything is
  * compiled when launchd-sbx is not configured.
  */
 #include <sys/queue.h>
@@ -117,7 +119,7 @@ static void
 launch_run_nothing_ran(struct run *r)
 {
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
-	    r->hash, 1, 0, r->actor);
+	    r->hash, 1, 0, NULL, 0, r->actor);
 }
 
 static void
@@ -159,7 +161,7 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	known = res->usage != NULL && !res->usage->egress_unknown;
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
 	    r->hash, known, known ? res->usage->egress_bytes_out : 0,
-	    r->actor);
+	    res->denials, res->n_denials, r->actor);
 	commit_hold(r->lc->pd->commit, r->conn, &env, HELD_OTHER, NULL,
 	    0);
 	/* The unpacked reply owns its strings; ours must not be freed

@@ -175,7 +175,22 @@ void		 store_add_execution(struct store *, const Sbx__V1__Task *,
  * known (egressd never reported) the grant stays counted. */
 void		 store_add_egress(struct store *, const char *task_id,
 		    const char *execution_id, const char *hash, int known,
-		    uint64_t spent, const char *actor);
+		    uint64_t spent, Sbx__V1__Denial *const *denials,
+		    size_t ndenials, const char *actor);
+/* The denials the results of a run listed, at most this many a run, are
+ * kept with that "egress" event (task_denials). */
+#define STORE_DENIALS_MAX	32
+/*
+ * A task's most recent denials, newest first, at most max: those its
+ * results listed and policyd's own refusals of its compiles.  The
+ * number, with *out a malloc'd array of malloc'd TaskDenials (NULL when
+ * none); committed records only.
+ */
+size_t		 store_task_denials(struct store *, const char *task_id,
+		    size_t max, Sbx__V1__TaskDenial ***out);
+/* The policy hash of the task's latest compile: 1, or 0 when none. */
+int		 store_task_hash(struct store *, const char *task_id,
+		    char *hash, size_t len);
 void		 store_add_event(struct store *, const char *task_id,
 		    const char *action, const char *execution_id,
 		    const char *hash, const char *rule, const char *detail,

@@ -72,6 +72,14 @@ struct store_ent {
 	unsigned		 refs;		/* records naming it */
 };
 
+/* A denial a run's result listed, kept for the task (task_denials). */
+struct store_denial {
+	int64_t			 time_ns;
+	char			*rule;
+	char			*boundary;
+	char			*detail;
+};
+
 /* One audit event to write, and for an execution, its task. */
 struct store_rec {
 	struct store_ent	*ent;		/* NULL unless an execution */
@@ -87,6 +95,8 @@ struct store_rec {
 	char			*datasets;	/* an execution's, '\n'-joined */
 	int64_t			 eg_granted;	/* a run's egress_spend row, or -1 */
 	int64_t			 eg_spent;	/* its spend, now known, or -1 */
+	struct store_denial	*dn;		/* a result's denials */
+	size_t			 ndn;
 };
 
 struct store_batch {
@@ -110,6 +120,9 @@ struct store {
 	sqlite3_stmt		*st_eg_insert;	/* db */
 	sqlite3_stmt		*st_eg_spent;	/* db */
 	sqlite3_stmt		*st_eg_used;	/* rdb */
+	sqlite3_stmt		*st_dn_insert;	/* db */
+	sqlite3_stmt		*st_dn_recent;	/* rdb */
+	sqlite3_stmt		*st_last_hash;	/* rdb */
 	void			*tasks;		/* tsearch tree */
 
 	struct store_batch	 open;		/* the event loop's */
@@ -145,7 +158,20 @@ static const char store_schema[] =
     " task_id TEXT NOT NULL,"
     " granted INTEGER NOT NULL,"
     " spent INTEGER) WITHOUT ROWID;"
-    "CREATE INDEX IF NOT EXISTS egress_spend_task ON egress_spend(task_id);";
+    "CREATE INDEX IF NOT EXISTS egress_spend_task ON egress_spend(task_id);"
+    /* The denials the task's results listed (egress, gate, launch), so
+     * a capability request can show the approver what the task did;
+     * policyd's own refusals are its audit's "deny" records. */
+    "CREATE TABLE IF NOT EXISTS task_denials("
+    " task_id TEXT NOT NULL,"
+    " execution_id TEXT NOT NULL,"
+    " policy_hash TEXT NOT NULL,"
+    " time_ns INTEGER NOT NULL,"
+    " rule TEXT NOT NULL,"
+    " boundary TEXT NOT NULL,"
+    " detail TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS task_denials_task ON"
+    " task_denials(task_id, time_ns);";
 
 static int
 store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
@@ -235,7 +261,21 @@ store_open(const char *path, char *err, size_t errlen)
 	    " execution_id = ?1", &s->st_eg_spent, err, errlen) == -1 ||
 	    store_prepare(s->rdb, "SELECT coalesce(sum(coalesce(spent,"
 	    " granted)), 0) FROM egress_spend WHERE task_id = ?",
-	    &s->st_eg_used, err, errlen) == -1)
+	    &s->st_eg_used, err, errlen) == -1 ||
+	    store_prepare(s->db, "INSERT INTO task_denials(task_id,"
+	    " execution_id, policy_hash, time_ns, rule, boundary, detail)"
+	    " VALUES (?, ?, ?, ?, ?, ?, ?)", &s->st_dn_insert, err,
+	    errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT time_ns, rule, boundary, detail,"
+	    " execution_id, policy_hash FROM (SELECT time_ns, rule, boundary,"
+	    " detail, execution_id, policy_hash FROM task_denials WHERE"
+	    " task_id = ?1 UNION ALL SELECT time_ns, rule, 'policy', detail,"
+	    " execution_id, policy_hash FROM audit WHERE task_id = ?1 AND"
+	    " action = 'deny') ORDER BY time_ns DESC LIMIT ?2",
+	    &s->st_dn_recent, err, errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT policy_hash FROM audit WHERE"
+	    " task_id = ? AND action = 'compile' ORDER BY seq DESC LIMIT 1",
+	    &s->st_last_hash, err, errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -286,6 +326,9 @@ store_close(struct store *s)
 	sqlite3_finalize(s->st_eg_insert);
 	sqlite3_finalize(s->st_eg_spent);
 	sqlite3_finalize(s->st_eg_used);
+	sqlite3_finalize(s->st_dn_insert);
+	sqlite3_finalize(s->st_dn_recent);
+	sqlite3_finalize(s->st_last_hash);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
@@ -347,6 +390,17 @@ store_ent_release(struct store *s, struct store_ent *ent)
 	free(ent);
 }
 
+/* At most max bytes of s (not cutting a UTF-8 sequence is approvalctl's
+ * quoting's concern: it shows a cut one as \xNN). */
+static char *
+store_cut(const char *s, int max)
+{
+	char	*t;
+
+	xasprintf(&t, "%.*s", max, s != NULL ? s : "");
+	return t;
+}
+
 static void
 store_copy(char *dst, size_t len, const unsigned char *src)
 {
@@ -387,6 +441,64 @@ store_egress_on_disk(struct store *s, const char *task_id)
 {
 	return store_task_number(s, s->st_eg_used, task_id,
 	    "egress used by");
+}
+
+size_t
+store_task_denials(struct store *s, const char *task_id, size_t max,
+    Sbx__V1__TaskDenial ***out)
+{
+	sqlite3_stmt		*st = s->st_dn_recent;
+	Sbx__V1__TaskDenial	**v = NULL, *d;
+	size_t			 n = 0;
+
+	*out = NULL;
+	if (max == 0)
+		return 0;
+	v = xcalloc(max, sizeof(*v));
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+	while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+		d = xmalloc(sizeof(*d));
+		sbx__v1__task_denial__init(d);
+		d->time_ns = sqlite3_column_int64(st, 0);
+		d->rule = store_cut((const char *)sqlite3_column_text(st, 1),
+		    64);
+		d->boundary = store_cut((const char *)sqlite3_column_text(st,
+		    2), 32);
+		d->detail = store_cut((const char *)sqlite3_column_text(st, 3),
+		    512);
+		d->execution_id = store_cut((const char *)
+		    sqlite3_column_text(st, 4), 64);
+		d->policy_hash = store_cut((const char *)
+		    sqlite3_column_text(st, 5), 64);
+		v[n++] = d;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (n == 0) {
+		free(v);
+		return 0;
+	}
+	*out = v;
+	return n;
+}
+
+int
+store_task_hash(struct store *s, const char *task_id, char *hash,
+    size_t len)
+{
+	sqlite3_stmt	*st = s->st_last_hash;
+	int		 found = 0;
+
+	hash[0] = '\0';
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		store_copy(hash, len, sqlite3_column_text(st, 0));
+		found = 1;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return found;
 }
 
 int
@@ -567,7 +679,7 @@ store_add_event(struct store *s, const char *task_id, const char *action,
 void
 store_add_egress(struct store *s, const char *task_id,
     const char *execution_id, const char *hash, int known, uint64_t spent,
-    const char *actor)
+    Sbx__V1__Denial *const *denials, size_t ndenials, const char *actor)
 {
 	struct store_rec	*r;
 	char			 detail[128];
@@ -582,6 +694,22 @@ store_add_egress(struct store *s, const char *task_id,
 	    detail, actor);
 	if (known)
 		r->eg_spent = spent > INT64_MAX ? INT64_MAX : (int64_t)spent;
+	if (ndenials > STORE_DENIALS_MAX)
+		ndenials = STORE_DENIALS_MAX;
+	if (ndenials > 0)
+		r->dn = xcalloc(ndenials, sizeof(*r->dn));
+	for (size_t i = 0; i < ndenials; i++) {
+		const Sbx__V1__Denial	*d = denials[i];
+		struct store_denial	*sd = &r->dn[r->ndn];
+
+		if (d == NULL || d->rule == NULL || d->rule[0] == '\0')
+			continue;
+		sd->time_ns = d->time_ns > 0 ? d->time_ns : r->time_ns;
+		sd->rule = store_cut(d->rule, 64);
+		sd->boundary = store_cut(d->boundary, 32);
+		sd->detail = store_cut(d->detail, 512);
+		r->ndn++;
+	}
 }
 
 void
@@ -658,6 +786,12 @@ store_finish(struct store *s, struct store_batch *b, int ok)
 		free(r->rule);
 		free(r->detail);
 		free(r->datasets);
+		for (size_t j = 0; j < r->ndn; j++) {
+			free(r->dn[j].rule);
+			free(r->dn[j].boundary);
+			free(r->dn[j].detail);
+		}
+		free(r->dn);
 	}
 	b->n = 0;
 	b->poisoned = 0;
@@ -734,6 +868,31 @@ store_egress_row(struct store *s, sqlite3_stmt *st,
 }
 
 static int
+store_denial_row(struct store *s, const struct store_rec *r,
+    const struct store_denial *d)
+{
+	sqlite3_stmt	*st = s->st_dn_insert;
+	int		 rc;
+
+	sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->execution_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, r->hash, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, d->time_ns);
+	sqlite3_bind_text(st, 5, d->rule, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, d->boundary, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, d->detail, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("policyd.db: denials of execution %s: %s",
+		    r->execution_id, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
+static int
 store_write_rec(struct store *s, const struct store_rec *r)
 {
 	Sbx__V1__AuditEvent	 ev;
@@ -761,6 +920,9 @@ store_write_rec(struct store *s, const struct store_rec *r)
 	if (r->eg_spent >= 0 && store_egress_row(s, s->st_eg_spent, r,
 	    r->eg_spent) == -1)
 		return -1;
+	for (size_t i = 0; i < r->ndn; i++)
+		if (store_denial_row(s, r, &r->dn[i]) == -1)
+			return -1;
 	sbx__v1__audit_event__init(&ev);
 	ev.time_ns = r->time_ns;
 	ev.task_id = (char *)r->task_id;

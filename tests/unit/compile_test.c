@@ -1022,16 +1022,16 @@ Test(compile, egress_budget_is_the_tasks_across_runs)
 	cr_assert_eq(run_spent(&t, x1, sizeof(x1)), 0);
 	/* Still running: its whole allowance is spent for the next. */
 	cr_assert_eq(run_spent(&t, x2, sizeof(x2)), budget);
-	store_add_egress(pd.store, t.id, x1, "h", 1, 100000, "uid:0");
+	store_add_egress(pd.store, t.id, x1, "h", 1, 100000, NULL, 0, "uid:0");
 	cr_assert_eq(store_commit(pd.store), 0);
 	/* x2 was allowed nothing, so only x1's spend counts now. */
 	cr_assert_eq(run_spent(&t, x3, sizeof(x3)), 100000);
-	store_add_egress(pd.store, t.id, x2, "h", 1, 0, "uid:0");
+	store_add_egress(pd.store, t.id, x2, "h", 1, 0, NULL, 0, "uid:0");
 	/* egressd died under x3: its allowance stays spent. */
-	store_add_egress(pd.store, t.id, x3, "h", 0, 0, "uid:0");
+	store_add_egress(pd.store, t.id, x3, "h", 0, 0, NULL, 0, "uid:0");
 	cr_assert_eq(store_commit(pd.store), 0);
 	cr_assert_eq(run_spent(&t, x3, sizeof(x3)), budget);
-	store_add_egress(pd.store, t.id, x3, "h", 1, 0, "uid:0");
+	store_add_egress(pd.store, t.id, x3, "h", 1, 0, NULL, 0, "uid:0");
 	cr_assert_eq(store_commit(pd.store), 0);
 
 	/* Compiles alone sign the count in but add nothing to it. */
