@@ -155,7 +155,7 @@ aqueue_add(struct aqueue *q, const Sbx__V1__CapabilityRequest *r,
 	sqlite3_stmt		*st = NULL;
 	uint8_t			*body;
 	size_t			 len;
-	char			 detail[512];
+	char			 detail[768];
 	char			*what;
 	int			 rc;
 
