@@ -461,8 +461,11 @@ acontrol_decide(struct approvald *ad, struct frame_conn *c,
 
 	/* The approver is who the kernel says is connected. */
 	acontrol_actor(cr, approver, sizeof(approver));
-	if (cr != NULL && aparse_own_task(conf, cr->uid, approver, r->tenant,
-	    r->user, err, sizeof(err))) {
+	if (cr == NULL)
+		snprintf(err, sizeof(err), "the approver's credentials cannot "
+		    "be read");
+	if (cr == NULL || aparse_own_task(conf, cr->uid, approver,
+	    r->tenant, r->user, err, sizeof(err))) {
 		acontrol_own_task(ad, c, req, r, approver, err);
 		aqueue_item_free(r, old);
 		return;
