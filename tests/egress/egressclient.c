@@ -298,6 +298,12 @@ cmd_close(int argc, char **argv)
 			printf("%s%s:%llu", i ? "," : "", u->denials[i]->rule,
 			    (unsigned long long)u->denials[i]->count);
 		printf("\n");
+		/* Each rule's first denial, apart: its detail is free text. */
+		for (size_t i = 0; i < u->n_denials; i++)
+			fprintf(stderr, "first %s at %lld: %s\n",
+			    u->denials[i]->rule,
+			    (long long)u->denials[i]->first_ns,
+			    u->denials[i]->first);
 	}
 	if (rep != NULL)
 		sbx__v1__envelope__free_unpacked(rep, NULL);
