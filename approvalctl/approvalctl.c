@@ -218,6 +218,60 @@ show_decision(const Sbx__V1__CapabilityDecision *d)
 	    d->policy_hash : "(unchanged)");
 }
 
+/*
+ * What sbx itself recorded of the task (policyd attached it; the
+ * orchestrator cannot): its latest policy and its recent denials, each
+ * with its time, how long before the request, and the hash it was
+ * refused under.  A denial that names the host the request asks for is
+ * marked: the request may be the task asking for what it was just
+ * refused.
+ */
+static void
+show_task_record(const Sbx__V1__CapabilityRequest *r)
+{
+	const Sbx__V1__TaskDenial	*d;
+	const char			*host = NULL;
+	char				*rule, *bnd, *hash, *xid, *det, when[32];
+	int64_t				 t, ago;
+
+	put_q(stdout, "policy:    ", r->policy_hash != NULL &&
+	    r->policy_hash[0] != '\0' ? r->policy_hash : "(no compile yet)");
+	if (r->what_case == SBX__V1__CAPABILITY_REQUEST__WHAT_HOST &&
+	    r->host != NULL && r->host->host != NULL && r->host->host[0] != '\0')
+		host = r->host->host;
+	if (r->n_denials == 0) {
+		printf("denials:   none recorded for the task\n");
+		return;
+	}
+	printf("denials (%zu, newest first, as sbx recorded them for the "
+	    "task; quoted):\n", r->n_denials);
+	for (size_t i = 0; i < r->n_denials; i++) {
+		d = r->denials[i];
+		t = d->time_ns / 1000000000LL;
+		fmt_time(t, when, sizeof(when));
+		rule = q(d->rule);
+		bnd = q(d->boundary);
+		hash = q(d->policy_hash[0] != '\0' ? d->policy_hash : "-");
+		xid = q(d->execution_id[0] != '\0' ? d->execution_id : "-");
+		det = q(d->detail);
+		ago = r->created_at - t;
+		if (ago >= 0)
+			printf("  %s, %llds before the request: %s (%s)%s\n",
+			    when, (long long)ago, rule, bnd, host != NULL &&
+			    strstr(d->detail, host) != NULL ?
+			    "  <- the host this request asks for" : "");
+		else
+			printf("  %s: %s (%s)\n", when, rule, bnd);
+		printf("    policy %s, execution %s\n", hash, xid);
+		printf("    | %s\n", det);
+		free(rule);
+		free(bnd);
+		free(hash);
+		free(xid);
+		free(det);
+	}
+}
+
 static int
 cmd_show(const char *id)
 {
@@ -254,6 +308,7 @@ cmd_show(const char *id)
 	s = aquote_what(r);
 	printf("asks for:  %s\n", s);
 	free(s);
+	show_task_record(r);
 	printf("why (quoted; control characters shown as ^X, \\xNN, "
 	    "\\u{NNNN}):\n");
 	s = aquote(r->why != NULL ? r->why : "", r->why != NULL ?
@@ -340,8 +395,10 @@ cmd_decide(const char *id, int approve, const char *reason)
 	if (call(&req, &rep, &refused) == -1)
 		return refused ? EX_REFUSED : EX_FAIL;
 	if (reply_error(rep)) {
+		/* Not this approver's to decide (separation of duties). */
+		refused = rep->error->code == SBX__V1__ERROR_CODE__ERROR_DENIED;
 		sbx__v1__envelope__free_unpacked(rep, NULL);
-		return EX_FAIL;
+		return refused ? EX_REFUSED : EX_FAIL;
 	}
 	if (rep->body_case != SBX__V1__ENVELOPE__BODY_DECISION) {
 		fprintf(stderr, "approvalctl: approvald answered with "

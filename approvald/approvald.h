@@ -27,6 +27,8 @@
 #define APPROVALD_DB		"approvald.db"
 #define APPROVALD_REASON_MAX	1024	/* an approver's reason */
 #define APPROVALD_WHY_MAX	4096	/* a request's justification */
+#define APPROVALD_DENIALS_MAX	32	/* a request's task denials */
+#define APPROVALD_DETAIL_MAX	1024	/* one denial's detail */
 
 /* Rule ids of refusals (Error.rule and the audit record's rule). */
 #define ARULE_PEER		"peer-not-allowed"
@@ -36,6 +38,7 @@
 #define ARULE_IN_FLIGHT		"decision-in-flight"
 #define ARULE_UNREACHABLE	"policyd-unreachable"
 #define ARULE_POLICYD		"policyd-refused"
+#define ARULE_SOD		"separation-of-duties"
 
 struct event_base;
 struct frame_conn;
@@ -46,6 +49,16 @@ struct sqlite3;
 
 /* ---- parse.c ---- */
 
+/* approvers: one Unix user (an approver at the console) and the tenant
+ * users who are that person, each "TENANT/USER" (USER "*": every user of
+ * TENANT): a request of their tasks is not theirs to decide. */
+struct aapprover {
+	uid_t			 uid;
+	char			*name;		/* as written in the file */
+	char			**users;	/* "TENANT/USER" */
+	size_t			 nusers;
+};
+
 struct approvald_conf {
 	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	/* policyd's approvals socket, and who must be listening on it. */
@@ -54,10 +67,21 @@ struct approvald_conf {
 	uint32_t		 policyd_timeout;	/* seconds */
 	struct cfg_sock		 submit;
 	struct cfg_sock		 console;
+	struct aapprover	*approvers;
+	size_t			 napprovers;
 };
 
 /* The keys of approvald.yaml, for the skeleton (daemon.h) and cfg_parse. */
 extern const struct cfg_table aparse_table;
+/*
+ * Separation of duties: whether the Unix user uid (named name) is the
+ * user of a task of tenant/user.  So is a Unix user whose name is the
+ * task's user name (in any tenant), and one approvers: maps to
+ * TENANT/USER, or to TENANT with USER "*".  1 with why set, or 0.
+ */
+int		 aparse_own_task(const struct approvald_conf *, uid_t uid,
+		    const char *name, const char *tenant, const char *user,
+		    char *why, size_t len);
 
 /* ---- queue.c ---- */
 

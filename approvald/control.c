@@ -6,7 +6,9 @@
  * the request is on disk.  The console socket (root and the approvers
  * group) lists the queue and takes `decision`s: the approver is the Unix
  * user the kernel names for the connection (SO_PEERCRED), never a name
- * the client sends.
+ * the client sends.  That user may not decide a request of a task whose
+ * user they are themselves (separation of duties: aparse_own_task); the
+ * refusal says why and is audited.
  *
  * Invariant: a decision is final only when policyd has answered it and
  * the answer is recorded here; until then the request stays pending, and
@@ -140,6 +142,30 @@ acontrol_request_ok(const Sbx__V1__CapabilityRequest *r, char *why,
 		snprintf(why, len, "the request asks for neither a dataset "
 		    "nor a host");
 		return -1;
+	}
+	/* What policyd knows of the task: bounded, shown quoted. */
+	if (r->policy_hash != NULL && strlen(r->policy_hash) > 64) {
+		snprintf(why, len, "policy_hash is longer than 64 characters");
+		return -1;
+	}
+	if (r->n_denials > APPROVALD_DENIALS_MAX) {
+		snprintf(why, len, "more than %d task denials",
+		    APPROVALD_DENIALS_MAX);
+		return -1;
+	}
+	for (size_t i = 0; i < r->n_denials; i++) {
+		const Sbx__V1__TaskDenial *d = r->denials[i];
+
+		if (d->rule == NULL || d->rule[0] == '\0' ||
+		    strlen(d->rule) > 64 || strlen(d->boundary) > 32 ||
+		    strlen(d->execution_id) > 128 ||
+		    strlen(d->policy_hash) > 64 ||
+		    strlen(d->detail) > APPROVALD_DETAIL_MAX) {
+			snprintf(why, len, "task denial %zu: a rule of 1..64 "
+			    "bytes, a detail of at most %d", i,
+			    APPROVALD_DETAIL_MAX);
+			return -1;
+		}
 	}
 	if (r->why == NULL || r->why[0] == '\0' ||
 	    strlen(r->why) > APPROVALD_WHY_MAX) {
@@ -339,6 +365,30 @@ aforward_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	aforward_free(f);
 }
 
+/* Separation of duties: the approver is the task's own user.  Refused
+ * with the reason, and audited; the request stays pending for another
+ * approver. */
+static void
+acontrol_own_task(struct approvald *ad, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const Sbx__V1__CapabilityRequest *r,
+    const char *approver, const char *why)
+{
+	const Sbx__V1__CapabilityDecision *d = req->decision;
+	char	 detail[1024];
+
+	snprintf(detail, sizeof(detail), "%s of request %.64s by %.64s "
+	    "refused: %s; the request stays pending for another approver",
+	    d->status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_APPROVED ?
+	    "approval" : "denial", d->request_id, approver, why);
+	log_warnx("%s", detail);
+	(void)aqueue_audit_event(ad->queue, approver, "decision-refused",
+	    r->task_id, r->policy_hash, ARULE_SOD, detail);
+	frame_conn_send_error(c, req->request_id,
+	    SBX__V1__ERROR_CODE__ERROR_DENIED, ARULE_SOD, "%s may not decide "
+	    "request %s: %s; another approver must", approver, d->request_id,
+	    why);
+}
+
 static void
 acontrol_decide(struct approvald *ad, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
@@ -411,6 +461,15 @@ acontrol_decide(struct approvald *ad, struct frame_conn *c,
 
 	/* The approver is who the kernel says is connected. */
 	acontrol_actor(cr, approver, sizeof(approver));
+	if (cr == NULL)
+		snprintf(err, sizeof(err), "the approver's credentials cannot "
+		    "be read");
+	if (cr == NULL || aparse_own_task(conf, cr->uid, approver,
+	    r->tenant, r->user, err, sizeof(err))) {
+		acontrol_own_task(ad, c, req, r, approver, err);
+		aqueue_item_free(r, old);
+		return;
+	}
 	f = xcalloc(1, sizeof(*f));
 	f->ad = ad;
 	f->conn = c;

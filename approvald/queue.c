@@ -155,7 +155,7 @@ aqueue_add(struct aqueue *q, const Sbx__V1__CapabilityRequest *r,
 	sqlite3_stmt		*st = NULL;
 	uint8_t			*body;
 	size_t			 len;
-	char			 detail[512];
+	char			 detail[768];
 	char			*what;
 	int			 rc;
 
@@ -170,8 +170,10 @@ aqueue_add(struct aqueue *q, const Sbx__V1__CapabilityRequest *r,
 	sbx__v1__capability_request__pack(r, body);
 	what = aquote_what(r);
 	snprintf(detail, sizeof(detail), "request %.64s queued: %.200s for "
-	    "user %.64s template %.64s", r->request_id, what, r->user,
-	    r->template_);
+	    "user %.64s template %.64s; the task's policy %.64s, %zu recent "
+	    "denial%s", r->request_id, what, r->user, r->template_,
+	    r->policy_hash[0] != '\0' ? r->policy_hash : "(none)",
+	    r->n_denials, r->n_denials == 1 ? "" : "s");
 	free(what);
 	aqueue_event(&ev, actor, "submit", r->task_id, NULL, NULL, detail);
 

@@ -181,6 +181,9 @@ control_close(struct egressd *ed, struct frame_conn *c,
 		sbx__v1__rule_count__init(&rc[n]);
 		rc[n].rule = (char *)proxy_rule_name(i);
 		rc[n].count = ch->denials[i];
+		rc[n].first = ch->dn_first[i] != NULL ? ch->dn_first[i] :
+		    (char *)"";
+		rc[n].first_ns = ch->dn_first_ns[i];
 		rcp[n] = &rc[n];
 		n++;
 	}

@@ -471,6 +471,10 @@ struct channel {
 	uint64_t		 bytes_in;
 	uint64_t		 requests;
 	uint64_t		 denials[EGRESS_NRULES];
+	/* The first denial of each rule: its detail and wall-clock time,
+	 * for the result (so an approver later reads which host). */
+	char			*dn_first[EGRESS_NRULES];
+	int64_t			 dn_first_ns[EGRESS_NRULES];
 	/* Bytes queued for the sandbox on all connections. */
 	size_t			 queued;
 	uint32_t		 npaused;

@@ -263,6 +263,10 @@ proxy_audit_deny(struct channel *ch, const char *rule, const char *detail,
 	int			 i = proxy_rule_index(rule);
 
 	if (i >= 0) {
+		if (ch->denials[i] == 0 && ch->dn_first[i] == NULL) {
+			xasprintf(&ch->dn_first[i], "%.300s", detail);
+			ch->dn_first_ns[i] = now_ns();
+		}
 		ch->denials[i]++;
 		ch->ed->m.denials[i]++;
 		if (proxy_flooding(ch)) {
@@ -1579,6 +1583,8 @@ proxy_channel_close(struct channel *ch)
 	ca_free(ch->ca);
 	free(ch->cgroup);
 	free(ch->cgdir);
+	for (int i = 0; i < EGRESS_NRULES; i++)
+		free(ch->dn_first[i]);
 	free(ch->signed_.grant.data);
 	free(ch->signed_.signature.data);
 	if (ch->grant != NULL)

@@ -1427,11 +1427,23 @@ run_egress_usage(struct run *r, const Sbx__V1__EgressUsage *u)
 	r->eg_out = u->bytes_out;
 	r->eg_in = u->bytes_in;
 	r->eg_req = u->requests;
-	for (size_t i = 0; i < u->n_denials; i++)
-		if (u->denials[i]->rule != NULL && u->denials[i]->count > 0)
-			run_denial(r, u->denials[i]->rule, "egress",
-			    "%llu request(s)",
-			    (unsigned long long)u->denials[i]->count);
+	for (size_t i = 0; i < u->n_denials; i++) {
+		const Sbx__V1__RuleCount *rc = u->denials[i];
+
+		if (rc->rule == NULL || rc->count == 0)
+			continue;
+		/* The first one says which host and when: what a person
+		 * deciding the task's next request needs to read. */
+		if (rc->first != NULL && rc->first[0] != '\0')
+			run_denial(r, rc->rule, "egress", "%llu request(s); "
+			    "first: %.300s", (unsigned long long)rc->count,
+			    rc->first);
+		else
+			run_denial(r, rc->rule, "egress", "%llu request(s)",
+			    (unsigned long long)rc->count);
+		if (rc->first_ns > 0)
+			r->denials[r->ndenials - 1]->time_ns = rc->first_ns;
+	}
 }
 
 /*

@@ -48,6 +48,7 @@
 #define CAP_PATH_MAX		1024
 #define CAP_FORWARD_TIMEOUT	10	/* s for approvald to queue one */
 #define CAP_DETAIL_WHY		200	/* of why, in the audit detail */
+#define CAP_DENIALS		8	/* the task's recent denials shown */
 
 enum {
 	ST_REQ_INSERT,
@@ -966,6 +967,28 @@ cap_detail(const Sbx__V1__CapabilityRequest *req, const char *outcome,
 	return d;
 }
 
+/*
+ * What sbx itself knows of the task, for the person who may have to
+ * decide: the hash of its latest compile and its recent denials (which
+ * host was refused, when, under which hash).  Whatever the orchestrator
+ * put in these fields is dropped: only policyd's records speak here.
+ */
+static void
+cap_task_facts(struct policyd *pd, Sbx__V1__CapabilityRequest *req)
+{
+	char	 hash[POLICY_HASH_HEX];
+
+	for (size_t i = 0; i < req->n_denials; i++)
+		sbx__v1__task_denial__free_unpacked(req->denials[i], NULL);
+	free(req->denials);
+	req->denials = NULL;
+	req->n_denials = 0;
+	(void)store_task_hash(pd->store, req->task_id, hash, sizeof(hash));
+	cap_set(&req->policy_hash, hash);
+	req->n_denials = store_task_denials(pd->store, req->task_id,
+	    CAP_DENIALS, &req->denials);
+}
+
 /* Begin, run the writes, add the events, commit: all or nothing. */
 static int
 cap_commit(struct policyd *pd, int ok)
@@ -1035,6 +1058,7 @@ capability_decide(struct policyd *pd, Sbx__V1__CapabilityRequest *req,
 	cap_set(&req->user, bound.user);
 	cap_set(&req->template_, tmplname);
 	req->created_at = now_s();
+	cap_task_facts(pd, req);
 
 	/* The rules.  Inside the entitlements: granted now, and the hash
 	 * is what the next compile of the task gets. */

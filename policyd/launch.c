@@ -15,8 +15,11 @@
  * budget and the result is held until that record commits, so the
  * orchestrator's next run of the task is compiled with it; a run that
  * ended without a result keeps its whole allowance counted (store.c),
- * except where nothing ran.  control.c refuses a run before anything is
- * compiled when launchd-sbx is not configured.
+ * except where nothing ran.  The denials a result reports (its denials,
+ * gated's drops but "missing") are kept for its task with that record,
+ * counted for the task's security review and shown to the approver of
+ * its next capability request (capability.c).  control.c refuses a run
+ * before anything is compiled when launchd-sbx is not configured.
  */
 #include <sys/queue.h>
 
@@ -121,18 +124,24 @@ launch_run_nothing_ran(struct run *r)
 }
 
 /* Add rule at boundary to den (of *n, room for max) unless it is there:
- * a rule counts once per boundary in one execution. */
+ * a rule counts once per boundary in one execution, with the detail and
+ * time of its first report (time 0: the record's, store.c). */
 static void
 launch_denial_add(struct store_denial *den, size_t *n, size_t max,
-    const char *rule, const char *boundary)
+    const char *rule, const char *boundary, const char *detail,
+    int64_t time_ns)
 {
 	struct store_denial	 d;
 
 	if (rule == NULL || rule[0] == '\0')
 		return;
+	memset(&d, 0, sizeof(d));
 	snprintf(d.rule, sizeof(d.rule), "%s", rule);
 	snprintf(d.boundary, sizeof(d.boundary), "%s",
 	    boundary != NULL && boundary[0] != '\0' ? boundary : "launch");
+	snprintf(d.detail, sizeof(d.detail), "%s",
+	    detail != NULL ? detail : "");
+	d.time_ns = time_ns > 0 ? time_ns : 0;
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp(den[i].rule, d.rule) == 0 &&
 		    strcmp(den[i].boundary, d.boundary) == 0)
@@ -142,15 +151,17 @@ launch_denial_add(struct store_denial *den, size_t *n, size_t max,
 }
 
 /*
- * The run's denials, for the task's security review (store.c): each rule
- * the result lists (egressd's refusals, a boundary that failed), and
- * each reason gated dropped outputs for (boundary gate) but "missing".  Malloc'd; NULL
- * if there are none.
+ * The run's denials, for the task's security review and the approvers
+ * of its capability requests (store.c): each rule the result lists
+ * (egressd's refusals with the first refused host, a boundary that
+ * failed), and each reason gated dropped outputs for (boundary gate) but
+ * "missing".  Malloc'd; NULL if there are none.
  */
 static struct store_denial *
 launch_result_denials(const Sbx__V1__ExecutionResult *res, size_t *n)
 {
 	struct store_denial	*den;
+	char			 detail[300];
 	size_t			 max;
 
 	*n = 0;
@@ -158,17 +169,26 @@ launch_result_denials(const Sbx__V1__ExecutionResult *res, size_t *n)
 	den = xcalloc(max, sizeof(*den));
 	for (size_t i = 0; i < res->n_denials; i++)
 		launch_denial_add(den, n, max, res->denials[i]->rule,
-		    res->denials[i]->boundary);
+		    res->denials[i]->boundary, res->denials[i]->detail,
+		    res->denials[i]->time_ns);
 	/* A declared output the code did not write ("missing") was
 	 * refused nothing: every other reason is the gate refusing. */
-	for (size_t i = 0; i < res->n_dropped; i++)
-		if (strcmp(res->dropped[i]->reason, "missing") != 0)
-			launch_denial_add(den, n, max,
-			    res->dropped[i]->reason, "gate");
+	for (size_t i = 0; i < res->n_dropped; i++) {
+		if (strcmp(res->dropped[i]->reason, "missing") == 0)
+			continue;
+		snprintf(detail, sizeof(detail), "output %.200s dropped",
+		    res->dropped[i]->name);
+		launch_denial_add(den, n, max, res->dropped[i]->reason,
+		    "gate", detail, 0);
+	}
 	/* Undeclared entries past the list's cap. */
 	if (res->dropped_unlisted != NULL &&
-	    res->dropped_unlisted->entries > 0)
-		launch_denial_add(den, n, max, "undeclared", "gate");
+	    res->dropped_unlisted->entries > 0) {
+		snprintf(detail, sizeof(detail), "%u undeclared entries "
+		    "dropped", res->dropped_unlisted->entries);
+		launch_denial_add(den, n, max, "undeclared", "gate", detail,
+		    0);
+	}
 	if (*n == 0) {
 		free(den);
 		return NULL;

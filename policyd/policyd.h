@@ -135,12 +135,23 @@ struct store_task {
 	uint64_t egress_used;
 };
 
-/* One denial: a rule that refused at a boundary (policy, egress, gate,
- * ...) in one execution, however many requests it refused there. */
+/*
+ * One denial of a task, a row of policyd.db's task_denials: a rule that
+ * refused at a boundary (policy, egress, gate, launch, ...) in one
+ * execution, however many requests it refused there; what it refused
+ * (for egress, the first host) and when (0: the time of the record that
+ * reports it).  The security review counts them; a capability request
+ * shows the approver the newest.
+ */
 struct store_denial {
 	char	 rule[65];
-	char	 boundary[17];
+	char	 boundary[33];
+	char	 detail[513];
+	int64_t	 time_ns;
 };
+
+/* The denials one run's result reports, at most this many are kept. */
+#define STORE_DENIALS_MAX	32
 
 struct store	*store_open(const char *path, char *err, size_t errlen);
 void		 store_close(struct store *);
@@ -187,17 +198,29 @@ void		 store_add_execution(struct store *, const Sbx__V1__Task *,
 /* A run's result came back: an "egress" event, and with known, what it
  * sent replaces what it was granted in the task's count.  Without
  * known (egressd never reported) the grant stays counted.  den: the
- * run's denials (nden of them), counted against the task for its
- * security review. */
+ * run's denials (nden of them; those with a rule, at most
+ * STORE_DENIALS_MAX), counted against the task for its security review
+ * and shown to the approvers of its capability requests. */
 void		 store_add_egress(struct store *, const char *task_id,
 		    const char *execution_id, const char *hash, int known,
 		    uint64_t spent, const struct store_denial *den, size_t nden,
 		    const char *actor);
 /* A compile refused: a "deny" event, and a denial (boundary policy) for
- * the task's security review. */
+ * the task's security review and its approvers. */
 void		 store_add_deny(struct store *, const char *task_id,
 		    const char *hash, const char *rule, const char *detail,
 		    const char *actor);
+/*
+ * A task's most recent denials, newest first, at most max: those its
+ * results listed and policyd's own refusals of its compiles.  The
+ * number, with *out a malloc'd array of malloc'd TaskDenials (NULL when
+ * none); committed records only.
+ */
+size_t		 store_task_denials(struct store *, const char *task_id,
+		    size_t max, Sbx__V1__TaskDenial ***out);
+/* The policy hash of the task's latest compile: 1, or 0 when none. */
+int		 store_task_hash(struct store *, const char *task_id,
+		    char *hash, size_t len);
 void		 store_add_event(struct store *, const char *task_id,
 		    const char *action, const char *execution_id,
 		    const char *hash, const char *rule, const char *detail,

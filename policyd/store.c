@@ -29,7 +29,10 @@
  * the task's rows, and when they reach security_review.denials and the
  * audit log has no "security-review" event for the task yet, appends
  * one naming the rules: so the event is written once per task, durably,
- * and a restart neither forgets the count nor repeats the event.
+ * and a restart neither forgets the count nor repeats the event.  The
+ * same rows, with their detail, time and policy hash, are what a
+ * capability request shows its approver of the task (store_task_denials):
+ * one table, so the two never disagree and nothing is shown twice.
  *
  * The invariant: a compile's records commit in one transaction, durably
  * (synchronous=FULL), before any reply acknowledges them, and no task gets
@@ -131,6 +134,8 @@ struct store {
 	sqlite3_stmt		*st_reviewed;
 	uint32_t		 review_at;	/* denials; 0: never */
 	uint64_t		 reviews;	/* committed since start */
+	sqlite3_stmt		*st_den_recent;	/* rdb */
+	sqlite3_stmt		*st_last_hash;	/* rdb */
 	void			*tasks;		/* tsearch tree */
 
 	struct store_batch	 open;		/* the event loop's */
@@ -167,13 +172,20 @@ static const char store_schema[] =
     " granted INTEGER NOT NULL,"
     " spent INTEGER) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS egress_spend_task ON egress_spend(task_id);"
+    /* A task's denials (store_denial in policyd.h): policyd's refusals
+     * of its compiles (boundary policy) and those its results report,
+     * counted for the security review and shown, newest first, to the
+     * approvers of its capability requests. */
     "CREATE TABLE IF NOT EXISTS task_denials("
     " task_id TEXT NOT NULL,"
     " execution_id TEXT NOT NULL,"
+    " policy_hash TEXT NOT NULL,"
+    " time_ns INTEGER NOT NULL,"
     " rule TEXT NOT NULL,"
     " boundary TEXT NOT NULL,"
-    " time_ns INTEGER NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS task_denials_task ON task_denials(task_id);";
+    " detail TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS task_denials_task ON"
+    " task_denials(task_id, time_ns);";
 
 static int
 store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
@@ -265,8 +277,9 @@ store_open(const char *path, char *err, size_t errlen)
 	    " granted)), 0) FROM egress_spend WHERE task_id = ?",
 	    &s->st_eg_used, err, errlen) == -1 ||
 	    store_prepare(s->db, "INSERT INTO task_denials(task_id,"
-	    " execution_id, rule, boundary, time_ns) VALUES (?, ?, ?, ?, ?)",
-	    &s->st_den_insert, err, errlen) == -1 ||
+	    " execution_id, policy_hash, time_ns, rule, boundary, detail)"
+	    " VALUES (?, ?, ?, ?, ?, ?, ?)", &s->st_den_insert, err,
+	    errlen) == -1 ||
 	    store_prepare(s->db, "SELECT count(*), count(DISTINCT"
 	    " nullif(execution_id, '')) FROM task_denials WHERE task_id = ?",
 	    &s->st_den_count, err, errlen) == -1 ||
@@ -279,7 +292,16 @@ store_open(const char *path, char *err, size_t errlen)
 	    errlen) == -1 ||
 	    store_prepare(s->db, "SELECT 1 FROM audit WHERE task_id = ? AND"
 	    " action = 'security-review' LIMIT 1", &s->st_reviewed, err,
-	    errlen) == -1)
+	    errlen) == -1 ||
+	    /* policyd's own refusals are rows here too (store_add_deny),
+	     * so the table alone is the task's record. */
+	    store_prepare(s->rdb, "SELECT time_ns, rule, boundary, detail,"
+	    " execution_id, policy_hash FROM task_denials WHERE task_id = ?1"
+	    " ORDER BY time_ns DESC, rowid DESC LIMIT ?2", &s->st_den_recent,
+	    err, errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT policy_hash FROM audit WHERE"
+	    " task_id = ? AND action = 'compile' ORDER BY seq DESC LIMIT 1",
+	    &s->st_last_hash, err, errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -335,6 +357,8 @@ store_close(struct store *s)
 	sqlite3_finalize(s->st_den_rules);
 	sqlite3_finalize(s->st_den_by_rule);
 	sqlite3_finalize(s->st_reviewed);
+	sqlite3_finalize(s->st_den_recent);
+	sqlite3_finalize(s->st_last_hash);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
@@ -408,6 +432,17 @@ store_ent_release(struct store *s, struct store_ent *ent)
 	free(ent);
 }
 
+/* At most max bytes of s (not cutting a UTF-8 sequence is approvalctl's
+ * quoting's concern: it shows a cut one as \xNN). */
+static char *
+store_cut(const char *s, int max)
+{
+	char	*t;
+
+	xasprintf(&t, "%.*s", max, s != NULL ? s : "");
+	return t;
+}
+
 static void
 store_copy(char *dst, size_t len, const unsigned char *src)
 {
@@ -448,6 +483,64 @@ store_egress_on_disk(struct store *s, const char *task_id)
 {
 	return store_task_number(s, s->st_eg_used, task_id,
 	    "egress used by");
+}
+
+size_t
+store_task_denials(struct store *s, const char *task_id, size_t max,
+    Sbx__V1__TaskDenial ***out)
+{
+	sqlite3_stmt		*st = s->st_den_recent;
+	Sbx__V1__TaskDenial	**v = NULL, *d;
+	size_t			 n = 0;
+
+	*out = NULL;
+	if (max == 0)
+		return 0;
+	v = xcalloc(max, sizeof(*v));
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+	while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+		d = xmalloc(sizeof(*d));
+		sbx__v1__task_denial__init(d);
+		d->time_ns = sqlite3_column_int64(st, 0);
+		d->rule = store_cut((const char *)sqlite3_column_text(st, 1),
+		    64);
+		d->boundary = store_cut((const char *)sqlite3_column_text(st,
+		    2), 32);
+		d->detail = store_cut((const char *)sqlite3_column_text(st, 3),
+		    512);
+		d->execution_id = store_cut((const char *)
+		    sqlite3_column_text(st, 4), 64);
+		d->policy_hash = store_cut((const char *)
+		    sqlite3_column_text(st, 5), 64);
+		v[n++] = d;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (n == 0) {
+		free(v);
+		return 0;
+	}
+	*out = v;
+	return n;
+}
+
+int
+store_task_hash(struct store *s, const char *task_id, char *hash,
+    size_t len)
+{
+	sqlite3_stmt	*st = s->st_last_hash;
+	int		 found = 0;
+
+	hash[0] = '\0';
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		store_copy(hash, len, sqlite3_column_text(st, 0));
+		found = 1;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return found;
 }
 
 int
@@ -625,15 +718,29 @@ store_add_event(struct store *s, const char *task_id, const char *action,
 	    detail, actor);
 }
 
-static void
+/*
+ * Keep den (nden of them) with r: those with a rule, at most
+ * STORE_DENIALS_MAX, each with its time or else the record's.  The
+ * number kept.
+ */
+static size_t
 store_rec_denials(struct store_rec *r, const struct store_denial *den,
     size_t nden)
 {
 	if (nden == 0)
-		return;
+		return 0;
+	if (nden > STORE_DENIALS_MAX)
+		nden = STORE_DENIALS_MAX;
 	r->den = xreallocarray(NULL, nden, sizeof(*r->den));
-	memcpy(r->den, den, nden * sizeof(*r->den));
-	r->nden = nden;
+	for (size_t i = 0; i < nden; i++) {
+		if (den[i].rule[0] == '\0')
+			continue;
+		r->den[r->nden] = den[i];
+		if (r->den[r->nden].time_ns <= 0)
+			r->den[r->nden].time_ns = r->time_ns;
+		r->nden++;
+	}
+	return r->nden;
 }
 
 void
@@ -642,23 +749,25 @@ store_add_egress(struct store *s, const char *task_id,
     const struct store_denial *den, size_t nden, const char *actor)
 {
 	struct store_rec	*r;
-	char			 detail[160];
-	size_t			 len;
+	char			*t;
 
-	if (known)
-		len = (size_t)snprintf(detail, sizeof(detail), "sent %llu "
-		    "bytes upstream", (unsigned long long)spent);
-	else
-		len = (size_t)snprintf(detail, sizeof(detail), "egress usage "
-		    "unknown: counted as all it was allowed");
-	if (nden > 0 && len < sizeof(detail))
-		snprintf(detail + len, sizeof(detail) - len, "; %zu "
-		    "denial%s", nden, nden == 1 ? "" : "s");
 	r = store_rec_new(s, task_id, "egress", execution_id, hash, NULL,
-	    detail, actor);
+	    NULL, actor);
+	free(r->detail);
+	if (known)
+		xasprintf(&r->detail, "sent %llu bytes upstream",
+		    (unsigned long long)spent);
+	else
+		r->detail = xstrdup("egress usage unknown: counted as all it "
+		    "was allowed");
 	if (known)
 		r->eg_spent = spent > INT64_MAX ? INT64_MAX : (int64_t)spent;
-	store_rec_denials(r, den, nden);
+	if ((nden = store_rec_denials(r, den, nden)) > 0) {
+		xasprintf(&t, "%s; %zu denial%s", r->detail, nden,
+		    nden == 1 ? "" : "s");
+		free(r->detail);
+		r->detail = t;
+	}
 }
 
 void
@@ -666,13 +775,16 @@ store_add_deny(struct store *s, const char *task_id, const char *hash,
     const char *rule, const char *detail, const char *actor)
 {
 	struct store_rec	*r;
-	struct store_denial	 d;
 
 	r = store_rec_new(s, task_id, "deny", NULL, hash, rule, detail,
 	    actor);
-	snprintf(d.rule, sizeof(d.rule), "%s", rule != NULL ? rule : "");
-	snprintf(d.boundary, sizeof(d.boundary), "policy");
-	store_rec_denials(r, &d, 1);
+	/* Every refusal counts, whatever its rule says. */
+	r->den = xcalloc(1, sizeof(*r->den));
+	snprintf(r->den->rule, sizeof(r->den->rule), "%s", r->rule);
+	snprintf(r->den->boundary, sizeof(r->den->boundary), "policy");
+	snprintf(r->den->detail, sizeof(r->den->detail), "%s", r->detail);
+	r->den->time_ns = r->time_ns;
+	r->nden = 1;
 }
 
 void
@@ -936,12 +1048,15 @@ store_write_denials(struct store *s, struct store_rec *r)
 	int		 rc;
 
 	for (size_t i = 0; i < r->nden; i++) {
+		const struct store_denial *d = &r->den[i];
+
 		sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, r->execution_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, r->den[i].rule, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, r->den[i].boundary, -1,
-		    SQLITE_STATIC);
-		sqlite3_bind_int64(st, 5, r->time_ns);
+		sqlite3_bind_text(st, 3, r->hash, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, d->time_ns);
+		sqlite3_bind_text(st, 5, d->rule, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, d->boundary, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 7, d->detail, -1, SQLITE_STATIC);
 		rc = sqlite3_step(st);
 		sqlite3_reset(st);
 		sqlite3_clear_bindings(st);

@@ -9,7 +9,11 @@
  *	"error", an Error: policyd refusing).
  *   fakepolicyd submit SOCK ID TASK dataset|host NAME WHY [SOURCEFILE]
  *	submit a capability request to approvald's submit socket, as
- *	policyd does; prints "status=pending" or "error ...".
+ *	policyd does; prints "status=pending" or "error ...".  The task is
+ *	acme/alice's unless FAKE_TENANT and FAKE_USER say otherwise;
+ *	FAKE_HASH is its policy hash, FAKE_DENIALS its recent denials, one
+ *	a line: RULE|BOUNDARY|SECONDS-BEFORE|EXECUTION|HASH|DETAIL (the
+ *	detail's \e becomes ESC).
  */
 #include <sys/types.h>
 
@@ -113,6 +117,44 @@ serve(const char *sock)
 	return 0;
 }
 
+/* FAKE_DENIALS into r (see the top); the strings stay in buf. */
+static void
+submit_denials(Sbx__V1__CapabilityRequest *r, char *buf)
+{
+	Sbx__V1__TaskDenial	*d;
+	char			*line, *save = NULL, *f[6], *p, *e;
+	int			 n;
+
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		p = line;
+		for (n = 0; n < 6 && p != NULL; n++) {
+			f[n] = p;
+			if (n < 5 && (p = strchr(p, '|')) != NULL)
+				*p++ = '\0';
+		}
+		if (n < 6 || p == NULL)
+			continue;
+		/* \e in the detail: an escape sequence, to be quoted. */
+		while ((e = strstr(f[5], "\\e")) != NULL) {
+			e[0] = '\033';
+			memmove(e + 1, e + 2, strlen(e + 2) + 1);
+		}
+		d = xcalloc(1, sizeof(*d));
+		sbx__v1__task_denial__init(d);
+		d->rule = f[0];
+		d->boundary = f[1];
+		d->time_ns = (r->created_at - strtoll(f[2], NULL, 10)) *
+		    1000000000LL;
+		d->execution_id = f[3];
+		d->policy_hash = f[4];
+		d->detail = f[5];
+		r->denials = xreallocarray(r->denials, r->n_denials + 1,
+		    sizeof(*r->denials));
+		r->denials[r->n_denials++] = d;
+	}
+}
+
 static int
 submit(int argc, char *argv[])
 {
@@ -129,10 +171,16 @@ submit(int argc, char *argv[])
 	sbx__v1__capability_request__init(&r);
 	r.request_id = argv[1];
 	r.task_id = argv[2];
-	r.tenant = (char *)"acme";
-	r.user = (char *)"alice";
+	r.tenant = getenv("FAKE_TENANT") != NULL ? getenv("FAKE_TENANT") :
+	    (char *)"acme";
+	r.user = getenv("FAKE_USER") != NULL ? getenv("FAKE_USER") :
+	    (char *)"alice";
 	r.template_ = (char *)"py-analytics@1";
 	r.created_at = now_s();
+	if (getenv("FAKE_HASH") != NULL)
+		r.policy_hash = getenv("FAKE_HASH");
+	if (getenv("FAKE_DENIALS") != NULL)
+		submit_denials(&r, xstrdup(getenv("FAKE_DENIALS")));
 	if (strcmp(argv[3], "dataset") == 0) {
 		r.what_case = SBX__V1__CAPABILITY_REQUEST__WHAT_DATASET;
 		r.dataset = argv[4];

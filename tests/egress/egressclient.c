@@ -7,7 +7,8 @@
  *   egressclient keygen SK PK
  *   egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] [-e TTL] [-B]
  *       [-b SPENT] [-c CA_OUT] [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml
- *   egressclient close -s SOCK EXEC
+ *   egressclient close -s SOCK [-f] EXEC	(-f: each rule's first denial,
+ *					 time and detail, on stderr)
  *   egressclient admin -s SOCK metrics|verify|audit [TASK]
  *   egressclient broker SOCK LOG
  *
@@ -57,7 +58,7 @@ usage(void)
 	    "       egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] "
 	    "[-e TTL] [-B] [-b SPENT] [-c CA_OUT]\n"
 	    "           [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml\n"
-	    "       egressclient close -s SOCK EXEC\n"
+	    "       egressclient close -s SOCK [-f] EXEC\n"
 	    "       egressclient admin -s SOCK metrics|verify|audit "
 	    "[TASK]\n");
 	exit(2);
@@ -272,11 +273,13 @@ cmd_close(int argc, char **argv)
 	Sbx__V1__EgressClose	 cl = SBX__V1__EGRESS_CLOSE__INIT;
 	Sbx__V1__Envelope	 req, *rep = NULL;
 	const char		*sock = NULL;
-	int			 ch, rc;
+	int			 ch, rc, first = 0;
 
-	while ((ch = getopt(argc, argv, "s:")) != -1) {
+	while ((ch = getopt(argc, argv, "fs:")) != -1) {
 		if (ch == 's')
 			sock = optarg;
+		else if (ch == 'f')
+			first = 1;
 		else
 			usage();
 	}
@@ -298,6 +301,12 @@ cmd_close(int argc, char **argv)
 			printf("%s%s:%llu", i ? "," : "", u->denials[i]->rule,
 			    (unsigned long long)u->denials[i]->count);
 		printf("\n");
+		/* Each rule's first denial, apart: its detail is free text. */
+		for (size_t i = 0; first && i < u->n_denials; i++)
+			fprintf(stderr, "first %s at %lld: %s\n",
+			    u->denials[i]->rule,
+			    (long long)u->denials[i]->first_ns,
+			    u->denials[i]->first);
 	}
 	if (rep != NULL)
 		sbx__v1__envelope__free_unpacked(rep, NULL);

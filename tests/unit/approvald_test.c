@@ -5,7 +5,9 @@
  * never for an unknown or decided request, cannot be changed afterwards,
  * and is audited with the approver; the audit chain verifies.  Text from
  * a request reaches a terminal with every control character and escape
- * sequence neutralised and nothing dropped.
+ * sequence neutralised and nothing dropped.  An approver is refused a
+ * request of a task whose user approvers: says they are, or whose user has
+ * their Unix name; a bad approvers: entry is an error.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -16,7 +18,9 @@
 #include <sqlite3.h>
 
 #include "audit.h"
+#include "config.h"
 #include "util.h"
+#include "yaml.h"
 #include "approvald/approvald.h"
 
 #define PENDING		SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING
@@ -350,4 +354,86 @@ Test(quote, what_names_the_capability)
 	s = aquote_what(&r);
 	cr_assert_str_eq(s, "dataset sales");
 	free(s);
+}
+
+/* ---- separation of duties (parse.c) ---- */
+
+TestSuite(duties, .init = setup, .fini = teardown);
+
+/* approvald.yaml with approvers: as given; NULL when it does not parse. */
+static struct approvald_conf *
+conf_with(const char *approvers, struct yerrs *errs)
+{
+	char	 path[160];
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "%s/approvald.yaml", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "state_dir: %s\npolicyd: {socket: /nonexistent, user: "
+	    "\"0\"}\nsockets:\n  submit: {path: %s/s.sock, allow: {users: "
+	    "[\"0\"]}}\n  console: {path: %s/c.sock, allow: {users: "
+	    "[\"0\"]}}\n%s", dir, dir, dir, approvers);
+	fclose(f);
+	return cfg_parse(path, &aparse_table, errs);
+}
+
+Test(duties, an_approver_may_not_decide_their_own_users_task)
+{
+	struct yerrs		 errs = { NULL, 0 };
+	struct approvald_conf	*c;
+	char			 why[256];
+
+	c = conf_with("approvers:\n  \"0\": acme/alice\n  \"1\": [acme/bob, "
+	    "\"beta/*\"]\n", &errs);
+	cr_assert_not_null(c, "%s", errs.n > 0 ? errs.msgs[0] : "?");
+	cr_assert_eq(c->napprovers, 2);
+	/* uid 0 is acme/alice: not alice's tasks, anyone else's. */
+	cr_assert_eq(aparse_own_task(c, 0, "root", "acme", "alice", why,
+	    sizeof(why)), 1);
+	cr_assert(strstr(why, "approvers: maps 0 to acme/alice") != NULL,
+	    "%s", why);
+	cr_assert_eq(aparse_own_task(c, 0, "root", "acme", "bob", why,
+	    sizeof(why)), 0);
+	cr_assert_eq(aparse_own_task(c, 0, "root", "acmex", "alice", why,
+	    sizeof(why)), 0);
+	cr_assert_eq(aparse_own_task(c, 0, "root", "acm", "alice", why,
+	    sizeof(why)), 0);
+	/* uid 1: acme/bob and every user of beta. */
+	cr_assert_eq(aparse_own_task(c, 1, "daemon", "acme", "bob", why,
+	    sizeof(why)), 1);
+	cr_assert_eq(aparse_own_task(c, 1, "daemon", "beta", "carol", why,
+	    sizeof(why)), 1);
+	cr_assert_eq(aparse_own_task(c, 1, "daemon", "acme", "alice", why,
+	    sizeof(why)), 0);
+	/* Unlisted, but the same name as the task's user. */
+	cr_assert_eq(aparse_own_task(c, 2, "carol", "gamma", "carol", why,
+	    sizeof(why)), 1);
+	cr_assert(strstr(why, "own Unix user name") != NULL, "%s", why);
+	cr_assert_eq(aparse_own_task(c, 2, "carol", "gamma", "dave", why,
+	    sizeof(why)), 0);
+	cfg_free(&aparse_table, c);
+	yerrs_free(&errs);
+}
+
+Test(duties, bad_approvers_are_each_an_error)
+{
+	struct yerrs		 errs = { NULL, 0 };
+	struct approvald_conf	*c;
+	size_t			 i;
+	int			 user = 0, slash = 0, chars = 0, empty = 0;
+
+	c = conf_with("approvers:\n  sbx-no-such-user-x: acme/alice\n"
+	    "  \"0\": acme\n  \"1\": [acme/a b]\n  \"2\": []\n", &errs);
+	cr_assert_null(c);
+	for (i = 0; i < errs.n; i++) {
+		user += strstr(errs.msgs[i], "approvers.sbx-no-such-user-x") !=
+		    NULL;
+		slash += strstr(errs.msgs[i], "\"acme\" is not TENANT/USER") !=
+		    NULL;
+		chars += strstr(errs.msgs[i], "\"acme/a b\"") != NULL;
+		empty += strstr(errs.msgs[i], "at least one") != NULL;
+	}
+	cr_assert(user == 1 && slash == 1 && chars == 1 && empty == 1,
+	    "errors: %zu, first %s", errs.n, errs.n > 0 ? errs.msgs[0] : "");
+	yerrs_free(&errs);
 }

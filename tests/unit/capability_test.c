@@ -636,6 +636,91 @@ Test(capability, outside_pends_then_approval_grants)
 	sbx__v1__capability_request__free_unpacked(r, NULL);
 }
 
+/*
+ * What the approver reads of the task comes from policyd's records: the
+ * hash of its latest compile and its recent denials, newest first (a
+ * result's egress denial with its execution, hash and time; policyd's own
+ * refusal of a compile), never another task's, and never what the
+ * orchestrator put in those fields.
+ */
+Test(capability, request_carries_the_tasks_denials_and_policy)
+{
+	static const char	*ds_payroll[] = { "payroll-2026", NULL };
+	Sbx__V1__CapabilityRequest	*r;
+	Sbx__V1__CapabilityDecision	 d;
+	Sbx__V1__Error			 err;
+	struct store_denial		 dn[2];
+	Sbx__V1__TaskDenial		*forged;
+	struct compile_out		 out;
+	Sbx__V1__Task			 t, other;
+	char				 h0[POLICY_HASH_HEX];
+	int64_t				 t_egress = now_ns() - 5000000000LL;
+
+	entitle("acme", "alice", alice_ds, alice_hosts);
+	task_init(&t, "t-dn", "analytics", "alice", ds_one);
+	compile_ok(&t, h0, NULL);
+	task_init(&other, "t-other", "analytics", "alice", ds_one);
+	compile_ok(&other, NULL, NULL);
+	/* The run's result: the refused POST to the external host. */
+	memset(dn, 0, sizeof(dn));
+	snprintf(dn[0].rule, sizeof(dn[0].rule), "host-not-allowed");
+	snprintf(dn[0].boundary, sizeof(dn[0].boundary), "egress");
+	snprintf(dn[0].detail, sizeof(dn[0].detail), "1 request(s); first: "
+	    "host upload.supplier-sync.example is not in the policy's "
+	    "allowlist");
+	dn[0].time_ns = t_egress;
+	/* dn[1]: no rule, not a denial to keep. */
+	store_add_egress(pd.store, "t-dn", "x-dn1", h0, 1, 0, dn, 2,
+	    "uid:0");
+	snprintf(dn[0].detail, sizeof(dn[0].detail), "another task's");
+	store_add_egress(pd.store, "t-other", "x-other", h0, 1, 0, dn, 1,
+	    "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	/* policyd's own refusal: a dataset alice may not read. */
+	task_init(&t, "t-dn", "analytics", "alice", ds_payroll);
+	sbx__v1__error__init(&err);
+	cr_assert_eq(compile_task(&pd, &t, "uid:1000", 0, &out, &err), -1);
+	compile_error_clear(&err);
+	cr_assert_eq(store_commit(pd.store), 0);
+
+	r = req_new("t-dn", NULL, "upload.supplier-sync.example", "POST",
+	    "/ingest");
+	/* What an orchestrator might claim is dropped. */
+	r->policy_hash = xstrdup("forged");
+	forged = xmalloc(sizeof(*forged));
+	sbx__v1__task_denial__init(forged);
+	forged->rule = xstrdup("nothing-happened");
+	r->denials = xcalloc(1, sizeof(*r->denials));
+	r->denials[0] = forged;
+	r->n_denials = 1;
+	cr_assert_eq(decide(r, &d, &err), 0, "%s", err.message);
+	cr_assert_eq(d.status, SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING);
+	cr_assert_str_eq(r->policy_hash, h0);
+	cr_assert_eq(r->n_denials, 2, "%zu denials", r->n_denials);
+	cr_assert_str_eq(r->denials[0]->boundary, "policy");
+	cr_assert_str_neq(r->denials[0]->rule, "");
+	cr_assert(strstr(r->denials[0]->detail, "payroll-2026") != NULL,
+	    "%s", r->denials[0]->detail);
+	cr_assert_str_eq(r->denials[1]->rule, "host-not-allowed");
+	cr_assert_str_eq(r->denials[1]->boundary, "egress");
+	cr_assert_str_eq(r->denials[1]->execution_id, "x-dn1");
+	cr_assert_str_eq(r->denials[1]->policy_hash, h0);
+	cr_assert_eq(r->denials[1]->time_ns, t_egress);
+	cr_assert(strstr(r->denials[1]->detail,
+	    "host upload.supplier-sync.example") != NULL);
+	capability_decision_clear(&d);
+	sbx__v1__capability_request__free_unpacked(r, NULL);
+
+	/* Another task sees its own denials only. */
+	r = req_new("t-other", NULL, "upload.supplier-sync.example", "POST",
+	    NULL);
+	cr_assert_eq(decide(r, &d, &err), 0, "%s", err.message);
+	cr_assert_eq(r->n_denials, 1);
+	cr_assert_str_eq(r->denials[0]->detail, "another task's");
+	capability_decision_clear(&d);
+	sbx__v1__capability_request__free_unpacked(r, NULL);
+}
+
 Test(capability, denial_changes_nothing)
 {
 	Sbx__V1__CapabilityRequest	*r;

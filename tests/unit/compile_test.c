@@ -1115,11 +1115,11 @@ Test(compile, denials_reach_one_security_review)
 {
 	static const char	*payroll[] = { "payroll-2026", NULL };
 	static const struct store_denial egress1[] = {
-		{ "host-not-allowed", "egress" },
+		{ .rule = "host-not-allowed", .boundary = "egress" },
 	};
 	static const struct store_denial cluster[] = {
-		{ "url-too-long", "egress" },
-		{ "undeclared", "gate" },
+		{ .rule = "url-too-long", .boundary = "egress" },
+		{ .rule = "undeclared", .boundary = "gate" },
 	};
 	struct compile_out	 out;
 	Sbx__V1__Error		 err;
