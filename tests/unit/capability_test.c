@@ -721,6 +721,62 @@ Test(capability, request_carries_the_tasks_denials_and_policy)
 	sbx__v1__capability_request__free_unpacked(r, NULL);
 }
 
+/*
+ * One table serves both: the rows the security review counts (a compile
+ * refusal, a run's denials) are the rows the approver reads, so a
+ * refusal is shown once, a run keeps at most STORE_DENIALS_MAX, and the
+ * review comes once when the count is reached.
+ */
+Test(capability, the_review_and_the_approver_read_the_same_denials)
+{
+	static const char	*ds_payroll[] = { "payroll-2026", NULL };
+	struct store_denial	 dn[STORE_DENIALS_MAX + 8];
+	Sbx__V1__TaskDenial	**v;
+	Sbx__V1__Error		 err;
+	struct compile_out	 out;
+	Sbx__V1__Task		 t;
+	char			 h0[POLICY_HASH_HEX];
+	size_t			 n, policy = 0;
+
+	store_set_review(pd.store, 3);
+	entitle("acme", "alice", alice_ds, alice_hosts);
+	task_init(&t, "t-one", "analytics", "alice", ds_one);
+	compile_ok(&t, h0, NULL);
+	task_init(&t, "t-one", "analytics", "alice", ds_payroll);
+	sbx__v1__error__init(&err);
+	cr_assert_eq(compile_task(&pd, &t, "uid:1000", 0, &out, &err), -1);
+	compile_error_clear(&err);
+	cr_assert_eq(store_commit(pd.store), 0);
+	cr_assert_eq(store_task_denials(pd.store, "t-one", 100, &v), 1);
+	cr_assert_str_eq(v[0]->boundary, "policy");
+	sbx__v1__task_denial__free_unpacked(v[0], NULL);
+	free(v);
+	cr_assert_eq(count_events("t-one", "security-review"), 0);
+
+	memset(dn, 0, sizeof(dn));
+	for (size_t i = 0; i < sizeof(dn) / sizeof(dn[0]); i++) {
+		snprintf(dn[i].rule, sizeof(dn[i].rule), "rule-%02zu", i);
+		snprintf(dn[i].boundary, sizeof(dn[i].boundary), "egress");
+		snprintf(dn[i].detail, sizeof(dn[i].detail), "detail %zu", i);
+	}
+	store_add_egress(pd.store, "t-one", "x-one", h0, 1, 0, dn,
+	    sizeof(dn) / sizeof(dn[0]), "uid:0");
+	cr_assert_eq(store_commit(pd.store), 0);
+	n = store_task_denials(pd.store, "t-one", 100, &v);
+	cr_assert_eq(n, STORE_DENIALS_MAX + 1, "%zu denials", n);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(v[i]->boundary, "policy") == 0)
+			policy++;
+		else
+			cr_assert_str_eq(v[i]->execution_id, "x-one");
+		sbx__v1__task_denial__free_unpacked(v[i], NULL);
+	}
+	free(v);
+	cr_assert_eq(policy, 1, "the refusal shown %zu times", policy);
+	cr_assert_eq(count_events("t-one", "security-review"), 1);
+	store_set_review(pd.store, 0);
+}
+
 Test(capability, denial_changes_nothing)
 {
 	Sbx__V1__CapabilityRequest	*r;
