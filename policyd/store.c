@@ -132,10 +132,10 @@ struct store {
 	sqlite3_stmt		*st_den_rules;
 	sqlite3_stmt		*st_den_by_rule;
 	sqlite3_stmt		*st_reviewed;
-	uint32_t		 review_at;	/* denials; 0: never */
-	uint64_t		 reviews;	/* committed since start */
 	sqlite3_stmt		*st_den_recent;	/* rdb */
 	sqlite3_stmt		*st_last_hash;	/* rdb */
+	uint32_t		 review_at;	/* denials; 0: never */
+	uint64_t		 reviews;	/* committed since start */
 	void			*tasks;		/* tsearch tree */
 
 	struct store_batch	 open;		/* the event loop's */
