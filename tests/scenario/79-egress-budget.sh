@@ -79,11 +79,7 @@ esac
 note "run 2: $s2, $b2 bytes out; together $((b1 + b2)) of $budget"
 
 # policyd restarts: what the task spent is in policyd.db.
-pid=$(cat "$SBX_STATE/policyd.pid")
-kill -TERM "$pid"
-n=0
-while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-kill -0 "$pid" 2>/dev/null && fail "policyd did not stop"
+stop_daemon policyd
 daemon_up
 run ctl run "$T/drain.yaml"
 expect_rc 0 "third run, after policyd's restart"

@@ -71,11 +71,7 @@ m1=$(metric sbx_policyd_security_reviews_total)
 note "audit $id: one security-review, rules $rrule, under $xid; metric $m0 -> $m1"
 
 # ---- again, after policyd restarts: the count is on disk, no second ----
-pid=$(cat "$SBX_STATE/policyd.pid")
-kill -TERM "$pid"
-n=0
-while kill -0 "$pid" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-kill -0 "$pid" 2>/dev/null && fail "policyd did not stop"
+stop_daemon policyd
 daemon_up
 run ctl run "$T/task.yaml"
 expect_rc 0 "second run of the worked example"

@@ -1009,12 +1009,28 @@ run_spent(const Sbx__V1__Task *t, char *xid, size_t xidlen)
  * compile alone counts nothing (launchd-sbx runs only what policyd
  * launches); and a restart of policyd forgets nothing.
  */
+static void
+reopen_store(void)
+{
+	char	 errs[256], db[300];
+
+	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
+	entitle_close(pd.ent);
+	store_close(pd.store);
+	cr_assert_not_null(pd.store = store_open(db, errs, sizeof(errs)),
+	    "%s", errs);
+	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), errs,
+	    sizeof(errs)), "%s", errs);
+	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), errs,
+	    sizeof(errs)), 0, "%s", errs);
+}
+
 Test(compile, egress_budget_is_the_tasks_across_runs)
 {
 	struct compile_out	 out;
 	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
 	Sbx__V1__Task		 t;
-	char			 x1[40], x2[40], x3[40], errs[256], db[300];
+	char			 x1[40], x2[40], x3[40];
 	const uint64_t		 budget = 256 * 1024;
 
 	entitle("acme", "alice", alice_ds, fx_host, NULL);
@@ -1046,15 +1062,7 @@ Test(compile, egress_budget_is_the_tasks_across_runs)
 	}
 
 	/* policyd restarts: the same count, from the database. */
-	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
-	entitle_close(pd.ent);
-	store_close(pd.store);
-	cr_assert_not_null(pd.store = store_open(db, errs, sizeof(errs)),
-	    "%s", errs);
-	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), errs,
-	    sizeof(errs)), "%s", errs);
-	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), errs,
-	    sizeof(errs)), 0, "%s", errs);
+	reopen_store();
 	cr_assert_eq(run_spent(&t, NULL, 0), budget);
 
 	/* Another task has its own budget. */
@@ -1087,21 +1095,6 @@ reviews_of(const char *task_id, char *rule, char *xid, char *detail)
 	return found;
 }
 
-static void
-reopen_store(void)
-{
-	char	 errs[256], db[300];
-
-	snprintf(db, sizeof(db), "%s/policyd.db", tdir);
-	entitle_close(pd.ent);
-	store_close(pd.store);
-	cr_assert_not_null(pd.store = store_open(db, errs, sizeof(errs)),
-	    "%s", errs);
-	cr_assert_not_null(pd.ent = entitle_open(store_db(pd.store), errs,
-	    sizeof(errs)), "%s", errs);
-	cr_assert_eq(entitle_use_reader(pd.ent, store_reader(pd.store), errs,
-	    sizeof(errs)), 0, "%s", errs);
-}
 
 /*
  * A task's denials count across its executions -- a refused compile, the
