@@ -155,13 +155,23 @@ submit_denials(Sbx__V1__CapabilityRequest *r, char *buf)
 	}
 }
 
+/* What submit_denials() allocated. */
+static void
+submit_denials_free(Sbx__V1__CapabilityRequest *r, char *buf)
+{
+	for (size_t i = 0; i < r->n_denials; i++)
+		free(r->denials[i]);
+	free(r->denials);
+	free(buf);
+}
+
 static int
 submit(int argc, char *argv[])
 {
 	Sbx__V1__Envelope		 env, *rep = NULL;
 	Sbx__V1__CapabilityRequest	 r;
 	Sbx__V1__AllowRule		 h;
-	char				*src = NULL;
+	char				*src = NULL, *dbuf = NULL;
 	char				*methods[] = { (char *)"GET" };
 	size_t				 len = 0;
 	int				 fd;
@@ -180,7 +190,7 @@ submit(int argc, char *argv[])
 	if (getenv("FAKE_HASH") != NULL)
 		r.policy_hash = getenv("FAKE_HASH");
 	if (getenv("FAKE_DENIALS") != NULL)
-		submit_denials(&r, xstrdup(getenv("FAKE_DENIALS")));
+		submit_denials(&r, dbuf = xstrdup(getenv("FAKE_DENIALS")));
 	if (strcmp(argv[3], "dataset") == 0) {
 		r.what_case = SBX__V1__CAPABILITY_REQUEST__WHAT_DATASET;
 		r.dataset = argv[4];
@@ -195,6 +205,7 @@ submit(int argc, char *argv[])
 	r.why = argv[5];
 	if (argc > 6 && (src = read_file(argv[6], 1 << 20, &len)) == NULL) {
 		fprintf(stderr, "cannot read %s\n", argv[6]);
+		submit_denials_free(&r, dbuf);
 		return 1;
 	}
 	r.source.data = (uint8_t *)src;
@@ -206,10 +217,12 @@ submit(int argc, char *argv[])
 	    frame_client_call(fd, &env, &rep, 0) != 0) {
 		printf("error no reply\n");
 		free(src);
+		submit_denials_free(&r, dbuf);
 		return 1;
 	}
 	close(fd);
 	free(src);
+	submit_denials_free(&r, dbuf);
 	if (rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR)
 		printf("error rule=%s: %s\n", rep->error->rule,
 		    rep->error->message);
