@@ -289,3 +289,16 @@ commit_flush(struct commit *cm)
 	} else if (cm->open.n > 0)
 		commit_release(cm, &cm->open, 1);
 }
+
+void
+commit_rollout(struct commit *cm)
+{
+	struct policyd	*pd = cm->pd;
+
+	if (!rollout_due(pd->roll))
+		return;
+	/* The write handle must be free, and what led to the halt (the
+	 * result or refusal) is recorded before it. */
+	commit_flush(cm);
+	(void)rollout_write_due(pd->roll);
+}

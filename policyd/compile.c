@@ -476,13 +476,22 @@ compile_out_clear(struct compile_out *out)
 }
 
 /* A denial: its audit event joins the open batch, so the refusal is on
- * disk before the client hears it (invariant 6). */
+ * disk before the client hears it (invariant 6).  tm: the version the
+ * task got, once chosen; the refusal counts against it (rollout.c). */
 static int
 compile_deny(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
-    const char *hash, Sbx__V1__Error *err)
+    const struct tmpl *tm, const char *hash, Sbx__V1__Error *err)
 {
+	struct store_denial	 d;
+
 	store_add_deny(pd->store, t->id, hash, err->rule, err->message,
 	    actor);
+	if (tm != NULL && pd->roll != NULL) {
+		memset(&d, 0, sizeof(d));
+		snprintf(d.rule, sizeof(d.rule), "%s", err->rule);
+		snprintf(d.boundary, sizeof(d.boundary), "policy");
+		rollout_count(pd->roll, t->id, tm->name, tm->version, &d, 1);
+	}
 	log_debug("task %s: denied: %s: %s", t->id, err->rule, err->message);
 	return -1;
 }
@@ -501,7 +510,7 @@ int
 compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
     int run, struct compile_out *out, Sbx__V1__Error *err)
 {
-	const struct tmpl	*tm;
+	const struct tmpl	*tm, *rtm;
 	struct store_task	 bound;
 	const struct entitle_eff *eff;
 	struct cap_grants	 grants = { NULL, 0, NULL, 0 };
@@ -518,7 +527,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
 		    RULE_UNKNOWN_TASK_TYPE, "no template for task type "
 		    "\"%s\"", t->type);
-		return compile_deny(pd, t, actor, NULL, err);
+		return compile_deny(pd, t, actor, NULL, NULL, err);
 	}
 
 	if ((known = store_task_get(pd->store, t->id, &bound)) == -1)
@@ -530,8 +539,12 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		    RULE_TASK_MISMATCH, "task %s was compiled for %s/%s type "
 		    "%s; this request says %s/%s type %s", t->id, bound.tenant,
 		    bound.user, bound.type, t->tenant, t->user, t->type);
-		return compile_deny(pd, t, actor, NULL, err);
+		return compile_deny(pd, t, actor, NULL, NULL, err);
 	}
+	/* A rollout chooses between its stable and canary versions, by
+	 * the task id and the version the task already has. */
+	if ((rtm = rollout_pick(pd->roll, pd->reg, t, known)) != NULL)
+		tm = rtm;
 
 	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL)
 		return compile_internal(t, err,
@@ -545,7 +558,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	if (out->policy == NULL) {
 		if (err->code == SBX__V1__ERROR_CODE__ERROR_INTERNAL)
 			return -1;
-		return compile_deny(pd, t, actor, NULL, err);
+		return compile_deny(pd, t, actor, tm, NULL, err);
 	}
 	if (policy_hash(out->policy, out->hash) == -1) {
 		compile_out_clear(out);
@@ -562,7 +575,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		    out->policy->executions_per_task,
 		    out->policy->executions_per_task == 1 ? "" : "s",
 		    tm->name, tm->version);
-		compile_deny(pd, t, actor, out->hash, err);
+		compile_deny(pd, t, actor, tm, out->hash, err);
 		compile_out_clear(out);
 		return -1;
 	}

@@ -111,6 +111,8 @@ control_compile(struct control *ctl, struct frame_conn *c,
 		commit_hold(pd->commit, c, &env, recorded ? HELD_DENIAL :
 		    HELD_OTHER, control_rule(err.rule), recorded);
 		compile_error_clear(&err);
+		/* A refusal counts for a rollout too. */
+		commit_rollout(pd->commit);
 		return;
 	}
 	if (run) {
@@ -436,7 +438,11 @@ control_metrics(const struct policyd *pd)
 	xasprintf(&u, "%s%s", t, s);
 	free(s);
 	free(t);
-	return u;
+	s = rollout_metrics(pd->roll);
+	xasprintf(&t, "%s%s", u, s);
+	free(s);
+	free(u);
+	return t;
 }
 
 static void
@@ -455,6 +461,64 @@ control_send_metrics(struct control *ctl, struct frame_conn *c,
 	env.metrics = &m;
 	control_send(ctl, c, &env);
 	free(m.text);
+}
+
+/* rollout_query: the rollouts, with their counts. */
+static void
+control_rollouts(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Rollouts	 out;
+	char			 err[256];
+
+	if (rollout_status(ctl->pd->roll, req->rollout_query->type, &out, err,
+	    sizeof(err)) == -1) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND, "", err);
+		return;
+	}
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ROLLOUTS;
+	env.rollouts = &out;
+	control_send(ctl, c, &env);
+	rollout_status_clear(&out);
+}
+
+/*
+ * rollout_control: promote, halt or set-percent, by the admin peer whose
+ * uid the audit event names; written and audited before the reply, in
+ * its own transaction after everything before it, as an entitlement
+ * change is.
+ */
+static void
+control_rollout_control(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	const Sbx__V1__RolloutControl	*m = req->rollout_control;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__Rollouts		 out;
+	Sbx__V1__ErrorCode		 code;
+	char				 err[512], actor[32];
+
+	control_actor(c, actor, sizeof(actor));
+	commit_flush(ctl->pd->commit);
+	if (rollout_control(ctl->pd->roll, m, actor, &code, err,
+	    sizeof(err)) == -1) {
+		control_send_error(ctl, c, req->request_id, code, "", err);
+		return;
+	}
+	if (rollout_status(ctl->pd->roll, m->type, &out, err,
+	    sizeof(err)) == -1) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", err);
+		return;
+	}
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ROLLOUTS;
+	env.rollouts = &out;
+	control_send(ctl, c, &env);
+	rollout_status_clear(&out);
 }
 
 static void
@@ -539,6 +603,12 @@ control_dispatch(struct control *ctl, struct frame_conn *c,
 			return;
 		case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
 			control_send_metrics(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_ROLLOUT_QUERY:
+			control_rollouts(ctl, c, req);
+			return;
+		case SBX__V1__ENVELOPE__BODY_ROLLOUT_CONTROL:
+			control_rollout_control(ctl, c, req);
 			return;
 		default:
 			break;

@@ -239,6 +239,9 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
 	    r->hash, known, known ? res->usage->egress_bytes_out : 0, den,
 	    nden, r->actor);
+	/* Counted for its template version, and its rollout checked. */
+	rollout_count(r->lc->pd->roll, r->task_id, r->policy_name,
+	    r->policy_version, den, nden);
 	free(den);
 	commit_hold(r->lc->pd->commit, r->conn, &env, HELD_OTHER, NULL,
 	    0);
@@ -247,6 +250,7 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	res->task_id = NULL;
 	res->execution_id = NULL;
 	res->policy = NULL;
+	commit_rollout(r->lc->pd->commit);
 }
 
 static void

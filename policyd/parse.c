@@ -23,7 +23,10 @@
 #define FRAME_KB_DEFAULT 1024
 
 #define APPROVALD_USER_DEFAULT	"sbx-approve"
-static const char *const type_keys[] = { "template", "version", NULL };
+static const char *const type_keys[] = { "template", "version", "stable",
+	"canary", "percent", NULL };
+static const char *const roll_keys[] = { "threshold", "min_executions",
+	NULL };
 static const char *const type_required[] = { "template", NULL };
 
 /* Where templates is named, for messages about the templates in it. */
@@ -98,6 +101,85 @@ parse_approvald_free(void *conf)
 	free(c->approvald_socket);
 }
 
+/*
+ * A task type's rollout (rollout.c): {template: T, stable: S, canary: C,
+ * percent: P} in place of version.  stable and canary are both required
+ * and must differ; percent defaults to 0.  *version becomes S.  0, or -1
+ * after recording the error.
+ */
+static int
+parse_rollout(struct ydoc *doc, const struct ynode *e, const char *what,
+    uint64_t *version, uint64_t *canary, uint64_t *pct)
+{
+	const struct ynode	*ns, *nc, *np;
+	char			 key[256];
+	uint64_t		 s = 0;
+
+	*canary = 0;
+	*pct = 0;
+	ns = ymap_get(e, "stable");
+	nc = ymap_get(e, "canary");
+	np = ymap_get(e, "percent");
+	if (ns == NULL && nc == NULL && np == NULL)
+		return 0;
+	if (ymap_get(e, "version") != NULL) {
+		yerr(doc, ymap_get(e, "version"), what, "a rollout names "
+		    "stable and canary, not version");
+		return -1;
+	}
+	if (ns == NULL || nc == NULL) {
+		yerr(doc, e, what, "a rollout needs both stable and canary "
+		    "(versions of the template)");
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%s.stable", what);
+	if (yget_uint(doc, ns, key, 1, UINT32_MAX, &s) == -1)
+		return -1;
+	snprintf(key, sizeof(key), "%s.canary", what);
+	if (yget_uint(doc, nc, key, 1, UINT32_MAX, canary) == -1)
+		return -1;
+	snprintf(key, sizeof(key), "%s.percent", what);
+	if (yget_uint(doc, np, key, 0, 100, pct) == -1)
+		return -1;
+	if (s == *canary) {
+		yerr(doc, nc, key, "canary is the stable version (%llu)",
+		    (unsigned long long)s);
+		return -1;
+	}
+	*version = s;
+	return 0;
+}
+
+/*
+ * rollout: {threshold: 0.2, min_executions: 5}.  A canary is halted when
+ * one rule's denial rate under it differs from stable's by more than
+ * threshold (either way), once each side has min_executions; threshold 0
+ * never halts.
+ */
+static void
+parse_roll(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	struct policyd_conf	*c = conf;
+	uint64_t		 v;
+
+	(void)key;
+	c->roll_threshold = ROLL_THRESHOLD_DEFAULT;
+	c->roll_min_exec = ROLL_MIN_EXEC_DEFAULT;
+	if (n == NULL)
+		return;
+	if (ymap_check(doc, n, "rollout", roll_keys, NULL) != 0)
+		return;
+	v = c->roll_threshold;
+	if (yget_milli(doc, ymap_get(n, "threshold"), "rollout.threshold", 0,
+	    1000, &v) == 0)
+		c->roll_threshold = (uint32_t)v;
+	v = c->roll_min_exec;
+	if (yget_uint(doc, ymap_get(n, "min_executions"),
+	    "rollout.min_executions", 1, 1000000, &v) == 0)
+		c->roll_min_exec = (uint32_t)v;
+}
+
 static void
 parse_types(struct ydoc *doc, const struct ynode *n, const char *key0,
     void *conf)
@@ -105,7 +187,7 @@ parse_types(struct ydoc *doc, const struct ynode *n, const char *key0,
 	struct policyd_conf	*c = conf;
 	const char	*tname;
 	char		 what[192];
-	uint64_t	 v;
+	uint64_t	 v, canary, pct;
 	size_t		 i;
 
 	(void)key0;
@@ -113,7 +195,8 @@ parse_types(struct ydoc *doc, const struct ynode *n, const char *key0,
 		return;
 	if (n->type != YN_MAP) {
 		yerr(doc, n, "task_types", "want a map of task type to "
-		    "{template: NAME, version: N}");
+		    "{template: NAME, version: N} or {template: NAME, "
+		    "stable: N, canary: M, percent: P}");
 		return;
 	}
 	if (n->n == 0) {
@@ -148,9 +231,13 @@ parse_types(struct ydoc *doc, const struct ynode *n, const char *key0,
 		if (yget_uint(doc, ymap_get(e, "version"), key, 1, UINT32_MAX,
 		    &v) == -1)
 			continue;
+		if (parse_rollout(doc, e, what, &v, &canary, &pct) == -1)
+			continue;
 		tt->type = xstrdup(n->keys[i]->scalar);
 		tt->template = xstrdup(tname);
 		tt->version = (uint32_t)v;
+		tt->canary = (uint32_t)canary;
+		tt->percent = (uint32_t)pct;
 		tt->line = e->line;
 		tt->col = e->col;
 		c->ntypes++;
@@ -220,6 +307,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_SUBMAP("launchd", 0, parse_launchd),
 	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
 	CFG_SUBMAP("security_review", 0, parse_review),
+	CFG_OWN("rollout", 0, parse_roll, NULL),
 	CFG_END
 };
 

@@ -204,6 +204,10 @@ policyd_open(void *arg)
 	if (capability_open(pd, err, sizeof(err)) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
 	policyd_pin(pd);
+	/* Rollouts kept from before (a halt survives restarts). */
+	if ((pd->roll = rollout_open(pd->conf, pd->store, err,
+	    sizeof(err))) == NULL)
+		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
 }
 
 static void
@@ -235,6 +239,7 @@ policyd_close(void *arg)
 
 	commit_free(pd->commit);
 	pin_close(pd->pin);
+	rollout_close(pd->roll);
 	entitle_close(pd->ent);
 	store_close(pd->store);
 	sign_key_free(pd->key);

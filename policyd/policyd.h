@@ -43,7 +43,10 @@ struct yerrs;
 struct policyd_task_type {
 	char		*type;
 	char		*template;
-	uint32_t	 version;	/* 0: the highest loaded */
+	uint32_t	 version;	/* 0: the highest loaded; a rollout's
+					 * stable version */
+	uint32_t	 canary;	/* 0: no rollout (rollout.c) */
+	uint32_t	 percent;	/* of new tasks on the canary */
 	int		 line, col;	/* where the entry is, for messages */
 };
 
@@ -65,10 +68,14 @@ struct policyd_conf {
 	char			*approvald_socket;	/* NULL: no approver */
 	uid_t			 approvald_uid;	/* who must listen there */
 	uint32_t		 review_denials;	/* 0: never (store.c) */
+	uint32_t		 roll_threshold;	/* thousandths; 0: never */
+	uint32_t		 roll_min_exec;	/* each side, before a halt */
 };
 
 #define LAUNCHD_GRACE_DEFAULT	120
 #define REVIEW_DENIALS_DEFAULT	5
+#define ROLL_THRESHOLD_DEFAULT	200	/* 0.2 */
+#define ROLL_MIN_EXEC_DEFAULT	5
 
 /* The skeleton's parse and free (daemon.h): a struct policyd_conf, NULL
  * after recording every problem in errs. */
@@ -218,6 +225,16 @@ void		 store_add_deny(struct store *, const char *task_id,
  */
 size_t		 store_task_denials(struct store *, const char *task_id,
 		    size_t max, Sbx__V1__TaskDenial ***out);
+/* The template (NAME@V) of the task's latest compile, the open and
+ * in-flight batches included: 1, 0 when none, -1 on error.  A rollout's
+ * assignment (rollout.c). */
+int		 store_task_template(struct store *, const char *task_id,
+		    char *buf, size_t len);
+/* Count the record just added (an egress or deny record) for template
+ * NAME@VERSION in rollout_counts, in its transaction: one execution and
+ * one for each rule it reports. */
+void		 store_count_version(struct store *, const char *name,
+		    uint32_t version);
 /* The policy hash of the task's latest compile: 1, or 0 when none. */
 int		 store_task_hash(struct store *, const char *task_id,
 		    char *hash, size_t len);
@@ -246,6 +263,53 @@ int		 store_busy(const struct store *);
 int		 store_done_fd(struct store *);
 int		 store_reap(struct store *, int *ok);
 int		 store_wait(struct store *);
+
+/* ---- rollout.c: gradual rollouts of a template version ---- */
+
+struct rollouts;
+
+/* The rollouts of conf's task types, reconciled with the state kept in
+ * policyd.db (on the store's write handle, before the writer runs), and
+ * the counts.  NULL with err. */
+struct rollouts	*rollout_open(const struct policyd_conf *, struct store *,
+		    char *err, size_t errlen);
+void		 rollout_close(struct rollouts *);
+/* A task's bucket, 0..99: SHA-256 over type, NUL, id; 4 bytes mod 100. */
+uint32_t	 rollout_bucket(const char *type, const char *task_id);
+/* The version t gets, NULL if its type has no rollout.  known: the task
+ * is bound (has compiled before). */
+const struct tmpl *rollout_pick(struct rollouts *, const struct tmpl_registry *,
+		    const Sbx__V1__Task *t, int known);
+/* The halt rule: 1 when each side has min_exec executions and the
+ * rates (denied / executions) differ by more than threshold/1000,
+ * either way; the rates are set once both sides have min_exec. */
+int		 rollout_differs(uint64_t s_exec, uint64_t s_den,
+		    uint64_t c_exec, uint64_t c_den, uint32_t threshold,
+		    uint32_t min_exec, double *s_rate, double *c_rate);
+/* Count the record just added to the store's open batch (a result or a
+ * refusal) for tmpl@version, with its denials, and check the rollouts
+ * of that template: one whose canary breaks the threshold is halted at
+ * once and due to be written. */
+void		 rollout_count(struct rollouts *, const char *task_id,
+		    const char *tmpl, uint32_t version,
+		    const struct store_denial *, size_t nden);
+/* A halt is due; rollout_write_due() records it (state and audit event,
+ * one transaction on the write handle, which must be free).  0 or -1. */
+int		 rollout_due(const struct rollouts *);
+int		 rollout_write_due(struct rollouts *);
+/* promote, halt, set-percent by an operator, written and audited before
+ * it returns (the write handle must be free).  0, or -1 with code and
+ * err. */
+int		 rollout_control(struct rollouts *,
+		    const Sbx__V1__RolloutControl *, const char *actor,
+		    Sbx__V1__ErrorCode *code, char *err, size_t errlen);
+/* The rollouts (type NULL or "": all); -1 with err for an unknown type.
+ * Free with rollout_status_clear(). */
+int		 rollout_status(struct rollouts *, const char *type,
+		    Sbx__V1__Rollouts *, char *err, size_t errlen);
+void		 rollout_status_clear(Sbx__V1__Rollouts *);
+/* Prometheus text (malloc'd). */
+char		*rollout_metrics(const struct rollouts *);
 
 /* ---- entitle.c ---- */
 
@@ -348,6 +412,7 @@ struct policyd {
 	struct policyd_metrics	 metrics;
 	uint32_t		 ttl;
 	struct capability	*cap;	/* NULL: no grants (capability.c) */
+	struct rollouts		*roll;	/* NULL: none (unit tests) */
 	/* How compile_task() reads a task's grants: capability_grants(),
 	 * set by capability_open(), so compile.c calls nothing above it. */
 	int			(*grants)(struct capability *,
@@ -443,6 +508,8 @@ void		 commit_kick(struct commit *);
 /* Wait for the batch in flight, commit the open one, and send their
  * replies: afterwards nothing is pending and the write handle is free. */
 void		 commit_flush(struct commit *);
+/* A rollout halt is due (rollout.c): commit_flush(), then record it. */
+void		 commit_rollout(struct commit *);
 
 /* ---- capability.c ---- */
 

@@ -84,6 +84,7 @@ struct store_ent {
 	uint64_t		 eg_pending;	/* egress granted to those */
 	enum ent_row		 row;
 	unsigned		 refs;		/* records naming it */
+	char			 tmpl[160];	/* its latest compile's NAME@V */
 };
 
 /* One audit event to write, and for an execution, its task. */
@@ -104,6 +105,8 @@ struct store_rec {
 	struct store_denial	*den;		/* denials it reports */
 	size_t			 nden;
 	int			 reviewed;	/* it raised the review */
+	char			 rv_name[129];	/* counted for NAME@VERSION */
+	uint32_t		 rv_version;	/* (rollout_counts); 0: not */
 };
 
 struct store_batch {
@@ -134,6 +137,8 @@ struct store {
 	sqlite3_stmt		*st_reviewed;
 	sqlite3_stmt		*st_den_recent;	/* rdb */
 	sqlite3_stmt		*st_last_hash;	/* rdb */
+	sqlite3_stmt		*st_last_tmpl;	/* rdb */
+	sqlite3_stmt		*st_rv_count;	/* db */
 	uint32_t		 review_at;	/* denials; 0: never */
 	uint64_t		 reviews;	/* committed since start */
 	void			*tasks;		/* tsearch tree */
@@ -185,7 +190,17 @@ static const char store_schema[] =
     " boundary TEXT NOT NULL,"
     " detail TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS task_denials_task ON"
-    " task_denials(task_id, time_ns);";
+    " task_denials(task_id, time_ns);"
+    /* What each template version's executions met, for rollouts
+     * (rollout.c): rule '' counts the executions (results, and compiles
+     * refused after the version was chosen), any other rule the
+     * executions with at least one denial of it. */
+    "CREATE TABLE IF NOT EXISTS rollout_counts("
+    " template TEXT NOT NULL,"
+    " version INTEGER NOT NULL,"
+    " rule TEXT NOT NULL,"
+    " n INTEGER NOT NULL,"
+    " PRIMARY KEY(template, version, rule)) WITHOUT ROWID;";
 
 static int
 store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err,
@@ -301,7 +316,14 @@ store_open(const char *path, char *err, size_t errlen)
 	    err, errlen) == -1 ||
 	    store_prepare(s->rdb, "SELECT policy_hash FROM audit WHERE"
 	    " task_id = ? AND action = 'compile' ORDER BY seq DESC LIMIT 1",
-	    &s->st_last_hash, err, errlen) == -1)
+	    &s->st_last_hash, err, errlen) == -1 ||
+	    store_prepare(s->rdb, "SELECT detail FROM audit WHERE"
+	    " task_id = ? AND action = 'compile' ORDER BY seq DESC LIMIT 1",
+	    &s->st_last_tmpl, err, errlen) == -1 ||
+	    store_prepare(s->db, "INSERT INTO rollout_counts(template,"
+	    " version, rule, n) VALUES (?1, ?2, ?3, 1) ON CONFLICT(template,"
+	    " version, rule) DO UPDATE SET n = n + 1", &s->st_rv_count, err,
+	    errlen) == -1)
 		goto fail;
 	return s;
 fail:
@@ -359,6 +381,8 @@ store_close(struct store *s)
 	sqlite3_finalize(s->st_reviewed);
 	sqlite3_finalize(s->st_den_recent);
 	sqlite3_finalize(s->st_last_hash);
+	sqlite3_finalize(s->st_last_tmpl);
+	sqlite3_finalize(s->st_rv_count);
 	audit_close(s->audit);
 	if (s->db != NULL)
 		sqlite3_close(s->db);
@@ -541,6 +565,58 @@ store_task_hash(struct store *s, const char *task_id, char *hash,
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
 	return found;
+}
+
+/* "template NAME@V", the detail of every compile record (compile.c). */
+#define STORE_TMPL_PREFIX	"template "
+
+int
+store_task_template(struct store *s, const char *task_id, char *buf,
+    size_t len)
+{
+	struct store_ent	*ent;
+	sqlite3_stmt		*st = s->st_last_tmpl;
+	const char		*d;
+	int			 rc, ret = 0;
+
+	buf[0] = '\0';
+	/* A compile not committed yet is the latest. */
+	if ((ent = store_ent_find(s, task_id)) != NULL &&
+	    ent->tmpl[0] != '\0') {
+		snprintf(buf, len, "%s", ent->tmpl);
+		return 1;
+	}
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		if ((d = (const char *)sqlite3_column_text(st, 0)) == NULL)
+			d = "";
+		if (strncmp(d, STORE_TMPL_PREFIX,
+		    strlen(STORE_TMPL_PREFIX)) == 0) {
+			snprintf(buf, len, "%s", d +
+			    strlen(STORE_TMPL_PREFIX));
+			ret = 1;
+		}
+	} else if (rc != SQLITE_DONE) {
+		log_warnx("policyd.db: template of task %s: %s", task_id,
+		    sqlite3_errmsg(s->rdb));
+		ret = -1;
+	}
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return ret;
+}
+
+void
+store_count_version(struct store *s, const char *name, uint32_t version)
+{
+	struct store_rec	*r;
+
+	if (s->open.n == 0)
+		return;
+	r = &s->open.recs[s->open.n - 1];
+	snprintf(r->rv_name, sizeof(r->rv_name), "%s", name);
+	r->rv_version = version;
 }
 
 int
@@ -817,6 +893,10 @@ store_add_execution(struct store *s, const Sbx__V1__Task *t,
 	r = store_rec_new(s, t->id, "compile", execution_id, hash, NULL,
 	    detail, actor);
 	r->ent = ent;
+	if (detail != NULL && strncmp(detail, STORE_TMPL_PREFIX,
+	    strlen(STORE_TMPL_PREFIX)) == 0)
+		snprintf(ent->tmpl, sizeof(ent->tmpl), "%s", detail +
+		    strlen(STORE_TMPL_PREFIX));
 	{
 		size_t	 len = 1, i;
 
@@ -1040,6 +1120,46 @@ sqlfail:
 	return -1;
 }
 
+/* One more of (name, version, rule) in rollout_counts.  0 or -1. */
+static int
+store_rv_bump(struct store *s, const struct store_rec *r, const char *rule)
+{
+	sqlite3_stmt	*st = s->st_rv_count;
+	int		 rc;
+
+	sqlite3_bind_text(st, 1, r->rv_name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, r->rv_version);
+	sqlite3_bind_text(st, 3, rule, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("policyd.db: rollout counts of %s@%u: %s",
+		    r->rv_name, r->rv_version, sqlite3_errmsg(s->db));
+		return -1;
+	}
+	return 0;
+}
+
+/* The record counted for its template version: one execution, and one
+ * for each rule among its denials (a rule at two boundaries once). */
+static int
+store_rv_write(struct store *s, const struct store_rec *r)
+{
+	if (store_rv_bump(s, r, "") == -1)
+		return -1;
+	for (size_t i = 0; i < r->nden; i++) {
+		size_t	 j;
+
+		for (j = 0; j < i; j++)
+			if (strcmp(r->den[j].rule, r->den[i].rule) == 0)
+				break;
+		if (j == i && store_rv_bump(s, r, r->den[i].rule) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /* The record's denials, one row each, then perhaps the review. */
 static int
 store_write_denials(struct store *s, struct store_rec *r)
@@ -1114,6 +1234,8 @@ store_write_rec(struct store *s, struct store_rec *r)
 	audit_event_clear(&ev);
 	/* After the event that reports them: the review follows it. */
 	if (r->nden > 0 && store_write_denials(s, r) == -1)
+		return -1;
+	if (r->rv_version != 0 && store_rv_write(s, r) == -1)
 		return -1;
 	return 0;
 }

@@ -3,9 +3,11 @@
  * templates directory is parsed with policy_parse_file(); a template is
  * identified by name and version, several versions may be loaded, and the
  * config binds each task type to one of them (the highest when no version
- * is named).  Templates are parsed once, at start and on SIGHUP, and kept
- * normalised, so a compile copies a message and never reparses.  A reload
- * that finds any error keeps the registry it had.
+ * is named; a rollout binds its stable version here, and rollout.c sends
+ * some tasks to the canary, which must be loaded too).  Templates are
+ * parsed once, at start and on SIGHUP, and kept normalised, so a compile
+ * copies a message and never reparses.  A reload that finds any error
+ * keeps the registry it had.
  */
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -251,8 +253,18 @@ template_load(const struct policyd_conf *c, struct yerrs *errs)
 		const struct policyd_task_type *tt = &c->types[i];
 
 		if (template_registry_activate(r, tt->type, tt->template,
-		    tt->version) == 0)
+		    tt->version) == 0) {
+			/* A rollout's canary must be loaded too: both
+			 * versions serve tasks (rollout.c). */
+			if (tt->canary != 0 && template_find(r, tt->template,
+			    tt->canary) == NULL)
+				yerrs_add(errs, "%s:%d:%d: task_types.%s: "
+				    "rollout canary: template %s has no "
+				    "version %u", c->common.file, tt->line,
+				    tt->col, tt->type, tt->template,
+				    tt->canary);
 			continue;
+		}
 		if (tt->version != 0 &&
 		    template_find(r, tt->template, 0) != NULL)
 			yerrs_add(errs, "%s:%d:%d: task_types.%s: template %s "

@@ -685,3 +685,125 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 	}
 	json_decref(o);
 }
+
+/* A rate as a percentage with one decimal, or "-" with no executions. */
+static void
+print_rate(char *buf, size_t len, uint64_t den, uint64_t exec)
+{
+	if (exec == 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f%%", 100.0 * (double)den /
+		    (double)exec);
+}
+
+static void
+print_rollout_json(FILE *fp, const Sbx__V1__Rollout *r)
+{
+	fputs("{\"type\": ", fp);
+	print_json_string(fp, r->type);
+	fputs(", \"template\": ", fp);
+	print_json_string(fp, r->template_);
+	fprintf(fp, ", \"stable\": %u, \"canary\": %u, \"percent\": %u, "
+	    "\"halted\": %s, \"promoted\": %s, \"reason\": ", r->stable,
+	    r->canary, r->percent, r->halted ? "true" : "false",
+	    r->promoted ? "true" : "false");
+	print_json_string(fp, r->reason);
+	fprintf(fp, ", \"threshold\": %.3f, \"min_executions\": %u, "
+	    "\"stable_executions\": %llu, \"canary_executions\": %llu, "
+	    "\"rules\": [", r->threshold, r->min_executions,
+	    (unsigned long long)r->stable_executions,
+	    (unsigned long long)r->canary_executions);
+	for (size_t k = 0; k < r->n_rules; k++) {
+		const Sbx__V1__RolloutRule	*u = r->rules[k];
+
+		fputs(k ? ", {\"rule\": " : "{\"rule\": ", fp);
+		print_json_string(fp, u->rule);
+		fprintf(fp, ", \"stable_denied\": %llu, \"canary_denied\": "
+		    "%llu", (unsigned long long)u->stable_denied,
+		    (unsigned long long)u->canary_denied);
+		if (r->stable_executions > 0)
+			fprintf(fp, ", \"stable_rate\": %.4f",
+			    (double)u->stable_denied /
+			    (double)r->stable_executions);
+		if (r->canary_executions > 0)
+			fprintf(fp, ", \"canary_rate\": %.4f",
+			    (double)u->canary_denied /
+			    (double)r->canary_executions);
+		fputc('}', fp);
+	}
+	fputs("]}", fp);
+}
+
+void
+print_rollouts(FILE *fp, const Sbx__V1__Rollouts *rs, int json)
+{
+	char	 a[32], b[32];
+	int	 w;
+
+	if (json) {
+		fputs("{\"rollouts\": [", fp);
+		for (size_t i = 0; i < rs->n_rollouts; i++) {
+			fputs(i ? ",\n  " : "\n  ", fp);
+			print_rollout_json(fp, rs->rollouts[i]);
+		}
+		fputs(rs->n_rollouts ? "\n]}\n" : "]}\n", fp);
+		return;
+	}
+	if (rs->n_rollouts == 0)
+		fputs("no rollouts configured\n", fp);
+	for (size_t i = 0; i < rs->n_rollouts; i++) {
+		const Sbx__V1__Rollout	*r = rs->rollouts[i];
+
+		if (i > 0)
+			fputc('\n', fp);
+		fputs("rollout ", fp);
+		print_cell(fp, r->type, 0);
+		fputs(": template ", fp);
+		print_cell(fp, r->template_, 0);
+		if (r->promoted)
+			fprintf(fp, ", stable %u (promoted)\n", r->stable);
+		else
+			fprintf(fp, ", stable %u, canary %u at %u%%%s\n",
+			    r->stable, r->canary, r->percent,
+			    r->halted ? " (HALTED)" : "");
+		if (r->reason[0] != '\0') {
+			fputs("  reason: ", fp);
+			print_cell(fp, r->reason, 0);
+			fputc('\n', fp);
+		}
+		fprintf(fp, "  threshold %.3f, min_executions %u per side\n",
+		    r->threshold, r->min_executions);
+		w = 10;
+		for (size_t k = 0; k < r->n_rules; k++)
+			if ((int)strlen(r->rules[k]->rule) > w)
+				w = (int)strlen(r->rules[k]->rule);
+		snprintf(a, sizeof(a), "STABLE@%u", r->stable);
+		if (r->canary != 0)
+			snprintf(b, sizeof(b), "CANARY@%u", r->canary);
+		else
+			snprintf(b, sizeof(b), "CANARY");
+		fprintf(fp, "  %-*s  %-22s  %-22s\n", w, "RULE", a, b);
+		snprintf(a, sizeof(a), "%llu",
+		    (unsigned long long)r->stable_executions);
+		snprintf(b, sizeof(b), "%llu",
+		    (unsigned long long)r->canary_executions);
+		fprintf(fp, "  %-*s  %-22s  %-22s\n", w, "executions", a, b);
+		for (size_t k = 0; k < r->n_rules; k++) {
+			const Sbx__V1__RolloutRule	*u = r->rules[k];
+			char	 ra[16], rb[16];
+
+			print_rate(ra, sizeof(ra), u->stable_denied,
+			    r->stable_executions);
+			print_rate(rb, sizeof(rb), u->canary_denied,
+			    r->canary_executions);
+			snprintf(a, sizeof(a), "%llu (%s)",
+			    (unsigned long long)u->stable_denied, ra);
+			snprintf(b, sizeof(b), "%llu (%s)",
+			    (unsigned long long)u->canary_denied, rb);
+			fputs("  ", fp);
+			print_cell(fp, u->rule, w);
+			fprintf(fp, "  %-22s  %-22s\n", a, b);
+		}
+	}
+}

@@ -82,6 +82,9 @@ static const char usage_text[] =
 "       sbxctl audit task-id\n"
 "       sbxctl audit verify\n"
 "       sbxctl metrics\n"
+"       sbxctl rollout status [type]\n"
+"       sbxctl rollout promote|halt type\n"
+"       sbxctl rollout set-percent type percent\n"
 "       sbxctl canary [--state S] [--probes DIR] [--target URL] [probe ...]\n";
 
 static int
@@ -947,6 +950,72 @@ ctl_metrics(int argc, char **argv)
 	return SBXCTL_OK;
 }
 
+/* ---- rollout ---- */
+
+static int
+ctl_rollout(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__RolloutQuery	 q = SBX__V1__ROLLOUT_QUERY__INIT;
+	Sbx__V1__RolloutControl	 m = SBX__V1__ROLLOUT_CONTROL__INIT;
+	const char		*cmd = argc >= 2 ? argv[1] : "";
+	char			*end;
+	unsigned long		 pct;
+	int			 rc;
+
+	if (strcmp(cmd, "status") == 0) {
+		if (argc > 3)
+			return ctl_usage("rollout status takes at most a task "
+			    "type");
+		if (argc == 3 && !name_ok(argv[2])) {
+			log_warnx("\"%s\" is not a valid task type", argv[2]);
+			return SBXCTL_USAGE;
+		}
+		q.type = argc == 3 ? argv[2] : (char *)"";
+		req.body_case = SBX__V1__ENVELOPE__BODY_ROLLOUT_QUERY;
+		req.rollout_query = &q;
+	} else if (strcmp(cmd, "promote") == 0 || strcmp(cmd, "halt") == 0 ||
+	    strcmp(cmd, "set-percent") == 0) {
+		int	 setp = strcmp(cmd, "set-percent") == 0;
+
+		if (argc != (setp ? 4 : 3))
+			return ctl_usage(setp ? "rollout set-percent takes a "
+			    "task type and a percent (0..100)" : "rollout "
+			    "promote and halt take a task type");
+		if (!name_ok(argv[2])) {
+			log_warnx("\"%s\" is not a valid task type", argv[2]);
+			return SBXCTL_USAGE;
+		}
+		m.type = argv[2];
+		if (setp) {
+			errno = 0;
+			pct = strtoul(argv[3], &end, 10);
+			if (argv[3][0] < '0' || argv[3][0] > '9' ||
+			    *end != '\0' || errno != 0 || pct > 100) {
+				log_warnx("percent \"%s\": want a whole "
+				    "number from 0 to 100", argv[3]);
+				return SBXCTL_USAGE;
+			}
+			m.percent = (uint32_t)pct;
+			m.action = SBX__V1__ROLLOUT_CONTROL__ACTION__ACTION_SET_PERCENT;
+		} else if (strcmp(cmd, "promote") == 0)
+			m.action = SBX__V1__ROLLOUT_CONTROL__ACTION__ACTION_PROMOTE;
+		else
+			m.action = SBX__V1__ROLLOUT_CONTROL__ACTION__ACTION_HALT;
+		req.body_case = SBX__V1__ENVELOPE__BODY_ROLLOUT_CONTROL;
+		req.rollout_control = &m;
+	} else
+		return ctl_usage("rollout needs status, promote, halt or "
+		    "set-percent");
+	rc = ctl_call("policyd", ctl.admin_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_ROLLOUTS, &rep);
+	if (rc != SBXCTL_OK)
+		return rc;
+	print_rollouts(stdout, rep->rollouts, ctl.json);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1030,6 +1099,8 @@ main(int argc, char **argv)
 		rc = ctl_audit(argc, argv);
 	else if (strcmp(argv[0], "metrics") == 0)
 		rc = ctl_metrics(argc, argv);
+	else if (strcmp(argv[0], "rollout") == 0)
+		rc = ctl_rollout(argc, argv);
 	else if (strcmp(argv[0], "canary") == 0)
 		rc = cmd_canary(argc, argv, ctl.state, ctl.orch_sock);
 	else {

@@ -65,5 +65,6 @@ void		 print_audit(FILE *, Sbx__V1__AuditEvent *const *, size_t,
 void		 print_verify(FILE *, Sbx__V1__AuditVerifyReply *const *,
 		    size_t, int json);
 void		 print_result(FILE *, const Sbx__V1__ExecutionResult *);
+void		 print_rollouts(FILE *, const Sbx__V1__Rollouts *, int json);
 
 #endif
