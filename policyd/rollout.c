@@ -66,6 +66,7 @@ struct roll {
 	char		 reason[1024];
 	int		 due;		/* halted here, not written yet */
 	char		 due_rule[65];
+	char		 due_task[129];	/* whose result tipped it */
 	char		 due_detail[768];
 };
 
@@ -481,6 +482,7 @@ rollout_check(struct rollouts *ro, struct roll *r, const char *task_id)
 		r->halted = 1;
 		r->due = 1;
 		snprintf(r->due_rule, sizeof(r->due_rule), "%s", c->rule);
+		snprintf(r->due_task, sizeof(r->due_task), "%s", task_id);
 		snprintf(r->due_detail, sizeof(r->due_detail), "task type %s: "
 		    "%s canary %u halted: rule %s denied %.3f of %llu "
 		    "executions under canary %u and %.3f of %llu under stable "
@@ -536,14 +538,17 @@ rollout_due(const struct rollouts *ro)
 /* r's row and one audit event, in the transaction the caller began. */
 static int
 rollout_record(struct rollouts *ro, const struct roll *r,
-    const char *action, const char *rule, const char *detail,
-    const char *actor)
+    const char *task_id, const char *action, const char *rule,
+    const char *detail, const char *actor)
 {
 	Sbx__V1__AuditEvent	 ev;
 
 	if (rollout_put(store_db(ro->store), r) == -1)
 		return -1;
 	sbx__v1__audit_event__init(&ev);
+	/* A halt by the threshold is under the task that tipped it, so
+	 * `sbxctl audit TASK` shows it; a person's action under none. */
+	ev.task_id = (char *)task_id;
 	ev.action = (char *)action;
 	ev.rule = (char *)(rule != NULL ? rule : "");
 	ev.detail = (char *)detail;
@@ -570,7 +575,7 @@ rollout_write_due(struct rollouts *ro)
 	}
 	for (size_t i = 0; ok && i < ro->n; i++)
 		if (ro->r[i].due && rollout_record(ro, &ro->r[i],
-		    "rollout-halted", ro->r[i].due_rule, ro->r[i].due_detail,
+		    ro->r[i].due_task, "rollout-halted", ro->r[i].due_rule, ro->r[i].due_detail,
 		    "policyd") == -1)
 			ok = 0;
 	if (!ok || audit_commit(a) == -1) {
@@ -670,8 +675,8 @@ rollout_control(struct rollouts *ro, const Sbx__V1__RolloutControl *m,
 	}
 	snprintf(r->reason, sizeof(r->reason), "%s", detail);
 	a = store_audit(ro->store);
-	if (audit_begin(a) == -1 || rollout_record(ro, r, action, "", detail,
-	    actor) == -1 || audit_commit(a) == -1) {
+	if (audit_begin(a) == -1 || rollout_record(ro, r, "", action, "",
+	    detail, actor) == -1 || audit_commit(a) == -1) {
 		(void)audit_rollback(a);
 		*r = was;
 		*code = SBX__V1__ERROR_CODE__ERROR_INTERNAL;

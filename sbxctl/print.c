@@ -783,12 +783,12 @@ print_rollouts(FILE *fp, const Sbx__V1__Rollouts *rs, int json)
 			snprintf(b, sizeof(b), "CANARY@%u", r->canary);
 		else
 			snprintf(b, sizeof(b), "CANARY");
-		fprintf(fp, "  %-*s  %-22s  %-22s\n", w, "RULE", a, b);
+		fprintf(fp, "  %-*s  %-22s  %s\n", w, "RULE", a, b);
 		snprintf(a, sizeof(a), "%llu",
 		    (unsigned long long)r->stable_executions);
 		snprintf(b, sizeof(b), "%llu",
 		    (unsigned long long)r->canary_executions);
-		fprintf(fp, "  %-*s  %-22s  %-22s\n", w, "executions", a, b);
+		fprintf(fp, "  %-*s  %-22s  %s\n", w, "executions", a, b);
 		for (size_t k = 0; k < r->n_rules; k++) {
 			const Sbx__V1__RolloutRule	*u = r->rules[k];
 			char	 ra[16], rb[16];
@@ -803,7 +803,7 @@ print_rollouts(FILE *fp, const Sbx__V1__Rollouts *rs, int json)
 			    (unsigned long long)u->canary_denied, rb);
 			fputs("  ", fp);
 			print_cell(fp, u->rule, w);
-			fprintf(fp, "  %-22s  %-22s\n", a, b);
+			fprintf(fp, "  %-22s  %s\n", a, b);
 		}
 	}
 }
