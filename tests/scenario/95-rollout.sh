@@ -202,7 +202,7 @@ err_has 'want a whole number from 0 to 100' "set-percent 101 is not range-checke
 start_policyd "$T/roll.yaml"
 run ctl rollout status roll-rise
 out_has 'stable 1, canary 2 at 0% \(HALTED\)$' "the halt did not survive a restart"
-out_has '^  executions +[0-9]+ +3 ' "the canary's count did not survive a restart"
+out_has '^  executions +[0-9]+ +3$' "the canary's count did not survive a restart"
 note "after a restart: still halted, counts kept"
 
 # set-percent resumes it, audited with the operator's uid.
