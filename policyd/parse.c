@@ -142,6 +142,7 @@ parse_rollout(struct ydoc *doc, const struct ynode *e, const char *what,
 	if (yget_uint(doc, np, key, 0, 100, pct) == -1)
 		return -1;
 	if (s == *canary) {
+		snprintf(key, sizeof(key), "%s.canary", what);
 		yerr(doc, nc, key, "canary is the stable version (%llu)",
 		    (unsigned long long)s);
 		return -1;
@@ -168,7 +169,9 @@ parse_roll(struct ydoc *doc, const struct ynode *n, const char *key,
 	c->roll_min_exec = ROLL_MIN_EXEC_DEFAULT;
 	if (n == NULL)
 		return;
-	if (ymap_check(doc, n, "rollout", roll_keys, NULL) != 0)
+	/* An unknown key is reported, and so is every bad value. */
+	(void)ymap_check(doc, n, "rollout", roll_keys, NULL);
+	if (n->type != YN_MAP)
 		return;
 	v = c->roll_threshold;
 	if (yget_milli(doc, ymap_get(n, "threshold"), "rollout.threshold", 0,

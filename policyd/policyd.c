@@ -120,8 +120,19 @@ policyd_check(void *arg, const struct daemon_opts *opts)
 		return -1;
 	}
 	yerrs_free(&errs);
-	if (opts->noaction && opts->verbose)
+	if (opts->noaction && opts->verbose) {
 		template_print(pd->reg);
+		for (size_t i = 0; i < pd->conf->ntypes; i++) {
+			const struct policyd_task_type *tt =
+			    &pd->conf->types[i];
+
+			if (tt->canary != 0)
+				printf("rollout %s -> %s@%u canary @%u at "
+				    "%u%% (as configured)\n", tt->type,
+				    tt->template, tt->version, tt->canary,
+				    tt->percent);
+		}
+	}
 	return 0;
 }
 
