@@ -490,7 +490,8 @@ compile_deny(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		memset(&d, 0, sizeof(d));
 		snprintf(d.rule, sizeof(d.rule), "%s", err->rule);
 		snprintf(d.boundary, sizeof(d.boundary), "policy");
-		rollout_count(pd->roll, t->id, tm->name, tm->version, &d, 1);
+		rollout_count(pd->roll, t->id, NULL, hash, tm->name,
+		    tm->version, &d, 1);
 	}
 	log_debug("task %s: denied: %s: %s", t->id, err->rule, err->message);
 	return -1;

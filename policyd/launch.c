@@ -240,8 +240,8 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	    r->hash, known, known ? res->usage->egress_bytes_out : 0, den,
 	    nden, r->actor);
 	/* Counted for its template version, and its rollout checked. */
-	rollout_count(r->lc->pd->roll, r->task_id, r->policy_name,
-	    r->policy_version, den, nden);
+	rollout_count(r->lc->pd->roll, r->task_id, r->execution_id, r->hash,
+	    r->policy_name, r->policy_version, den, nden);
 	free(den);
 	commit_hold(r->lc->pd->commit, r->conn, &env, HELD_OTHER, NULL,
 	    0);

@@ -289,8 +289,10 @@ int		 rollout_differs(uint64_t s_exec, uint64_t s_den,
 /* Count the record just added to the store's open batch (a result or a
  * refusal) for tmpl@version, with its denials, and check the rollouts
  * of that template: one whose canary breaks the threshold is halted at
- * once and due to be written. */
+ * once and due to be written, its event under the task, execution and
+ * hash given (NULL: none). */
 void		 rollout_count(struct rollouts *, const char *task_id,
+		    const char *execution_id, const char *hash,
 		    const char *tmpl, uint32_t version,
 		    const struct store_denial *, size_t nden);
 /* A halt is due; rollout_write_due() records it (state and audit event,

@@ -67,6 +67,8 @@ struct roll {
 	int		 due;		/* halted here, not written yet */
 	char		 due_rule[65];
 	char		 due_task[129];	/* whose result tipped it */
+	char		 due_exec[40];	/* and its execution, policy hash */
+	char		 due_hash[POLICY_HASH_HEX];
 	char		 due_detail[768];
 };
 
@@ -457,7 +459,8 @@ rollout_pick(struct rollouts *ro, const struct tmpl_registry *reg,
 /* Check r's rules: halt it (in memory, due to be written) when one
  * differs by more than the threshold. */
 static void
-rollout_check(struct rollouts *ro, struct roll *r, const char *task_id)
+rollout_check(struct rollouts *ro, struct roll *r, const char *task_id,
+    const char *execution_id, const char *hash)
 {
 	const struct roll_count	*c;
 	uint64_t		 se, ce, sd, cd;
@@ -483,6 +486,10 @@ rollout_check(struct rollouts *ro, struct roll *r, const char *task_id)
 		r->due = 1;
 		snprintf(r->due_rule, sizeof(r->due_rule), "%s", c->rule);
 		snprintf(r->due_task, sizeof(r->due_task), "%s", task_id);
+		snprintf(r->due_exec, sizeof(r->due_exec), "%s",
+		    execution_id != NULL ? execution_id : "");
+		snprintf(r->due_hash, sizeof(r->due_hash), "%s",
+		    hash != NULL ? hash : "");
 		snprintf(r->due_detail, sizeof(r->due_detail), "task type %s: "
 		    "%s canary %u halted: rule %s denied %.3f of %llu "
 		    "executions under canary %u and %.3f of %llu under stable "
@@ -499,7 +506,8 @@ rollout_check(struct rollouts *ro, struct roll *r, const char *task_id)
 }
 
 void
-rollout_count(struct rollouts *ro, const char *task_id, const char *tmpl,
+rollout_count(struct rollouts *ro, const char *task_id,
+    const char *execution_id, const char *hash, const char *tmpl,
     uint32_t version, const struct store_denial *den, size_t nden)
 {
 	if (ro == NULL || tmpl == NULL || version == 0)
@@ -521,7 +529,8 @@ rollout_count(struct rollouts *ro, const char *task_id, const char *tmpl,
 	for (size_t i = 0; i < ro->n; i++)
 		if (strcmp(ro->r[i].tmpl, tmpl) == 0 &&
 		    (ro->r[i].stable == version || ro->r[i].canary == version))
-			rollout_check(ro, &ro->r[i], task_id);
+			rollout_check(ro, &ro->r[i], task_id, execution_id,
+			    hash);
 }
 
 int
@@ -538,8 +547,9 @@ rollout_due(const struct rollouts *ro)
 /* r's row and one audit event, in the transaction the caller began. */
 static int
 rollout_record(struct rollouts *ro, const struct roll *r,
-    const char *task_id, const char *action, const char *rule,
-    const char *detail, const char *actor)
+    const char *task_id, const char *execution_id, const char *hash,
+    const char *action, const char *rule, const char *detail,
+    const char *actor)
 {
 	Sbx__V1__AuditEvent	 ev;
 
@@ -549,6 +559,8 @@ rollout_record(struct rollouts *ro, const struct roll *r,
 	/* A halt by the threshold is under the task that tipped it, so
 	 * `sbxctl audit TASK` shows it; a person's action under none. */
 	ev.task_id = (char *)task_id;
+	ev.execution_id = (char *)execution_id;
+	ev.policy_hash = (char *)hash;
 	ev.action = (char *)action;
 	ev.rule = (char *)(rule != NULL ? rule : "");
 	ev.detail = (char *)detail;
@@ -575,7 +587,8 @@ rollout_write_due(struct rollouts *ro)
 	}
 	for (size_t i = 0; ok && i < ro->n; i++)
 		if (ro->r[i].due && rollout_record(ro, &ro->r[i],
-		    ro->r[i].due_task, "rollout-halted", ro->r[i].due_rule, ro->r[i].due_detail,
+		    ro->r[i].due_task, ro->r[i].due_exec, ro->r[i].due_hash,
+		    "rollout-halted", ro->r[i].due_rule, ro->r[i].due_detail,
 		    "policyd") == -1)
 			ok = 0;
 	if (!ok || audit_commit(a) == -1) {
@@ -675,8 +688,8 @@ rollout_control(struct rollouts *ro, const Sbx__V1__RolloutControl *m,
 	}
 	snprintf(r->reason, sizeof(r->reason), "%s", detail);
 	a = store_audit(ro->store);
-	if (audit_begin(a) == -1 || rollout_record(ro, r, "", action, "",
-	    detail, actor) == -1 || audit_commit(a) == -1) {
+	if (audit_begin(a) == -1 || rollout_record(ro, r, "", "", "", action,
+	    "", detail, actor) == -1 || audit_commit(a) == -1) {
 		(void)audit_rollback(a);
 		*r = was;
 		*code = SBX__V1__ERROR_CODE__ERROR_INTERNAL;

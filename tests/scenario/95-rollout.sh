@@ -157,6 +157,8 @@ for id in "$@"; do
 	fi
 done
 last=$id
+lastx=$(jq -r .execution_id "$T/out")
+lasth=$(jq -r .policy.hash "$T/out")
 note "roll-rise: 3 tasks on stable@1 (no denial), 3 on canary@2 (path-not-allowed), as their buckets say"
 
 run ctl rollout status roll-rise
@@ -169,13 +171,23 @@ out_has '^  path-not-allowed +0 \(0\.0%\) +3 \(100\.0%\)' "status does not show 
 cp "$T/out" "$T/rise-status"
 run ctl audit "$last"
 expect_rc 0 "audit $last"
-out_has 'policyd +rollout-halted +path-not-allowed .*task type roll-rise: probe-rise canary 2 halted' \
-    "no rollout-halted audit event under the task that tipped it"
+out_has "policyd +rollout-halted +path-not-allowed +$lastx +$lasth +task type roll-rise: probe-rise canary 2 halted" \
+    "no rollout-halted audit event under the execution that tipped it"
 m1=$(halts)
 [ "$m1" = 1 ] || fail "sbx_policyd_rollout_halts_total is $m1 after the halt, not 1"
 ctl metrics 2>/dev/null | grep -q '^sbx_policyd_rollout_denials_total{template="probe-rise",version="2",rule="path-not-allowed"} 3$' ||
     fail "no per-version denial count for probe-rise@2"
-note "roll-rise halted: audit under $last, metric 0 -> 1"
+if command -v promtool >/dev/null; then
+	ctl metrics 2>/dev/null >"$T/metrics"
+	# Only the rollout metrics are this test's (others are checked
+	# elsewhere).
+	if ! promtool check metrics <"$T/metrics" >"$T/promtool" 2>&1 &&
+	    grep -q rollout "$T/promtool"; then
+		cat "$T/promtool"
+		fail "promtool finds fault with the rollout metrics"
+	fi
+fi
+note "roll-rise halted: audit under $last ($lastx), metric 0 -> 1"
 
 # A halted canary's task moves to stable; a retry of a stable one stays.
 v=$(runtask roll-rise "$rc1" get-v1.py)
@@ -239,6 +251,23 @@ out_has 'rule path-not-allowed denied 0.000 of 3 executions under canary 2 and 1
 [ "$(halts)" = $((m2 + 1)) ] ||
     fail "sbx_policyd_rollout_halts_total did not count the second halt"
 note "roll-fall: canary@2 stopped refusing /v2/rates: halted"
+
+# ---- SIGHUP without the canary's file: refused, the templates stay ----
+mv "$tdir/probe-fall-v2.yaml" "$T/probe-fall-v2.yaml"
+log=$SBX_STATE/log/policyd.log
+n0=$(wc -l <"$log")
+kill -HUP "$(cat "$SBX_STATE/policyd.pid")"
+i=0
+until tail -n +"$((n0 + 1))" "$log" | grep -q 'reload: .*keeping'; do
+	i=$((i + 1)); [ $i -lt 50 ] || { tail -n 20 "$log"; fail "no refused reload in the log"; }
+	sleep 0.1
+done
+tail -n +"$((n0 + 1))" "$log" | grep -q 'task_types\.roll-fall: rollout canary: template probe-fall has no version 2' ||
+    { tail -n 20 "$log"; fail "the refused reload does not name the type and the version"; }
+mv "$T/probe-fall-v2.yaml" "$tdir/probe-fall-v2.yaml"
+run ctl template show probe-fall@2
+expect_rc 0 "probe-fall@2 after the refused reload"
+note "SIGHUP with probe-fall@2 gone: refused, naming roll-fall and version 2"
 
 # ---- a different canary version in the configuration: a new rollout ----
 rconf "$T/swap.yaml" 2 1

@@ -362,8 +362,8 @@ results(struct fix *f, uint32_t v, int n, int denied, const char *rule)
 		random_id("x", xid, sizeof(xid));
 		store_add_egress(f->store, "t-r", xid, "h", 1, 0,
 		    denied ? &d : NULL, denied ? 1 : 0, "uid:0");
-		rollout_count(f->ro, "t-r", "probe", v, denied ? &d : NULL,
-		    denied ? 1 : 0);
+		rollout_count(f->ro, "t-r", xid, "h", "probe", v,
+		    denied ? &d : NULL, denied ? 1 : 0);
 	}
 }
 
@@ -379,6 +379,22 @@ audit_count(const char *action, const char *task)
 	    "action = ?1 AND task_id = ?2", -1, &st, NULL), SQLITE_OK);
 	sqlite3_bind_text(st, 1, action, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, task, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+	return n;
+}
+
+static int
+audit_sql(const char *sql)
+{
+	sqlite3		*h;
+	sqlite3_stmt	*st;
+	int		 n = -1;
+
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		n = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -405,6 +421,11 @@ halt_case(int rise)
 	cr_assert_eq(rollout_write_due(f.ro), 0);
 	cr_assert_not(rollout_due(f.ro));
 	cr_assert_eq(audit_count("rollout-halted", "t-r"), 1);
+	/* Under the execution that tipped it, with its hash. */
+	cr_assert_eq(audit_sql("SELECT count(*) FROM audit WHERE action = "
+	    "'rollout-halted' AND policy_hash = 'h' AND execution_id LIKE "
+	    "'x%' AND rule = 'host-not-allowed' AND detail LIKE "
+	    "'%threshold 0.200%'"), 1);
 	r = status(&f, &out);
 	cr_assert(r->halted);
 	cr_assert_eq(r->percent, 0);
