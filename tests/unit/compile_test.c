@@ -1344,3 +1344,115 @@ Test(compile, grant_for_a_new_host_is_its_own_rule)
 	(void)only_rule_for(pol, "api.fx-rates.internal");
 	policy_free(pol);
 }
+
+/* ---- rollouts (rollout.c, issue 13 item 2) ---- */
+
+/* An id of type analytics on the canary (bucket < 50) or not. */
+static void
+roll_id(int canary, const char *tag, char *buf, size_t len)
+{
+	for (int i = 0; ; i++) {
+		snprintf(buf, len, "t-%s-%d", tag, i);
+		if ((rollout_bucket("analytics", buf) < 50) == canary)
+			return;
+	}
+}
+
+static uint64_t
+roll_rule(const char *rule, int canary)
+{
+	Sbx__V1__Rollouts	 rs;
+	uint64_t		 n = 0;
+	char			 err[256];
+
+	cr_assert_eq(rollout_status(pd.roll, "analytics", &rs, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(rs.n_rollouts, 1);
+	if (rule == NULL)
+		n = canary ? rs.rollouts[0]->canary_executions :
+		    rs.rollouts[0]->stable_executions;
+	for (size_t i = 0; rule != NULL && i < rs.rollouts[0]->n_rules; i++)
+		if (strcmp(rs.rollouts[0]->rules[i]->rule, rule) == 0)
+			n = canary ? rs.rollouts[0]->rules[i]->canary_denied :
+			    rs.rollouts[0]->rules[i]->stable_denied;
+	rollout_status_clear(&rs);
+	return n;
+}
+
+Test(compile, rollout_assigns_by_task_id_records_it_and_counts_refusals)
+{
+	struct policyd_conf	 conf;
+	struct policyd_task_type tt;
+	struct compile_out	 out;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	Sbx__V1__RolloutControl	 m = SBX__V1__ROLLOUT_CONTROL__INIT;
+	Sbx__V1__ErrorCode	 code;
+	char			 v8[sizeof(tmpl_analytics) + 8], *p, c[64],
+				 s[64], tm[160], e[256];
+
+	/* Version 8: version 7 with a little less memory. */
+	snprintf(v8, sizeof(v8), "%s", tmpl_analytics);
+	cr_assert_not_null(p = strstr(v8, "version: 7"));
+	p[9] = '8';
+	cr_assert_not_null(p = strstr(v8, "memory_mb: 1024"));
+	memcpy(p, "memory_mb: 1000", 15);
+	add_template(v8, "unused");
+	memset(&conf, 0, sizeof(conf));
+	memset(&tt, 0, sizeof(tt));
+	tt.type = (char *)"analytics";
+	tt.template = (char *)"analytics-readonly";
+	tt.version = 7;
+	tt.canary = 8;
+	tt.percent = 50;
+	conf.types = &tt;
+	conf.ntypes = 1;
+	conf.roll_threshold = 200;
+	conf.roll_min_exec = 5;
+	cr_assert_not_null(pd.roll = rollout_open(&conf, pd.store, e,
+	    sizeof(e)), "%s", e);
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	roll_id(1, "c", c, sizeof(c));
+	roll_id(0, "s", s, sizeof(s));
+	task_init(&t, c, "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_str_eq(out.template, "analytics-readonly@8");
+	cr_assert_eq(out.policy->version, 8);
+	compile_out_clear(&out);
+	/* The compile record names the version. */
+	cr_assert_eq(store_task_template(pd.store, c, tm, sizeof(tm)), 1);
+	cr_assert_str_eq(tm, "analytics-readonly@8");
+	task_init(&t, s, "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_str_eq(out.template, "analytics-readonly@7");
+	compile_out_clear(&out);
+
+	/* A refusal once the version is chosen counts for it: carol has
+	 * no entitlement. */
+	roll_id(1, "carol", c, sizeof(c));
+	task_init(&t, c, "analytics", "acme", "carol", NULL);
+	cr_assert_eq(compile(&t, &out, &err), -1);
+	cr_assert_str_eq(err.rule, "no-entitlement");
+	compile_error_clear(&err);
+	cr_assert_eq(roll_rule(NULL, 1), 1);
+	cr_assert_eq(roll_rule("no-entitlement", 1), 1);
+	cr_assert_eq(roll_rule("no-entitlement", 0), 0);
+	cr_assert_eq(roll_rule(NULL, 0), 0);
+
+	/* Halted: the canary task's retry compiles under stable, and its
+	 * record says so. */
+	roll_id(1, "c", c, sizeof(c));
+	m.type = (char *)"analytics";
+	m.action = SBX__V1__ROLLOUT_CONTROL__ACTION__ACTION_HALT;
+	cr_assert_eq(rollout_control(pd.roll, &m, "uid:0", &code, e,
+	    sizeof(e)), 0, "%s", e);
+	task_init(&t, c, "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &out, &err), 0, "%s", err.message);
+	cr_assert_str_eq(out.template, "analytics-readonly@7");
+	compile_out_clear(&out);
+	cr_assert_eq(store_task_template(pd.store, c, tm, sizeof(tm)), 1);
+	cr_assert_str_eq(tm, "analytics-readonly@7");
+	rollout_close(pd.roll);
+	pd.roll = NULL;
+}
