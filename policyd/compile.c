@@ -20,7 +20,9 @@
  * exactly compile_policy().  The grant list (struct cap_grants) is this
  * file's, as compile_policy_grants() reads it; capability.c, above, fills
  * it, and compile_task() gets a task's through pd->grants, so this file
- * calls nothing above it (only store.c, entitle.c, template.c).
+ * calls nothing above it (only store.c, entitle.c, template.c, and
+ * rollout.c, which picks the version of a task type being rolled out
+ * and counts a refusal against the version chosen).
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * calls only files of the sections before its own (tests/layers.py checks
  * that the calls between files form no cycle), and policyd.c, main, is
  * on top: control.c; capability.c and launch.c; commit.c; compile.c;
- * entitle.c, store.c, template.c and parse.c.
+ * rollout.c; entitle.c, store.c, template.c and parse.c.
  */
 #ifndef SBX_POLICYD_H
 #define SBX_POLICYD_H

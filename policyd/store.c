@@ -20,6 +20,14 @@
  * -- so an unknown spend counts as the most it could have been, and a
  * restart of any daemon never gives a task its budget back.
  *
+ * What each template version's executions met is counted for rollouts
+ * (rollout.c) in rollout_counts, in the transaction of the result or
+ * refusal a record reports once store_count_version() tags it: one row
+ * for the executions (rule '') and one per rule denied, each a counter.
+ * Each compile record's detail names its version ("template NAME@V"),
+ * which store_task_template() reads back, from the batches first, so a
+ * task's next compile keeps it.
+ *
  * A task's denials count across its executions too, for the security
  * review the reference text asks for ("a cluster of denials under one
  * task id ... triggers a security review"): each compile refusal and
