@@ -472,8 +472,8 @@ control_rollouts(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Rollouts	 out;
 	char			 err[256];
 
-	if (rollout_status(ctl->pd->roll, req->rollout_query->type, &out, err,
-	    sizeof(err)) == -1) {
+	if (rollout_status(ctl->pd->roll, req->rollout_query != NULL ?
+	    req->rollout_query->type : NULL, &out, err, sizeof(err)) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND, "", err);
 		return;

@@ -206,6 +206,10 @@ err_has 'canary 2 was halted' "the promote refusal does not say why"
 run ctl rollout halt no-such-type
 [ "$rc" -ne 0 ] || { show; fail "halt of an unknown type succeeded"; }
 err_has 'task type "no-such-type" has no rollout' "the refusal does not name the type"
+# The orchestrator socket takes no rollout command.
+run "$SBX_BIN/sbxctl" -s "$SBX_STATE" -A "$SBX_STATE/sockets/policyd.sock" rollout set-percent roll-rise 100
+[ "$rc" -ne 0 ] || { show; fail "the orchestrator socket took a rollout command"; }
+err_has 'not accepted on this socket' "the orchestrator socket's refusal does not say why"
 run ctl rollout set-percent roll-rise 101
 expect_rc 2 "set-percent 101"
 err_has 'want a whole number from 0 to 100' "set-percent 101 is not range-checked"
