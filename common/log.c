@@ -4,19 +4,26 @@
  * errno by hand.  Nothing here allocates: logging works when memory is short.
  *
  * Under systemd a line goes to journald through its native protocol
- * (sd_journal_sendv) with MESSAGE, PRIORITY, SYSLOG_IDENTIFIER and the
- * SBX_* fields of the execution it is about (log_ctx_set), so an operator
- * can ask `journalctl SBX_TRACEPARENT=...`.  "Under systemd" is decided as
- * systemd documents it: in the foreground, when $JOURNAL_STREAM names the
- * device and inode of our stderr (a unit's output is the journal);
- * daemonised, when /run/systemd/journal/socket exists.  A line the journal
- * does not take goes where it would have gone without it.  Every field is
- * bounded (a line is at most LOG_LINE_MAX bytes, the context's values are
- * fixed buffers), so an entry is one small datagram: libsystemd never has
- * to fall back to passing a memfd.
+ * (systemd's "Native Journal Protocol": one datagram of KEY=value lines
+ * to /run/systemd/journal/socket) with MESSAGE, PRIORITY,
+ * SYSLOG_IDENTIFIER and the SBX_* fields of the execution it is about
+ * (log_ctx_set), so an operator can ask `journalctl SBX_TRACEPARENT=...`.
+ * "Under systemd" is decided as systemd documents it: in the foreground,
+ * when $JOURNAL_STREAM names the device and inode of our stderr (a unit's
+ * output is the journal); daemonised, when the socket exists.  A line the
+ * journal does not take goes where it would have gone without it.
+ *
+ * The datagram is built here rather than by libsystemd's
+ * sd_journal_sendv: launchd-sbx's root monitor links this file and plain
+ * libc only.  Every value is bounded and holds no newline (a line is at
+ * most LOG_LINE_MAX bytes, control characters made '?', the context's
+ * values fixed buffers), so the simple KEY=value form always applies and
+ * an entry is one small datagram: never the memfd libsystemd passes for an
+ * entry too large for one.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,9 +32,6 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
-
-#define SD_JOURNAL_SUPPRESS_LOCATION
-#include <systemd/sd-journal.h>
 
 #include "log.h"
 
@@ -165,38 +169,62 @@ log_foreground(int foreground)
 		openlog(log_name, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
+/* Append "key=value\n" to buf (of len, *off used): 0, or -1 if full. */
+static int
+log_journal_field(char *buf, size_t len, size_t *off, const char *key,
+    const char *v)
+{
+	int	 n;
+
+	if (v[0] == '\0')
+		return 0;
+	n = snprintf(buf + *off, len - *off, "%s=%s\n", key, v);
+	if (n < 0 || (size_t)n >= len - *off)
+		return -1;
+	*off += (size_t)n;
+	return 0;
+}
+
 /* One entry to journald: 0, or -1 if it did not take it. */
 static int
 log_journal_send(int pri, const char *line)
 {
-	struct iovec	 iov[8];
-	char		 m[LOG_LINE_MAX + 600], p[16], id[64];
-	char		 f[5][sizeof(log_ctx.task_id) + 20];
-	int		 n = 0, k = 0;
+	struct sockaddr_un	 sun;
+	char			 buf[LOG_LINE_MAX + 1024], p[4];
+	size_t			 off = 0;
+	ssize_t			 n;
+	int			 fd, saved = errno;
 
-	snprintf(m, sizeof(m), "MESSAGE=%s", line);
-	snprintf(p, sizeof(p), "PRIORITY=%d", pri);
-	snprintf(id, sizeof(id), "SYSLOG_IDENTIFIER=%s", log_name);
-	iov[n].iov_base = m;
-	iov[n++].iov_len = strlen(m);
-	iov[n].iov_base = p;
-	iov[n++].iov_len = strlen(p);
-	iov[n].iov_base = id;
-	iov[n++].iov_len = strlen(id);
-#define LOG_FIELD(name, v) do {						\
-	if ((v)[0] != '\0') {						\
-		snprintf(f[k], sizeof(f[k]), name "=%s", (v));		\
-		iov[n].iov_base = f[k];					\
-		iov[n++].iov_len = strlen(f[k++]);			\
-	}								\
-} while (0)
-	LOG_FIELD("SBX_TASK_ID", log_ctx.task_id);
-	LOG_FIELD("SBX_EXECUTION_ID", log_ctx.execution_id);
-	LOG_FIELD("SBX_POLICY_HASH", log_ctx.policy_hash);
-	LOG_FIELD("SBX_RULE", log_ctx.rule);
-	LOG_FIELD("SBX_TRACEPARENT", log_ctx.traceparent);
-#undef LOG_FIELD
-	return sd_journal_sendv(iov, n) < 0 ? -1 : 0;
+	snprintf(p, sizeof(p), "%d", pri & 7);
+	if (log_journal_field(buf, sizeof(buf), &off, "MESSAGE", line) ||
+	    log_journal_field(buf, sizeof(buf), &off, "PRIORITY", p) ||
+	    log_journal_field(buf, sizeof(buf), &off, "SYSLOG_IDENTIFIER",
+	    log_name) ||
+	    log_journal_field(buf, sizeof(buf), &off, "SBX_TASK_ID",
+	    log_ctx.task_id) ||
+	    log_journal_field(buf, sizeof(buf), &off, "SBX_EXECUTION_ID",
+	    log_ctx.execution_id) ||
+	    log_journal_field(buf, sizeof(buf), &off, "SBX_POLICY_HASH",
+	    log_ctx.policy_hash) ||
+	    log_journal_field(buf, sizeof(buf), &off, "SBX_RULE",
+	    log_ctx.rule) ||
+	    log_journal_field(buf, sizeof(buf), &off, "SBX_TRACEPARENT",
+	    log_ctx.traceparent))
+		return -1;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, LOG_JOURNAL_SOCKET, sizeof(LOG_JOURNAL_SOCKET));
+	/* A socket a line: one kept open could be closed under us by a
+	 * daemon's start-up and its number reused for a peer's socket. */
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	do
+		n = sendto(fd, buf, off, MSG_NOSIGNAL,
+		    (struct sockaddr *)&sun, sizeof(sun));
+	while (n == -1 && errno == EINTR);
+	close(fd);
+	errno = saved;
+	return n == (ssize_t)off ? 0 : -1;
 }
 
 static void
