@@ -132,7 +132,8 @@ bcontrol_decide(struct brokerd *bd, const Sbx__V1__CredentialRequest *r,
 	}
 	if (trace_parent_check(r->traceparent, err, sizeof(err)) == -1) {
 		bcontrol_refuse(a, RULE_BAD_REQUEST,
-		    SBX__V1__ERROR_CODE__ERROR_INVALID, "%s", err);
+		    SBX__V1__ERROR_CODE__ERROR_INVALID,
+		    "credential request: traceparent: %s", err);
 		return;
 	}
 	if ((g = sign_verify(bd->pk, r->signed_, now, err,

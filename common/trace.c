@@ -47,36 +47,34 @@ trace_parent_check(const char *s, char *err, size_t errlen)
 		return 0;
 	len = strnlen(s, TRACE_PARENT_LEN + 1);
 	if (len != TRACE_PARENT_LEN) {
-		snprintf(err, errlen, "task.traceparent: want %d characters "
-		    "(version-traceid-parentid-flags, e.g. 00-<32 hex>-<16 "
-		    "hex>-01), got %s%zu", TRACE_PARENT_LEN,
+		snprintf(err, errlen, "want %d characters (version-traceid-"
+		    "parentid-flags, e.g. 00-<32 hex>-<16 hex>-01), got %s%zu", TRACE_PARENT_LEN,
 		    len > TRACE_PARENT_LEN ? "more than " : "",
 		    len > TRACE_PARENT_LEN ? (size_t)TRACE_PARENT_LEN : len);
 		return -1;
 	}
 	for (i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		if (i > 0 && s[f[i].off - 1] != '-') {
-			snprintf(err, errlen, "task.traceparent: want '-' "
-			    "before the %s at offset %zu", f[i].name,
+			snprintf(err, errlen, "want '-' before the %s at "
+			    "offset %zu", f[i].name,
 			    f[i].off - 1);
 			return -1;
 		}
 		if ((bad = trace_hex(s + f[i].off, f[i].len, &zero)) != -1) {
-			snprintf(err, errlen, "task.traceparent: the %s is "
-			    "not lowercase hex (offset %zu)", f[i].name,
+			snprintf(err, errlen, "the %s is not lowercase hex "
+			    "(offset %zu)", f[i].name,
 			    f[i].off + (size_t)bad);
 			return -1;
 		}
 		if (zero && (i == 1 || i == 2)) {
-			snprintf(err, errlen, "task.traceparent: the %s is "
-			    "all zeros, which W3C Trace Context forbids",
+			snprintf(err, errlen, "the %s is all zeros, which W3C "
+			    "Trace Context forbids",
 			    f[i].name);
 			return -1;
 		}
 	}
 	if (s[0] == 'f' && s[1] == 'f') {
-		snprintf(err, errlen, "task.traceparent: version ff is "
-		    "forbidden");
+		snprintf(err, errlen, "version ff is forbidden");
 		return -1;
 	}
 	return 0;

@@ -13,8 +13,9 @@
 
 /*
  * 0 if s is "" (none) or a valid traceparent, else -1 with err saying
- * what is wrong (err quotes nothing of s but its length and offsets, so
- * it is safe to log and to send back).
+ * what is wrong, for the caller to prefix with the field's name (err
+ * quotes nothing of s but its length and offsets, so it is safe to log
+ * and to send back).
  */
 int	 trace_parent_check(const char *s, char *err, size_t errlen);
 

@@ -99,8 +99,8 @@ control_open(struct egressd *ed, struct frame_conn *c,
 	if (trace_parent_check(o->traceparent, err, sizeof(err)) == -1) {
 		close(lfd);
 		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", "egress_open: %s",
-		    err);
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", "egress_open: "
+		    "traceparent: %s", err);
 		return;
 	}
 	if ((g = sign_verify(ed->pk, o->signed_, now_s(), err,

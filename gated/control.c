@@ -202,8 +202,10 @@ gcontrol_release(struct gated *gd, struct frame_conn *c,
 		goto done;
 	}
 	if (trace_parent_check(rq->traceparent, err, sizeof(err)) == -1) {
+		bufprintf(msg, sizeof(msg), "release request: traceparent: "
+		    "%s", err);
 		gcontrol_refuse(gd, c, req->request_id, actor, g,
-		    RULE_BAD_REQUEST, SBX__V1__ERROR_CODE__ERROR_INVALID, err);
+		    RULE_BAD_REQUEST, SBX__V1__ERROR_CODE__ERROR_INVALID, msg);
 		goto done;
 	}
 	log_ctx_set(g->task_id, g->execution_id, g->policy_hash,

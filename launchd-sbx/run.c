@@ -1768,7 +1768,7 @@ run_launch_1(struct launchd *ld, struct frame_conn *c,
 	const Sbx__V1__Policy		*pol;
 	struct run			*r, *o;
 	const char			*rule, *interp;
-	char				 err[1024];
+	char				 err[1024], msg[256];
 	struct stat			 st;
 	int				 tier, rc;
 
@@ -1804,7 +1804,9 @@ run_launch_1(struct launchd *ld, struct frame_conn *c,
 		return;
 	}
 	/* policyd checked it too; it goes into every record and line. */
-	if (trace_parent_check(l->traceparent, err, sizeof(err)) == -1) {
+	if (trace_parent_check(l->traceparent, msg, sizeof(msg)) == -1) {
+		bufprintf(err, sizeof(err), "launch request: traceparent: %s",
+		    msg);
 		run_abort(r, RULE_BAD_REQUEST, err);
 		return;
 	}

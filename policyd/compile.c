@@ -121,7 +121,7 @@ compile_validate(const Sbx__V1__Task *t, Sbx__V1__Error *err)
 	/* Never part of the policy: it only labels the execution. */
 	if (trace_parent_check(t->traceparent, msg, sizeof(msg)) == -1) {
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INVALID, "",
-		    "%s", msg);
+		    "task.traceparent: %s", msg);
 		return -1;
 	}
 	return 0;
