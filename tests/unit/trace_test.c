@@ -67,7 +67,7 @@ Test(trace, invalid)
 		    "want '-' before the flags at offset 52" },
 		/* A field shifted by one: the lengths are 2-32-16-2. */
 		{ "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",
-		    "want '-' before the parent-id at offset 35" },
+		    "the trace-id is not lowercase hex (offset 34)" },
 		{ "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
 		    "want 55 characters (version-traceid-parentid-flags, e.g. "
 		    "00-<32 hex>-<16 hex>-01), got 54" },
