@@ -943,10 +943,12 @@ run_reply(struct run *r)
 	Sbx__V1__PolicyRef	 ref = SBX__V1__POLICY_REF__INIT;
 	Sbx__V1__Envelope	 env;
 
-	for (size_t i = 0; i < r->ndenials; i++)
+	for (size_t i = 0; i < r->ndenials; i++) {
+		log_ctx_rule(r->denials[i]->rule);
 		log_info("execution %s: denied by %s (%s): %s",
 		    r->grant->execution_id, r->denials[i]->rule,
 		    r->denials[i]->boundary, r->denials[i]->detail);
+	}
 	ld->metrics.completed++;
 	use.cpu_ms = r->cpu_ms;
 	use.peak_memory_kb = r->peak_kb;

@@ -146,7 +146,7 @@ jq -e --arg x "$xid" --arg tp "$tp" \
     "$T/audit.json" >/dev/null ||
     { cat "$T/audit.json"; fail "egressd's denials of $xid lack the traceparent"; }
 jq -e --arg x "$xid" --arg tp "$tp" \
-    '[.events[] | select(.execution_id == $x and .daemon == "gated" and .action == "drop" and .traceparent == $tp)] | length == 1' \
+    '[.events[] | select(.execution_id == $x and .daemon == "gated" and .action == "drop" and (.detail | contains("stray.tar")) and .traceparent == $tp)] | length == 1' \
     "$T/audit.json" >/dev/null ||
     { cat "$T/audit.json"; fail "gated's drop of $xid lacks the traceparent"; }
 grep -q "  traceparent $tp\$" "$T/audit.txt" ||
