@@ -79,12 +79,6 @@ log_choose(void)
 		log_to_journal = access(LOG_JOURNAL_SOCKET, F_OK) == 0;
 }
 
-int
-log_journal(void)
-{
-	return log_to_journal;
-}
-
 /* Copy v into a context buffer, control characters made '?'. */
 static void
 log_ctx_copy(char *dst, size_t len, const char *v)

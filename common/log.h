@@ -32,8 +32,6 @@ void	log_ctx_rule(const char *rule);
 void	log_ctx_clear(void);
 /* The context's traceparent if it is about task_id, else "". */
 const char *log_ctx_traceparent(const char *task_id);
-/* 1 if lines go to journald (log.c says when). */
-int	log_journal(void);
 void	fatal(const char *, ...)
 	    __attribute__((format(printf, 1, 2), noreturn));
 void	fatalx(const char *, ...)

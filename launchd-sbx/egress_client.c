@@ -75,8 +75,8 @@ egress_client_listen(const char *path, char *err, size_t errlen)
 int
 egress_client_open(struct launchd *ld, struct frame_client **slot, int fd,
     const Sbx__V1__SignedPolicy *sp, const char *traceparent, gid_t gid,
-    const char *cgroup,
-    frame_reply_handler cb, void *arg, char *err, size_t errlen)
+    const char *cgroup, frame_reply_handler cb, void *arg, char *err,
+    size_t errlen)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__EgressOpen	 op = SBX__V1__EGRESS_OPEN__INIT;
