@@ -61,6 +61,7 @@ COMMON_SRCS += common/daemon.c
 COMMON_SRCS += common/admin.c
 COMMON_SRCS += common/utf8.c
 COMMON_SRCS += common/name.c
+COMMON_SRCS += common/trace.c
 
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c

@@ -27,6 +27,7 @@
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
+#include "trace.h"
 #include "util.h"
 #include "brokerd/brokerd.h"
 
@@ -127,6 +128,12 @@ bcontrol_decide(struct brokerd *bd, const Sbx__V1__CredentialRequest *r,
 		bcontrol_refuse(a, RULE_BAD_REQUEST,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID,
 		    "the request carries no signed policy");
+		return;
+	}
+	if (trace_parent_check(r->traceparent, err, sizeof(err)) == -1) {
+		bcontrol_refuse(a, RULE_BAD_REQUEST,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID,
+		    "credential request: traceparent: %s", err);
 		return;
 	}
 	if ((g = sign_verify(bd->pk, r->signed_, now, err,
@@ -231,6 +238,8 @@ bcontrol_audit(struct brokerd *bd, const char *actor, const char *action,
 	ev.rule = (char *)(rule != NULL ? rule : "");
 	ev.detail = (char *)detail;
 	ev.actor = (char *)actor;
+	/* The execution's, once bcontrol_credential has checked it. */
+	ev.traceparent = (char *)log_ctx_traceparent(ev.task_id);
 	if (audit_append(bstore_audit(bd->store), &ev) == -1) {
 		log_warnx("audit: cannot record %s %s", action, detail);
 		return -1;
@@ -258,7 +267,7 @@ bcontrol_refused_peer(void *arg, const char *sock, const struct ucred *cr,
 /* ---- the credential socket ---- */
 
 static void
-bcontrol_credential(struct brokerd *bd, struct frame_conn *c,
+bcontrol_credential_1(struct brokerd *bd, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__CredentialRequest *r = req->credential;
@@ -271,6 +280,9 @@ bcontrol_credential(struct brokerd *bd, struct frame_conn *c,
 
 	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	bcontrol_decide(bd, r, now_s(), &a);
+	/* bcontrol_decide checked the traceparent before it took ids. */
+	log_ctx_set(a.task_id, a.execution_id, a.policy_hash, a.task_id[0] !=
+	    '\0' ? r->traceparent : "");
 	if (a.rule != NULL) {
 		bd->metrics.refused++;
 		bufprintf(detail, sizeof(detail), "host %.253s secret "
@@ -278,6 +290,7 @@ bcontrol_credential(struct brokerd *bd, struct frame_conn *c,
 		    a.msg);
 		(void)bcontrol_audit(bd, actor, "deny", a.task_id,
 		    a.execution_id, a.policy_hash, a.rule, detail);
+		log_ctx_rule(a.rule);
 		log_info("credential refused by rule %s: task %s: %s", a.rule,
 		    a.task_id[0] ? a.task_id : "-", detail);
 		frame_conn_send_error(c, req->request_id, a.code, a.rule, "%s",
@@ -323,6 +336,14 @@ bcontrol_credential(struct brokerd *bd, struct frame_conn *c,
 		free(buf);
 	}
 	bcontrol_answer_clear(&a);
+}
+
+static void
+bcontrol_credential(struct brokerd *bd, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	bcontrol_credential_1(bd, c, req);
+	log_ctx_clear();
 }
 
 /* ---- the admin socket ---- */

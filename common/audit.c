@@ -76,7 +76,8 @@ static const char audit_schema[] =
     " daemon TEXT, task_id TEXT, execution_id TEXT, policy_hash TEXT,"
     " action TEXT, rule TEXT, detail TEXT, actor TEXT,"
     " prev_hash BLOB NOT NULL,"
-    " hash BLOB NOT NULL);"
+    " hash BLOB NOT NULL,"
+    " traceparent TEXT);"
     "CREATE INDEX IF NOT EXISTS audit_task ON audit(task_id, seq);"
     "CREATE TABLE IF NOT EXISTS audit_head("
     " id INTEGER PRIMARY KEY CHECK(id = 1),"
@@ -122,7 +123,7 @@ static const char audit_chain_triggers[] =
 
 #define AUDIT_COLS \
     "seq, time_ns, daemon, task_id, execution_id, policy_hash, action, " \
-    "rule, detail, actor, prev_hash, hash"
+    "rule, detail, actor, prev_hash, hash, traceparent"
 
 static int
 audit_exec(struct audit *a, const char *sql)
@@ -214,6 +215,24 @@ audit_open(const char *path, const char *daemon, char *err, size_t errlen)
 	return a;
 }
 
+/*
+ * A log made before records had a traceparent gets the column (NULL in
+ * its old rows, which read back as "": an empty proto3 string is not
+ * encoded, so their hashes stay what they were).
+ */
+static int
+audit_add_traceparent(struct audit *a)
+{
+	sqlite3_stmt	*st;
+
+	if (sqlite3_prepare_v2(a->db, "SELECT traceparent FROM audit LIMIT 0",
+	    -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_finalize(st);
+		return 0;
+	}
+	return audit_exec(a, "ALTER TABLE audit ADD COLUMN traceparent TEXT");
+}
+
 static int
 audit_pragma(sqlite3 *db, const char *sql, const char *want, char *err,
     size_t errlen)
@@ -291,6 +310,7 @@ audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
 		goto fail;
 	}
 	if (audit_exec(a, audit_schema) == -1 ||
+	    audit_add_traceparent(a) == -1 ||
 	    audit_exec(a, audit_chain_triggers) == -1) {
 		snprintf(err, errlen, "cannot create the audit schema: %s",
 		    sqlite3_errmsg(db));
@@ -306,7 +326,7 @@ audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
 	if (audit_prepare(a, "SELECT seq, hash FROM audit_head WHERE id = 1",
 	    &a->st_head, err, errlen) == -1 ||
 	    audit_prepare(a, "INSERT INTO audit(" AUDIT_COLS ") VALUES"
-	    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+	    "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 	    &a->st_insert, err, errlen) == -1 ||
 	    audit_prepare(a, "UPDATE audit_head SET seq = ?1, hash = ?2 "
 	    "WHERE id = 1", &a->st_move_head, err, errlen) == -1 ||
@@ -470,6 +490,7 @@ audit_insert(struct audit *a, const Sbx__V1__AuditEvent *ev)
 	    SQLITE_STATIC);
 	sqlite3_bind_blob(st, 12, ev->hash.data, (int)ev->hash.len,
 	    SQLITE_STATIC);
+	audit_bind_text(st, 13, ev->traceparent);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -655,6 +676,7 @@ audit_row_event(sqlite3_stmt *st)
 	ev->actor = audit_col_text(st, 9);
 	audit_col_blob(st, 10, &ev->prev_hash);
 	audit_col_blob(st, 11, &ev->hash);
+	ev->traceparent = audit_col_text(st, 12);
 	return ev;
 }
 

@@ -93,6 +93,7 @@ auditq_entry_free(struct auditq_entry *e)
 		free(ev->rule);
 		free(ev->detail);
 		free(ev->actor);
+		free(ev->traceparent);
 	}
 	free(e->evs);
 	free(e);
@@ -379,6 +380,7 @@ auditq_add(struct auditq *q, const Sbx__V1__AuditEvent *const *evs,
 		ev->rule = auditq_dup(evs[i]->rule);
 		ev->detail = auditq_dup(evs[i]->detail);
 		ev->actor = auditq_dup(evs[i]->actor);
+		ev->traceparent = auditq_dup(evs[i]->traceparent);
 	}
 	e->cb = cb;
 	e->arg = arg;

@@ -114,8 +114,9 @@ broker_fail_cb(evutil_socket_t fd, short what, void *arg)
 
 struct broker_req *
 broker_fetch(struct event_base *base, const struct egressd_conf *conf,
-    const Sbx__V1__SignedPolicy *sp, const char *host, const char *secret,
-    const char *header, broker_cb cb, void *arg)
+    const Sbx__V1__SignedPolicy *sp, const char *traceparent,
+    const char *host, const char *secret, const char *header, broker_cb cb,
+    void *arg)
 {
 	struct broker_req		*br;
 	Sbx__V1__Envelope		 env;
@@ -133,6 +134,7 @@ broker_fetch(struct event_base *base, const struct egressd_conf *conf,
 		req.host = (char *)host;
 		req.secret = (char *)secret;
 		req.header = (char *)header;
+		req.traceparent = (char *)traceparent;
 		frame_env_init(&env, 1);
 		env.body_case = SBX__V1__ENVELOPE__BODY_CREDENTIAL;
 		env.credential = &req;

@@ -28,9 +28,10 @@
 #include "egressd.h"
 
 static int
-control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
+control_audit(struct egressd *ed, const struct channel *ch,
     const char *action, const char *detail, const char *actor)
 {
+	const Sbx__V1__PolicyGrant *g = ch->grant;
 	Sbx__V1__AuditEvent	 ev = SBX__V1__AUDIT_EVENT__INIT;
 
 	ev.task_id = g->task_id;
@@ -39,6 +40,7 @@ control_audit(struct egressd *ed, const Sbx__V1__PolicyGrant *g,
 	ev.action = (char *)action;
 	ev.detail = (char *)detail;
 	ev.actor = (char *)actor;
+	ev.traceparent = (char *)ch->traceparent;
 	/* After the denials queued before it, on the loop. */
 	if (audit_append(auditq_sync(ed->aq), &ev) == -1)
 		return -1;
@@ -94,6 +96,13 @@ control_open(struct egressd *ed, struct frame_conn *c,
 		    "cgroup path");
 		return;
 	}
+	if (trace_parent_check(o->traceparent, err, sizeof(err)) == -1) {
+		close(lfd);
+		frame_conn_send_error(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", "egress_open: "
+		    "traceparent: %s", err);
+		return;
+	}
 	if ((g = sign_verify(ed->pk, o->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
 		close(lfd);
@@ -126,13 +135,15 @@ control_open(struct egressd *ed, struct frame_conn *c,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", "%s", err);
 		return;
 	}
+	snprintf(ch->traceparent, sizeof(ch->traceparent), "%s",
+	    o->traceparent != NULL ? o->traceparent : "");
 	peer_actor(frame_conn_peer(c), actor, sizeof(actor));
 	xasprintf(&detail, "policy %s v%u, %zu host%s; sandbox group %u "
 	    "cgroup %s", ch->pol->name, ch->pol->version,
 	    ch->pol->network != NULL ? ch->pol->network->n_allow : 0,
 	    ch->pol->network != NULL && ch->pol->network->n_allow == 1 ? "" :
 	    "s", (unsigned)ch->gid, ch->cgroup);
-	if (control_audit(ed, ch->grant, "open", detail, actor) == -1) {
+	if (control_audit(ed, ch, "open", detail, actor) == -1) {
 		free(detail);
 		proxy_channel_close(ch);
 		frame_conn_send_error(c, req->request_id,
@@ -140,8 +151,11 @@ control_open(struct egressd *ed, struct frame_conn *c,
 		    "the audit log cannot be written: no channel opened");
 		return;
 	}
+	log_ctx_set(ch->grant->task_id, ch->grant->execution_id,
+	    ch->grant->policy_hash, ch->traceparent);
 	log_info("open execution %s task %s: %s", ch->grant->execution_id,
 	    ch->grant->task_id, detail);
+	log_ctx_clear();
 	free(detail);
 	pem = ca_cert_pem(ch->ca, &pemlen);
 	rep.ca_cert_pem.data = (uint8_t *)pem;
@@ -194,7 +208,7 @@ control_close(struct egressd *ed, struct frame_conn *c,
 	    "%zu denial rule%s", (unsigned long long)ch->requests,
 	    (unsigned long long)ch->budget.sent,
 	    (unsigned long long)ch->bytes_in, n, n == 1 ? "" : "s");
-	if (control_audit(ed, ch->grant, "close", detail, actor) == -1)
+	if (control_audit(ed, ch, "close", detail, actor) == -1)
 		log_warnx("audit: cannot record closing execution %s",
 		    ch->grant->execution_id);
 	log_info("close execution %s: %s", ch->grant->execution_id, detail);

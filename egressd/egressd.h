@@ -23,6 +23,7 @@
 #include "config.h"
 #include "peer.h"
 #include "policy.h"
+#include "trace.h"
 
 #include "sbx/v1/envelope.pb-c.h"
 #include "sbx/v1/policy.pb-c.h"
@@ -256,9 +257,9 @@ typedef void	(*broker_cb)(int ok, const char *header,
 		    void *arg);
 struct broker_req *broker_fetch(struct event_base *,
 		    const struct egressd_conf *,
-		    const Sbx__V1__SignedPolicy *, const char *host,
-		    const char *secret, const char *header, broker_cb,
-		    void *arg);
+		    const Sbx__V1__SignedPolicy *, const char *traceparent,
+		    const char *host, const char *secret, const char *header,
+		    broker_cb, void *arg);
 void		 broker_cancel(struct broker_req *);
 
 /* ---- proxy_http.c ---- */
@@ -458,6 +459,7 @@ struct channel {
 	Sbx__V1__SignedPolicy	 signed_;	/* copy, for brokerd */
 	gid_t			 gid;		/* the sandbox's own group */
 	char			*cgroup;	/* the sandbox's cgroup path */
+	char			 traceparent[TRACE_PARENT_LEN + 1];
 	char			*cgdir;		/* ... in egressd's pids mount */
 	struct evconnlistener	*lev;		/* launchd-sbx's socket */
 	struct ca		*ca;

@@ -180,6 +180,7 @@ proxy_flood_flush(struct channel *ch)
 		ev[n].task_id = ch->grant->task_id;
 		ev[n].execution_id = ch->grant->execution_id;
 		ev[n].policy_hash = ch->grant->policy_hash;
+		ev[n].traceparent = ch->traceparent;
 		ev[n].action = (char *)"deny";
 		ev[n].rule = (char *)proxy_rule_name(i);
 		ev[n].detail = detail[n];
@@ -274,8 +275,12 @@ proxy_audit_deny(struct channel *ch, const char *rule, const char *detail,
 			return;
 		}
 	}
+	log_ctx_set(ch->grant->task_id, ch->grant->execution_id,
+	    ch->grant->policy_hash, ch->traceparent);
+	log_ctx_rule(rule);
 	log_info("deny %s task %s execution %s: %s", rule,
 	    ch->grant->task_id, ch->grant->execution_id, detail);
+	log_ctx_clear();
 	if (ch->ed->aq == NULL) {
 		if (c != NULL)
 			proxy_deny_release(c);
@@ -284,6 +289,7 @@ proxy_audit_deny(struct channel *ch, const char *rule, const char *detail,
 	ev.task_id = ch->grant->task_id;
 	ev.execution_id = ch->grant->execution_id;
 	ev.policy_hash = ch->grant->policy_hash;
+	ev.traceparent = ch->traceparent;
 	ev.action = (char *)"deny";
 	ev.rule = (char *)rule;
 	ev.detail = (char *)detail;
@@ -912,7 +918,7 @@ proxy_request_ready(struct proxy_conn *c)
 		return;
 	}
 	c->br = broker_fetch(c->ch->ed->base, conf, &c->ch->signed_,
-	    c->target.host, cred->secret, cred->header, proxy_credential, c);
+	    c->ch->traceparent, c->target.host, cred->secret, cred->header, proxy_credential, c);
 }
 
 static void

@@ -8,8 +8,14 @@ python3-protobuf; nothing is shared with the C code.  It connects to
 policyd's orchestrator socket, speaks the framing (a 4-byte big-endian
 length, then an encoded Envelope) and offers:
 
-  submit TASKFILE       compile and run a task; print the ExecutionResult
-                        as JSON (the fields of DESIGN.md, as `sbxctl run`)
+  submit TASKFILE [--traceparent TP]
+                        compile and run a task; print the ExecutionResult
+                        as JSON (the fields of DESIGN.md, as `sbxctl run`).
+                        The task carries a W3C traceparent, as an
+                        orchestrator's model turn would: TP, else the task
+                        file's, else a new one; the result must bring the
+                        same one back (every audit record and log line of
+                        the execution carries it too)
   compile TASKFILE      compile only; print the policy hash
   verify-hash TASKFILE  compile, then recompute the policy hash here from
                         the returned Policy (normalised as proto/README.md
@@ -223,7 +229,7 @@ def expect(rep, body):
 # ---- the task file ---------------------------------------------------------
 
 TASK_FILE_KEYS = {"task", "datasets", "code", "outputs"}
-TASK_KEYS = {"id", "type", "tenant", "user"}
+TASK_KEYS = {"id", "type", "tenant", "user", "traceparent"}
 
 
 def names(doc, key, path):
@@ -524,6 +530,7 @@ def result_json(r):
     o = {
         "task_id": r.task_id,
         "execution_id": r.execution_id,
+        "traceparent": r.traceparent,
         "policy": ({"name": r.policy.name, "version": r.policy.version,
                     "hash": r.policy.hash} if r.HasField("policy") else {}),
         "exit_code": r.exit_code,
@@ -557,8 +564,22 @@ def result_json(r):
     return o
 
 
+def new_traceparent():
+    """A W3C Trace Context traceparent for a span of our own (version 00,
+    random trace-id and parent-id, sampled), as a tracing library would
+    make for the model turn that asked for this run."""
+    while True:
+        trace, parent = os.urandom(16).hex(), os.urandom(8).hex()
+        if int(trace, 16) and int(parent, 16):
+            return "00-%s-%s-01" % (trace, parent)
+
+
 def cmd_submit(args):
     task = read_task(args.taskfile)
+    if args.traceparent is not None:
+        task.traceparent = args.traceparent
+    elif not task.traceparent:
+        task.traceparent = new_traceparent()
     req = exec_pb.RunRequest()
     req.task.CopyFrom(task)
     conn = connect(args)
@@ -567,6 +588,10 @@ def cmd_submit(args):
     finally:
         conn.close()
     print(json.dumps(result_json(r), indent=2))
+    # sbx passes it through: anything else breaks the caller's trace.
+    if r.traceparent != task.traceparent:
+        raise Failure("the result's traceparent %r is not the one sent (%s)"
+                      % (r.traceparent[:64], task.traceparent))
     return EXIT_OK
 
 
@@ -654,6 +679,9 @@ def main(argv):
 
     p = sub.add_parser("submit", help="run a task, print the result as JSON")
     p.add_argument("taskfile")
+    p.add_argument("--traceparent", default=None,
+                   help="the W3C traceparent to send (default: the task "
+                   "file's, else a new one)")
     p.set_defaults(fn=cmd_submit)
     p = sub.add_parser("compile", help="compile a task, print its hash")
     p.add_argument("taskfile")

@@ -20,6 +20,7 @@
 #include "frame.h"
 #include "log.h"
 #include "sign.h"
+#include "trace.h"
 #include "util.h"
 #include "gated/gated.h"
 
@@ -53,6 +54,8 @@ gcontrol_audit_add(struct gated *gd, const char *actor, const char *action,
 	ev.rule = (char *)(rule != NULL ? rule : "");
 	ev.detail = (char *)detail;
 	ev.actor = (char *)actor;
+	/* The execution's, once gcontrol_release has checked it. */
+	ev.traceparent = (char *)log_ctx_traceparent(ev.task_id);
 	if (audit_add(gd->audit, &ev) == -1) {
 		log_warnx("audit: cannot record %s %s", action, detail);
 		return -1;
@@ -84,6 +87,7 @@ gcontrol_refuse(struct gated *gd, struct frame_conn *c, uint64_t rid,
 {
 	gd->metrics.refused++;
 	(void)gcontrol_audit_add(gd, actor, "deny", g, rule, msg);
+	log_ctx_rule(rule);
 	log_info("release refused by rule %s: task %s: %s", rule,
 	    g != NULL ? g->task_id : "-", msg);
 	frame_conn_send_error(c, rid, code, rule, "%s", msg);
@@ -197,6 +201,15 @@ gcontrol_release(struct gated *gd, struct frame_conn *c,
 		    RULE_SIGNATURE, SBX__V1__ERROR_CODE__ERROR_DENIED, msg);
 		goto done;
 	}
+	if (trace_parent_check(rq->traceparent, err, sizeof(err)) == -1) {
+		bufprintf(msg, sizeof(msg), "release request: traceparent: "
+		    "%s", err);
+		gcontrol_refuse(gd, c, req->request_id, actor, g,
+		    RULE_BAD_REQUEST, SBX__V1__ERROR_CODE__ERROR_INVALID, msg);
+		goto done;
+	}
+	log_ctx_set(g->task_id, g->execution_id, g->policy_hash,
+	    rq->traceparent);
 	if (dirfd == -1) {
 		gcontrol_refuse(gd, c, req->request_id, actor, g, RULE_NO_DIR,
 		    SBX__V1__ERROR_CODE__ERROR_INVALID, "no scratch directory "
@@ -239,6 +252,7 @@ gcontrol_release(struct gated *gd, struct frame_conn *c,
 	if (frame_conn_send(c, &env) == -1)
 		log_warnx("task %s: the result could not be sent", g->task_id);
 done:
+	log_ctx_clear();
 	if (dirfd != -1)
 		close(dirfd);
 	if (g != NULL)

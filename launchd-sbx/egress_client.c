@@ -74,8 +74,9 @@ egress_client_listen(const char *path, char *err, size_t errlen)
 
 int
 egress_client_open(struct launchd *ld, struct frame_client **slot, int fd,
-    const Sbx__V1__SignedPolicy *sp, gid_t gid, const char *cgroup,
-    frame_reply_handler cb, void *arg, char *err, size_t errlen)
+    const Sbx__V1__SignedPolicy *sp, const char *traceparent, gid_t gid,
+    const char *cgroup, frame_reply_handler cb, void *arg, char *err,
+    size_t errlen)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__EgressOpen	 op = SBX__V1__EGRESS_OPEN__INIT;
@@ -83,6 +84,7 @@ egress_client_open(struct launchd *ld, struct frame_client **slot, int fd,
 	op.signed_ = (Sbx__V1__SignedPolicy *)sp;
 	op.sandbox_gid = (uint32_t)gid;
 	op.cgroup = (char *)cgroup;
+	op.traceparent = (char *)traceparent;
 	frame_env_init(&env, 1);
 	env.body_case = SBX__V1__ENVELOPE__BODY_EGRESS_OPEN;
 	env.egress_open = &op;

@@ -22,7 +22,7 @@
 
 int
 gate_client_release(struct launchd *ld, struct frame_client **slot,
-    const char *id, const Sbx__V1__SignedPolicy *sp,
+    const char *id, const Sbx__V1__SignedPolicy *sp, const char *traceparent,
     char *const *outputs, size_t noutputs, const uint8_t *out, size_t outlen,
     const uint8_t *errb, size_t errlen_b, frame_reply_handler cb, void *arg,
     char *err, size_t errlen)
@@ -43,6 +43,7 @@ gate_client_release(struct launchd *ld, struct frame_client **slot,
 	rq.signed_ = (Sbx__V1__SignedPolicy *)sp;
 	rq.outputs = (char **)outputs;
 	rq.n_outputs = noutputs;
+	rq.traceparent = (char *)traceparent;
 	rq.stdout.data = (uint8_t *)out;
 	rq.stdout.len = outlen;
 	rq.stderr.data = (uint8_t *)errb;

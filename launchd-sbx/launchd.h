@@ -21,6 +21,7 @@
 #include "config.h"
 #include "frame.h"
 #include "peer.h"
+#include "trace.h"
 #include "launchd-sbx/monitor.h"
 #include "launchd-sbx/spec.h"
 
@@ -437,10 +438,12 @@ const char	*client_why(const Sbx__V1__Envelope *rep, const char *why);
  * 0660).  The descriptor, or -1 with err. */
 int		 egress_client_listen(const char *path, char *err,
 		    size_t errlen);
-/* Ask egressd to serve the channel fd under the signed policy, for the
- * sandbox's group and cgroup; cb gets the reply (egress_client_opened). */
+/* Ask egressd to serve the channel fd under the signed policy (and the
+ * execution's traceparent, "" for none), for the sandbox's group and
+ * cgroup; cb gets the reply (egress_client_opened). */
 int		 egress_client_open(struct launchd *, struct frame_client **slot,
-		    int fd, const Sbx__V1__SignedPolicy *, gid_t gid,
+		    int fd, const Sbx__V1__SignedPolicy *,
+		    const char *traceparent, gid_t gid,
 		    const char *cgroup, frame_reply_handler cb, void *arg,
 		    char *err, size_t errlen);
 /* The EgressOpened in a reply, or NULL with err saying why not. */
@@ -463,10 +466,12 @@ Sbx__V1__Envelope *egress_client_close_sync(struct launchd *,
 /* Hand container id's scratch directory (a descriptor the monitor gives,
  * its declared outputs handed over to gated's user) to gated with the
  * declared outputs and the raw stdout and stderr; cb gets the reply
- * (gate_client_result).  0, or -1 with err. */
+ * (gate_client_result); traceparent labels gated's records.  0, or -1
+ * with err. */
 int		 gate_client_release(struct launchd *,
 		    struct frame_client **slot, const char *id,
-		    const Sbx__V1__SignedPolicy *, char *const *outputs,
+		    const Sbx__V1__SignedPolicy *, const char *traceparent,
+		    char *const *outputs,
 		    size_t noutputs, const uint8_t *out, size_t outlen,
 		    const uint8_t *errb, size_t errlen_b,
 		    frame_reply_handler cb, void *arg, char *err,

@@ -58,6 +58,7 @@ record_item_free(struct audit_item *it)
 	free(it->ev.rule);
 	free(it->ev.detail);
 	free(it->ev.actor);
+	free(it->ev.traceparent);
 	free(it);
 }
 
@@ -134,6 +135,7 @@ record_audit(struct launchd *ld, const Sbx__V1__AuditEvent *ev,
 	it->ev.rule = record_dup(ev->rule);
 	it->ev.detail = record_dup(ev->detail);
 	it->ev.actor = record_dup(ev->actor);
+	it->ev.traceparent = record_dup(ev->traceparent);
 	it->cb = cb;
 	it->arg = arg;
 	*ld->aq_tail = it;
@@ -207,6 +209,9 @@ record_refuse_code(struct launchd *ld, struct frame_conn *c, uint64_t rid,
 	ev.rule = (char *)rule;
 	ev.detail = (char *)msg;
 	ev.actor = actor;
+	/* The execution's, when its run set the log context (run.c). */
+	ev.traceparent = (char *)log_ctx_traceparent(ev.task_id);
+	log_ctx_rule(rule);
 	log_info("launch refused by rule %s: %s", rule, msg);
 	rf = xcalloc(1, sizeof(*rf));
 	rf->conn = c;

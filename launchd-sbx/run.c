@@ -137,6 +137,7 @@ struct run {
 	const char			*fail_rule;	/* refused after all */
 	char				*fail_msg;
 	Sbx__V1__ErrorCode		 fail_code;	/* 0: ERROR_LAUNCH */
+	char				 traceparent[TRACE_PARENT_LEN + 1];
 	Sbx__V1__SignedPolicy		*signed_;	/* for egressd, gated */
 	char				**outputs;	/* declared names */
 	size_t				 noutputs;
@@ -322,13 +323,25 @@ run_abort(struct run *r, const char *rule, const char *msg)
 	run_free(r);
 }
 
+/* The lines of an event loop callback about r carry its ids and trace. */
 static void
-run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
-    const char *action, const char *detail, record_cb cb, void *arg)
+run_ctx(const struct run *r)
 {
-	Sbx__V1__AuditEvent	 ev;
+	const Sbx__V1__PolicyGrant	*g = r->grant;
+
+	log_ctx_set(g->task_id, g->execution_id, g->policy_hash,
+	    r->traceparent);
+}
+
+static void
+run_audit(struct run *r, const char *action, const char *detail,
+    record_cb cb, void *arg)
+{
+	const Sbx__V1__PolicyGrant	*g = r->grant;
+	Sbx__V1__AuditEvent		 ev;
 
 	sbx__v1__audit_event__init(&ev);
+	ev.traceparent = r->traceparent;
 	ev.task_id = g->task_id;
 	ev.execution_id = g->execution_id;
 	ev.policy_hash = g->policy_hash;
@@ -336,7 +349,7 @@ run_audit(struct launchd *ld, const Sbx__V1__PolicyGrant *g,
 	ev.rule = (char *)"";
 	ev.detail = (char *)detail;
 	ev.actor = (char *)"";
-	record_audit(ld, &ev, cb, arg);
+	record_audit(r->ld, &ev, cb, arg);
 }
 
 /* ---- staging ---- */
@@ -483,7 +496,7 @@ run_kill(struct run *r)
 }
 
 static void
-run_wall_cb(evutil_socket_t fd, short what, void *arg)
+run_wall_cb_1(evutil_socket_t fd, short what, void *arg)
 {
 	struct run	*r = arg;
 
@@ -496,6 +509,14 @@ run_wall_cb(evutil_socket_t fd, short what, void *arg)
 	r->wall_hit = 1;
 	r->ld->metrics.wall_kills++;
 	run_kill(r);
+}
+
+static void
+run_wall_cb(evutil_socket_t fd, short what, void *arg)
+{
+	run_ctx(arg);
+	run_wall_cb_1(fd, what, arg);
+	log_ctx_clear();
 }
 
 /* The init exited and the runtime's start has returned: finish as soon
@@ -889,7 +910,7 @@ run_fail(struct run *r, const char *rule, const char *fmt, ...)
 }
 
 static void
-run_recorded(struct launchd *ld, void *arg, int ok)
+run_recorded_1(struct launchd *ld, void *arg, int ok)
 {
 	struct run		*r = arg;
 
@@ -903,6 +924,14 @@ run_recorded(struct launchd *ld, void *arg, int ok)
 		run_reply(r);
 }
 
+static void
+run_recorded(struct launchd *ld, void *arg, int ok)
+{
+	run_ctx(arg);
+	run_recorded_1(ld, arg, ok);
+	log_ctx_clear();
+}
+
 /* The result: what gated released, egressd's usage and denials, the
  * exit; then forget the execution once its cleanup is done. */
 static void
@@ -914,10 +943,12 @@ run_reply(struct run *r)
 	Sbx__V1__PolicyRef	 ref = SBX__V1__POLICY_REF__INIT;
 	Sbx__V1__Envelope	 env;
 
-	for (size_t i = 0; i < r->ndenials; i++)
+	for (size_t i = 0; i < r->ndenials; i++) {
+		log_ctx_rule(r->denials[i]->rule);
 		log_info("execution %s: denied by %s (%s): %s",
 		    r->grant->execution_id, r->denials[i]->rule,
 		    r->denials[i]->boundary, r->denials[i]->detail);
+	}
 	ld->metrics.completed++;
 	use.cpu_ms = r->cpu_ms;
 	use.peak_memory_kb = r->peak_kb;
@@ -926,6 +957,7 @@ run_reply(struct run *r)
 	ref.version = r->grant->policy->version;
 	ref.hash = r->grant->policy_hash;
 	res.task_id = r->grant->task_id;
+	res.traceparent = r->traceparent;
 	res.execution_id = r->grant->execution_id;
 	res.policy = &ref;
 	res.exit_code = r->code_exit;
@@ -1008,7 +1040,7 @@ run_record_exit(struct run *r)
 	    r->pool_key[0] != '\0' ? r->id : "");
 	log_info("execution %s: %s", r->grant->execution_id, detail);
 	r->state = RUN_RECORD_EXIT;
-	run_audit(r->ld, r->grant, "exit", detail, run_recorded, r);
+	run_audit(r, "exit", detail, run_recorded, r);
 	free(detail);
 }
 
@@ -1120,7 +1152,7 @@ run_interpreter(const char *code_name)
 }
 
 static void
-run_launched(struct launchd *ld, void *arg, int ok)
+run_launched_1(struct launchd *ld, void *arg, int ok)
 {
 	struct run	*r = arg;
 
@@ -1132,6 +1164,14 @@ run_launched(struct launchd *ld, void *arg, int ok)
 		return;
 	}
 	run_need_done(r, 0);
+}
+
+static void
+run_launched(struct launchd *ld, void *arg, int ok)
+{
+	run_ctx(arg);
+	run_launched_1(ld, arg, ok);
+	log_ctx_clear();
 }
 
 /*
@@ -1274,7 +1314,7 @@ run_record_launch(struct run *r)
 	    r->pool_key[0] != '\0' ? r->id : "",
 	    r->pool_key[0] != '\0' ? " key " : "", r->pool_key);
 	r->state = RUN_RECORD_LAUNCH;
-	run_audit(r->ld, r->grant, "launch", detail, run_launched, r);
+	run_audit(r, "launch", detail, run_launched, r);
 	free(detail);
 }
 
@@ -1361,7 +1401,7 @@ run_egress_fail(struct run *r, const char *what)
 }
 
 static void
-run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
+run_egress_opened_1(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
 {
 	struct run			*r = arg;
@@ -1395,6 +1435,15 @@ run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
 }
 
 static void
+run_egress_opened(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	run_ctx(arg);
+	run_egress_opened_1(fc, rep, why, arg);
+	log_ctx_clear();
+}
+
+static void
 run_egress_open(struct run *r)
 {
 	char	 err[512], path[PATH_MAX], cg[PATH_MAX];
@@ -1410,7 +1459,8 @@ run_egress_open(struct run *r)
 		return;
 	}
 	bufprintf(cg, sizeof(cg), "/%s/%s", r->ld->conf->cgroup_parent, r->id);
-	rc = egress_client_open(r->ld, &r->peer, fd, r->signed_, r->gid, cg,
+	rc = egress_client_open(r->ld, &r->peer, fd, r->signed_,
+	    r->traceparent, r->gid, cg,
 	    run_egress_opened, r, err, sizeof(err));
 	/* egressd holds its own copy now (or never will). */
 	close(fd);
@@ -1464,7 +1514,7 @@ run_egress_lost(struct run *r, const char *why)
 }
 
 static void
-run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
+run_egress_closed_1(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
 {
 	struct run			*r = arg;
@@ -1479,6 +1529,15 @@ run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	else
 		run_egress_lost(r, err);
 	run_after_egress(r);
+}
+
+static void
+run_egress_closed(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	run_ctx(arg);
+	run_egress_closed_1(fc, rep, why, arg);
+	log_ctx_clear();
 }
 
 static void
@@ -1553,7 +1612,7 @@ run_gate_done(struct run *r)
 }
 
 static void
-run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
+run_released_1(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
 {
 	struct run	*r = arg;
@@ -1566,6 +1625,15 @@ run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	frame_client_free(r->gpeer);
 	r->gpeer = NULL;
 	run_gate_done(r);
+}
+
+static void
+run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	run_ctx(arg);
+	run_released_1(fc, rep, why, arg);
+	log_ctx_clear();
 }
 
 /* Every process is dead and the container deleted: hand the scratch
@@ -1582,7 +1650,7 @@ run_release(struct run *r)
 	}
 	r->state = RUN_RELEASE;
 	if (gate_client_release(r->ld, &r->gpeer, r->id, r->signed_,
-	    r->outputs, r->noutputs, r->out[0].buf, r->out[0].len,
+	    r->traceparent, r->outputs, r->noutputs, r->out[0].buf, r->out[0].len,
 	    r->out[1].buf, r->out[1].len, run_released, r, err,
 	    sizeof(err)) == -1) {
 		run_no_release(r, err);
@@ -1693,8 +1761,8 @@ again:
 	}
 }
 
-void
-run_launch(struct launchd *ld, struct frame_conn *c,
+static void
+run_launch_1(struct launchd *ld, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__LaunchRequest	*l = req->launch;
@@ -1702,7 +1770,7 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 	const Sbx__V1__Policy		*pol;
 	struct run			*r, *o;
 	const char			*rule, *interp;
-	char				 err[1024];
+	char				 err[1024], msg[256];
 	struct stat			 st;
 	int				 tier, rc;
 
@@ -1737,6 +1805,17 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 		    "task id, or no limits");
 		return;
 	}
+	/* policyd checked it too; it goes into every record and line. */
+	if (trace_parent_check(l->traceparent, msg, sizeof(msg)) == -1) {
+		bufprintf(err, sizeof(err), "launch request: traceparent: %s",
+		    msg);
+		run_abort(r, RULE_BAD_REQUEST, err);
+		return;
+	}
+	snprintf(r->traceparent, sizeof(r->traceparent), "%s",
+	    l->traceparent != NULL ? l->traceparent : "");
+	log_ctx_set(g->task_id, g->execution_id, g->policy_hash,
+	    r->traceparent);
 	if (l->code_name == NULL || !name_ok(l->code_name) ||
 	    (interp = run_interpreter(l->code_name)) == NULL) {
 		run_abort(r, RULE_BAD_REQUEST, "code_name must be a plain file "
@@ -1827,6 +1906,14 @@ run_launch(struct launchd *ld, struct frame_conn *c,
 		return;
 	}
 	run_prepare(r);
+}
+
+void
+run_launch(struct launchd *ld, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	run_launch_1(ld, c, req);
+	log_ctx_clear();
 }
 
 /* ---- start-up and shutdown ---- */

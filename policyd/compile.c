@@ -31,6 +31,7 @@
 #include <strings.h>
 
 #include "log.h"
+#include "trace.h"
 #include "util.h"
 #include "policyd.h"
 
@@ -96,7 +97,7 @@ compile_field_ok(const char *what, const char *v, Sbx__V1__Error *err)
 int
 compile_validate(const Sbx__V1__Task *t, Sbx__V1__Error *err)
 {
-	char	 what[64];
+	char	 what[64], msg[256];
 	size_t	 i;
 
 	if (t == NULL) {
@@ -118,6 +119,12 @@ compile_validate(const Sbx__V1__Task *t, Sbx__V1__Error *err)
 		snprintf(what, sizeof(what), "task.outputs[%zu]", i);
 		if (!compile_field_ok(what, t->outputs[i], err))
 			return -1;
+	}
+	/* Never part of the policy: it only labels the execution. */
+	if (trace_parent_check(t->traceparent, msg, sizeof(msg)) == -1) {
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INVALID, "",
+		    "task.traceparent: %s", msg);
+		return -1;
 	}
 	return 0;
 }
@@ -495,6 +502,7 @@ compile_deny(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		rollout_count(pd->roll, t->id, NULL, hash, tm->name,
 		    tm->version, &d, 1);
 	}
+	log_ctx_rule(err->rule);
 	log_debug("task %s: denied: %s: %s", t->id, err->rule, err->message);
 	return -1;
 }
@@ -525,6 +533,8 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	memset(out, 0, sizeof(*out));
 	if (compile_validate(t, err) == -1)
 		return -1;
+	/* Lines and records from here on are about this task. */
+	log_ctx_set(t->id, NULL, NULL, t->traceparent);
 
 	if ((tm = template_active(pd->reg, t->type)) == NULL) {
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
@@ -584,6 +594,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	}
 
 	random_id("x", out->execution_id, sizeof(out->execution_id));
+	log_ctx_set(t->id, out->execution_id, out->hash, t->traceparent);
 	xasprintf(&out->template, "%s@%u", tm->name, tm->version);
 	out->issued_at = now_s();
 	out->expires_at = out->issued_at + pd->ttl;

@@ -97,12 +97,15 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
 	char			 actor[32];
 	size_t			 before;
-	int			 recorded;
+	int			 recorded, rc;
 
 	control_actor(c, actor, sizeof(actor));
 	frame_env_init(&env, req->request_id);
 	before = store_pending(pd->store);
-	if (compile_task(pd, task, actor, run, &out, &err) == -1) {
+	rc = compile_task(pd, task, actor, run, &out, &err);
+	/* compile_task set it for this task's lines and records. */
+	log_ctx_clear();
+	if (rc == -1) {
 		/* Held even when nothing was recorded, so it cannot
 		 * overtake this client's earlier replies. */
 		recorded = store_pending(pd->store) > before;

@@ -55,6 +55,7 @@ struct run {
 	uint32_t		 policy_version;
 	uint32_t		 wall;		/* the policy's wall_seconds */
 	char			 actor[32];
+	char			 traceparent[TRACE_PARENT_LEN + 1];
 	uint8_t			*launch;	/* packed LaunchRequest frame */
 	size_t			 launch_len;
 };
@@ -227,6 +228,9 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	ref.version = r->policy_version;
 	ref.hash = r->hash;
 	res->policy = &ref;
+	/* Passed through as the orchestrator sent it, whatever launchd-sbx
+	 * said. */
+	res->traceparent = r->traceparent;
 	frame_env_init(&env, r->request_id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
 	env.result = res;
@@ -250,16 +254,17 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	res->task_id = NULL;
 	res->execution_id = NULL;
 	res->policy = NULL;
+	res->traceparent = NULL;
 	commit_rollout(r->lc->pd->commit);
 }
 
 static void
-launch_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
+launch_run_reply1(struct frame_client *fc, Sbx__V1__Envelope *rep,
     const char *why, void *arg)
 {
 	struct run		*r = arg;
 	Sbx__V1__Error		*e;
-	char			*tid, *xid;
+	char			*tid, *xid, *tp;
 	Sbx__V1__PolicyRef	*pol;
 
 	(void)fc;
@@ -282,12 +287,14 @@ launch_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 		tid = rep->result->task_id;
 		xid = rep->result->execution_id;
 		pol = rep->result->policy;
+		tp = rep->result->traceparent;
 		launch_run_result(r, rep->result);
 		/* Restore what the envelope owns, for its free. */
 		if (rep->result->task_id == NULL) {
 			rep->result->task_id = tid;
 			rep->result->execution_id = xid;
 			rep->result->policy = pol;
+			rep->result->traceparent = tp;
 			launch_run_free(r);
 		}
 		return;
@@ -307,6 +314,22 @@ launch_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
 		    "body %d, not a result", (int)rep->body_case);
 		return;
 	}
+}
+
+/* The run's lines and records carry its ids and trace (log.h). */
+static void
+launch_run_ctx(const struct run *r)
+{
+	log_ctx_set(r->task_id, r->execution_id, r->hash, r->traceparent);
+}
+
+static void
+launch_run_reply(struct frame_client *fc, Sbx__V1__Envelope *rep,
+    const char *why, void *arg)
+{
+	launch_run_ctx(arg);
+	launch_run_reply1(fc, rep, why, arg);
+	log_ctx_clear();
 }
 
 static void
@@ -365,7 +388,9 @@ launch_cb(evutil_socket_t fd, short what, void *arg)
 	for (r = TAILQ_FIRST(&lc->runs); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, entry);
 		if (r->state == RUN_READY) {
+			launch_run_ctx(r);
 			launch_run_start(r);
+			log_ctx_clear();
 			/* A failure may have freed entries: start over. */
 			next = TAILQ_FIRST(&lc->runs);
 		}
@@ -395,6 +420,7 @@ launch_run_new(struct launch *lc, struct frame_conn *c,
 	lr.code = task->code;
 	lr.outputs = task->outputs;
 	lr.n_outputs = task->n_outputs;
+	lr.traceparent = task->traceparent;
 	frame_env_init(&env, req->request_id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_LAUNCH;
 	env.launch = &lr;
@@ -417,6 +443,9 @@ launch_run_new(struct launch *lc, struct frame_conn *c,
 	r->wall = out->policy->limits != NULL ?
 	    out->policy->limits->wall_seconds : 0;
 	snprintf(r->actor, sizeof(r->actor), "%s", actor);
+	/* compile_validate checked it. */
+	snprintf(r->traceparent, sizeof(r->traceparent), "%s",
+	    task->traceparent);
 	TAILQ_INSERT_TAIL(&lc->runs, r, entry);
 	return r;
 }

@@ -22,6 +22,7 @@
 #include "peer.h"
 #include "policy.h"
 #include "sign.h"
+#include "trace.h"
 
 #include "sbx/v1/admin.pb-c.h"
 #include "sbx/v1/capability.pb-c.h"

@@ -105,6 +105,7 @@ struct store_rec {
 	char			 execution_id[40];
 	char			 hash[POLICY_HASH_HEX];
 	char			 actor[32];
+	char			 traceparent[TRACE_PARENT_LEN + 1];
 	char			*rule;
 	char			*detail;
 	char			*datasets;	/* an execution's, '\n'-joined */
@@ -786,6 +787,10 @@ store_rec_new(struct store *s, const char *task_id, const char *action,
 	    execution_id != NULL ? execution_id : "");
 	snprintf(r->hash, sizeof(r->hash), "%s", hash != NULL ? hash : "");
 	snprintf(r->actor, sizeof(r->actor), "%s", actor != NULL ? actor : "");
+	/* The orchestrator's trace, where the record is about the task
+	 * being handled (log_ctx_set in compile.c and launch.c). */
+	snprintf(r->traceparent, sizeof(r->traceparent), "%s",
+	    log_ctx_traceparent(task_id));
 	r->rule = xstrdup(rule != NULL ? rule : "");
 	r->detail = xstrdup(detail != NULL ? detail : "");
 	r->eg_granted = -1;
@@ -1110,6 +1115,7 @@ store_review(struct store *s, struct store_rec *r)
 	ev.rule = rules;
 	ev.detail = detail;
 	ev.actor = (char *)r->actor;
+	ev.traceparent = r->traceparent;
 	if (audit_add(s->audit, &ev) == -1)
 		log_warnx("task %s: cannot record the security-review event",
 		    r->task_id);
@@ -1234,6 +1240,7 @@ store_write_rec(struct store *s, struct store_rec *r)
 	ev.rule = r->rule;
 	ev.detail = r->detail;
 	ev.actor = (char *)r->actor;
+	ev.traceparent = r->traceparent;
 	if (audit_add(s->audit, &ev) == -1) {
 		log_warnx("task %s: cannot record the %s event", r->task_id,
 		    r->action);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "trace.h"
 #include "util.h"
 #include "yaml.h"
 #include "sbxctl.h"
@@ -23,6 +24,9 @@ static const char *const task_file_keys[] = {
 };
 static const char *const task_file_required[] = { "task", NULL };
 static const char *const task_keys[] = {
+	"id", "type", "tenant", "user", "traceparent", NULL
+};
+static const char *const task_required[] = {
 	"id", "type", "tenant", "user", NULL
 };
 static const char *const ent_file_keys[] = { "entitlements", NULL };
@@ -58,6 +62,24 @@ parse_name(struct ydoc *doc, const struct ynode *map, const char *field,
 		return NULL;
 	}
 	return xstrdup(s);
+}
+
+/* task.traceparent, optional: checked here as policyd checks it. */
+static void
+parse_traceparent(struct ydoc *doc, const struct ynode *map, Sbx__V1__Task *t)
+{
+	const struct ynode	*n = ymap_get(map, "traceparent");
+	const char		*s = NULL;
+	char			 err[256];
+
+	if (n == NULL || yget_str(doc, n, "task.traceparent", &s) == -1 ||
+	    s == NULL)
+		return;
+	if (trace_parent_check(s, err, sizeof(err)) == -1) {
+		yerr(doc, n, "task.traceparent", "%s", err);
+		return;
+	}
+	t->traceparent = xstrdup(s);
 }
 
 /* A sequence of names; each bad one is an error of its own. */
@@ -148,7 +170,7 @@ parse_task_file(const char *path, struct yerrs *errs)
 		if ((tn = ymap_get(root, "task")) != NULL) {
 			char	*s;
 
-			ymap_check(doc, tn, "task", task_keys, task_keys);
+			ymap_check(doc, tn, "task", task_keys, task_required);
 
 			if ((s = parse_name(doc, tn, "id", "task.id", 0)))
 				t->id = s;
@@ -159,6 +181,7 @@ parse_task_file(const char *path, struct yerrs *errs)
 				t->tenant = s;
 			if ((s = parse_name(doc, tn, "user", "task.user", 0)))
 				t->user = s;
+			parse_traceparent(doc, tn, t);
 		}
 		parse_names(doc, ymap_get(root, "datasets"), "datasets",
 		    &t->datasets, &t->n_datasets);

@@ -363,6 +363,8 @@ print_audit(FILE *fp, Sbx__V1__AuditEvent *const *ev, size_t n, int json)
 			print_json_string(fp, e->policy_hash);
 			fputs(", \"actor\": ", fp);
 			print_json_string(fp, e->actor);
+			fputs(", \"traceparent\": ", fp);
+			print_json_string(fp, e->traceparent);
 			fputs(", \"detail\": ", fp);
 			print_json_string(fp, e->detail);
 			fputc('}', fp);
@@ -391,6 +393,11 @@ print_audit(FILE *fp, Sbx__V1__AuditEvent *const *ev, size_t n, int json)
 		print_cell(fp, e->policy_hash, 64);
 		fputs("  ", fp);
 		print_cell(fp, e->detail, 0);
+		/* Last, so the columns before it stay where they were. */
+		if (e->traceparent[0] != '\0') {
+			fputs("  traceparent ", fp);
+			print_cell(fp, e->traceparent, 0);
+		}
 		fputc('\n', fp);
 	}
 }
@@ -558,6 +565,9 @@ print_result(FILE *fp, const Sbx__V1__ExecutionResult *r)
 	o = json_object();
 	json_object_set_new(o, "task_id", json_string(r->task_id));
 	json_object_set_new(o, "execution_id", json_string(r->execution_id));
+	if (r->traceparent[0] != '\0')
+		json_object_set_new(o, "traceparent",
+		    json_string(r->traceparent));
 	pol = json_object();
 	if (r->policy != NULL) {
 		json_object_set_new(pol, "name", json_string(r->policy->name));

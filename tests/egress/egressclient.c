@@ -56,7 +56,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: egressclient keygen SK PK\n"
 	    "       egressclient open -s SOCK -k SK [-x EXEC] [-t TASK] "
-	    "[-e TTL] [-B] [-b SPENT] [-c CA_OUT]\n"
+	    "[-e TTL] [-B] [-b SPENT] [-c CA_OUT] [-T TRACEPARENT]\n"
 	    "           [-S CHANNEL] [-g GID] [-G CGROUP] [-N] POLICY.yaml\n"
 	    "       egressclient close -s SOCK [-f] EXEC\n"
 	    "       egressclient admin -s SOCK metrics|verify|audit "
@@ -179,8 +179,9 @@ cmd_open(int argc, char **argv)
 
 	random_id("exec", xid, sizeof(xid));
 	own_cgroup(cg, sizeof(cg));
-	while ((ch = getopt(argc, argv, "b:Bc:e:g:G:k:Ns:S:t:x:")) != -1) {
+	while ((ch = getopt(argc, argv, "b:Bc:e:g:G:k:Ns:S:t:T:x:")) != -1) {
 		switch (ch) {
+		case 'T': o.traceparent = optarg; break;
 		case 'b': spent = strtoull(optarg, NULL, 10); break;
 		case 'N': nofd = 1; break;
 		case 'g': gid = (gid_t)strtoul(optarg, NULL, 10); break;
@@ -364,9 +365,11 @@ cmd_admin(int argc, char **argv)
 			    rep->audit_records->events[i];
 
 			printf("action=%s rule=%s task=%s execution=%s "
-			    "hash=%s detail=%s\n", e->action,
+			    "hash=%s trace=%s detail=%s\n", e->action,
 			    e->rule[0] ? e->rule : "-", e->task_id,
-			    e->execution_id, e->policy_hash, e->detail);
+			    e->execution_id, e->policy_hash,
+			    e->traceparent[0] ? e->traceparent : "-",
+			    e->detail);
 		}
 		break;
 	default:

@@ -303,9 +303,67 @@ def cmd_ride(path, url):
           else "closed")
 
 
+def journal_parse(data):
+    """One entry of systemd's native journal protocol: KEY=value lines, or
+    KEY, a newline, a 64-bit little-endian length, the value and a newline
+    for a value that may hold newlines.  Returns (fields, problem)."""
+    fields, i = {}, 0
+    while i < len(data):
+        nl = data.find(b"\n", i)
+        if nl == -1:
+            return fields, "entry does not end in a newline"
+        line = data[i:nl]
+        if b"=" in line:
+            k, v = line.split(b"=", 1)
+            i = nl + 1
+        else:
+            k = line
+            if nl + 9 > len(data):
+                return fields, "binary field %r cut short" % k
+            n = int.from_bytes(data[nl + 1:nl + 9], "little")
+            v = data[nl + 9:nl + 9 + n]
+            if data[nl + 9 + n:nl + 10 + n] != b"\n":
+                return fields, "binary field %r not ended by a newline" % k
+            i = nl + 10 + n
+        fields.setdefault(k.decode("latin-1"), []).append(
+            v.decode("utf-8", "replace"))
+    return fields, None
+
+
+def cmd_journal(path, log):
+    """Stand in for journald: bind its socket and write each entry the
+    protocol delivers (a datagram, or a sealed memfd passed as the only
+    payload when the entry is too large for one) as a JSON line."""
+    import array
+    import json
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(path)
+    os.chmod(path, 0o666)
+    with open(log, "a") as out:
+        while True:
+            fds = array.array("i")
+            data, anc, _, _ = s.recvmsg(1 << 20, socket.CMSG_SPACE(4 * 4))
+            for lvl, typ, cdata in anc:
+                if lvl == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+                    fds.frombytes(cdata[:len(cdata) - len(cdata) % 4])
+            via = "datagram"
+            for fd in fds:
+                data = os.pread(fd, 1 << 24, 0)
+                os.close(fd)
+                via = "memfd"
+            fields, problem = journal_parse(data)
+            out.write(json.dumps({"via": via, "fields": fields,
+                                  "problem": problem}) + "\n")
+            out.flush()
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     args = sys.argv[2:]
     {"server": cmd_server, "bridge": cmd_bridge, "raw": cmd_raw,
      "tls": cmd_tls, "batch": cmd_batch, "dns": cmd_dns,
-     "ride": cmd_ride}[cmd](*args)
+     "ride": cmd_ride, "journal": cmd_journal}[cmd](*args)

@@ -14,7 +14,11 @@
 # the credential on every request and no smuggled query; `sbxctl audit
 # TASK` has records from policyd, launchd-sbx, brokerd, egressd and gated
 # under one hash (the last two only where sbxctl asks them); `audit verify`
-# is ok for every chain.
+# is ok for every chain.  The task carries the orchestrator's W3C
+# traceparent (issue 13, item 7): it comes back in the result, is on every
+# record policyd, launchd-sbx, brokerd, egressd and gated wrote for the
+# execution (the denials too) and on their log lines for it, and a bad one
+# is refused with a message naming the field.
 # shellcheck source=tests/scenario/lib
 . "$(dirname "$0")/lib"
 
@@ -29,7 +33,10 @@ done
 [ -f "$SBX_STATE/fxapi.pid" ] || fail "sbx-up did not start the FX API"
 
 id=sc-example-$$
-sed "s/id: t-1,/id: $id,/" "$EX/task.yaml" >"$T/task.yaml"
+tp=00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+sed -e "s/id: t-1,/id: $id,/" -e "s/user: alice}/user: alice, traceparent: $tp}/" \
+    "$EX/task.yaml" >"$T/task.yaml"
+grep -q "traceparent: $tp}" "$T/task.yaml" || fail "the example task file changed shape"
 sed "s|api.fx-rates.internal:8417|api.fx-rates.internal:${SBX_FX_PORT:-8417}|" \
     "$EX/main.py" >"$T/main.py"
 fxlog=$SBX_STATE/log/fxapi.log
@@ -117,6 +124,50 @@ else
 fi
 [ -z "$missing" ] || echo "note: sbxctl audit does not ask:$missing (their admin sockets answer audit_query; sbxctl's daemon list lacks them)"
 note "audit $id: policyd, launchd-sbx, brokerd${missing:+ (not:$missing)} under $h"
+
+# The trace: back in the result, on every record of the execution (five
+# daemons, the denials included), on the daemons' log lines for it.
+[ "$(jq -r .traceparent "$T/run.json")" = "$tp" ] ||
+    { show; fail "the result does not carry the task's traceparent back"; }
+run ctl -j audit "$id"
+expect_rc 0 "audit -j $id"
+cp "$T/out" "$T/audit.json"
+for d in policyd launchd-sbx brokerd egressd gated; do
+	jq -e --arg x "$xid" --arg d "$d" \
+	    '[.events[] | select(.execution_id == $x and .daemon == $d)] | length > 0' \
+	    "$T/audit.json" >/dev/null || { cat "$T/audit.json"; fail "no $d record for $xid"; }
+done
+jq -e --arg x "$xid" --arg tp "$tp" \
+    '[.events[] | select(.execution_id == $x and .traceparent != $tp)] | length == 0' \
+    "$T/audit.json" >/dev/null ||
+    { cat "$T/audit.json"; fail "a record of $xid lacks the traceparent"; }
+jq -e --arg x "$xid" --arg tp "$tp" \
+    '[.events[] | select(.execution_id == $x and .daemon == "egressd" and .action == "deny" and .traceparent == $tp)] | length >= 2' \
+    "$T/audit.json" >/dev/null ||
+    { cat "$T/audit.json"; fail "egressd's denials of $xid lack the traceparent"; }
+jq -e --arg x "$xid" --arg tp "$tp" \
+    '[.events[] | select(.execution_id == $x and .daemon == "gated" and .action == "drop" and (.detail | contains("stray.tar")) and .traceparent == $tp)] | length == 1' \
+    "$T/audit.json" >/dev/null ||
+    { cat "$T/audit.json"; fail "gated's drop of $xid lacks the traceparent"; }
+grep -q "  traceparent $tp\$" "$T/audit.txt" ||
+    { cat "$T/audit.txt"; fail "sbxctl audit does not show the traceparent"; }
+for d in egressd gated launchd-sbx; do
+	grep -q "execution=$xid policy=$h.*traceparent=$tp\]\$" "$SBX_STATE/log/$d.log" ||
+	    { tail -n 20 "$SBX_STATE/log/$d.log"; fail "$d logged no line for $xid with its traceparent"; }
+done
+grep -q "deny host-not-allowed task $id execution $xid: .*rule=host-not-allowed traceparent=$tp\]\$" \
+    "$SBX_STATE/log/egressd.log" || { tail -n 20 "$SBX_STATE/log/egressd.log"; fail "egressd's denial line lacks the trace"; }
+note "traceparent $tp: in the result, on $(jq --arg x "$xid" '[.events[] | select(.execution_id == $x)] | length' "$T/audit.json") records of $xid and the daemons' lines"
+
+# A bad traceparent: sbxctl names the field and the file's line; policyd
+# refuses it as well (tests/orchestrator sends one past a client's check).
+sed "s/traceparent: $tp}/traceparent: 00-$(printf '%032d' 0)-00f067aa0ba902b7-01}/" \
+    "$T/task.yaml" >"$T/task-badtp.yaml"
+run ctl run "$T/task-badtp.yaml"
+[ "$rc" -ne 0 ] || { show; fail "a task with an all-zero trace-id ran"; }
+grep -q "task-badtp.yaml:4:.*task.traceparent.*the trace-id is all zeros" "$T/err" ||
+    { show; fail "the refusal of a bad traceparent does not name the field and line"; }
+note "a bad traceparent: $(head -n 1 "$T/err")"
 
 run ctl audit verify
 expect_rc 0 "audit verify"

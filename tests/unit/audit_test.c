@@ -306,7 +306,7 @@ Test(audit, forged_record_detected)
 	/* A record with made-up hashes at the end. */
 	attack(fx.path, "INSERT INTO audit VALUES(21, 1, 'policyd', 't-1', "
 	    "'x-1', 'ab12', 'compile', '', 'forged', 'uid 0', "
-	    "zeroblob(32), zeroblob(32))");
+	    "zeroblob(32), zeroblob(32), NULL)");
 	cr_assert_eq(verify(fx.a, 21, problem, sizeof(problem)), 21);
 	cr_assert_str_eq(problem, "record 21 does not follow record 20 "
 	    "(inserted or reordered?)");
@@ -600,4 +600,95 @@ Test(audit, shared_handle)
 	sqlite3_close(db);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	(void)system(cmd);
+}
+
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+/* Item 13.7: the traceparent is part of what is hashed.  It is stored,
+ * read back, and changing or removing it is caught like any field. */
+Test(audit, traceparent_hashed)
+{
+	struct fixture		 fx;
+	Sbx__V1__AuditEvent	 ev, **v;
+	char			 task[16], detail[32], problem[256];
+	size_t			 n;
+
+	fx_setup(&fx);
+	append_n(fx.a, 0, 3);
+	event_init(&ev, 3, task, sizeof(task), detail, sizeof(detail));
+	ev.traceparent = TP;
+	cr_assert_eq(audit_append(fx.a, &ev), 0);
+	audit_event_clear(&ev);
+	append_n(fx.a, 4, 2);
+	cr_assert_eq(verify(fx.a, 6, problem, sizeof(problem)), 0, "%s",
+	    problem);
+	cr_assert_eq(audit_query(fx.a, NULL, 0, &v, &n), 0);
+	cr_assert_eq(n, 6);
+	cr_assert_str_eq(v[3]->traceparent, TP);
+	cr_assert_str_eq(v[2]->traceparent, "");
+	audit_events_free(v, n);
+
+	attack(fx.path, "UPDATE audit SET traceparent = "
+	    "'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00' "
+	    "WHERE seq = 4");
+	cr_assert_eq(verify(fx.a, 6, problem, sizeof(problem)), 4);
+	cr_assert_str_eq(problem, "record 4 was modified");
+	attack(fx.path, "UPDATE audit SET traceparent = NULL WHERE seq = 4");
+	cr_assert_eq(verify(fx.a, 6, problem, sizeof(problem)), 4);
+	/* Put back, it verifies; added to a record that had none, it is
+	 * caught as well. */
+	attack(fx.path, "UPDATE audit SET traceparent = '" TP "' WHERE seq = 4");
+	cr_assert_eq(verify(fx.a, 6, problem, sizeof(problem)), 0, "%s",
+	    problem);
+	attack(fx.path, "UPDATE audit SET traceparent = '" TP "' WHERE seq = 5");
+	cr_assert_eq(verify(fx.a, 6, problem, sizeof(problem)), 5);
+	fx_teardown(&fx);
+}
+
+/* A log written before records had a traceparent (no such column) keeps
+ * verifying once opened by this version, which adds the column, and
+ * grows with records that have one. */
+Test(audit, traceparent_old_log)
+{
+	struct fixture		 fx;
+	Sbx__V1__AuditEvent	 ev, **v;
+	sqlite3			*db;
+	char			 task[16], detail[32], problem[256], err[256];
+	char			*msg = NULL;
+	size_t			 n;
+
+	fx_setup(&fx);
+	append_n(fx.a, 0, 5);
+	audit_close(fx.a);
+	/* The table as the previous version made it: the same rows, no
+	 * traceparent column. */
+	cr_assert_eq(sqlite3_open(fx.path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db,
+	    "DROP TRIGGER audit_no_update; DROP TRIGGER audit_no_delete;"
+	    "DROP TRIGGER audit_chain; DROP TRIGGER audit_head_follows;"
+	    "ALTER TABLE audit DROP COLUMN traceparent;", NULL, NULL, &msg),
+	    SQLITE_OK, "%s", msg);
+	sqlite3_close(db);
+	cr_assert_eq(count_rows(fx.path, "SELECT count(*) FROM "
+	    "pragma_table_info('audit') WHERE name = 'traceparent'"), 0);
+
+	fx.a = audit_open(fx.path, "policyd", err, sizeof(err));
+	cr_assert_not_null(fx.a, "audit_open: %s", err);
+	cr_assert_eq(count_rows(fx.path, "SELECT count(*) FROM "
+	    "pragma_table_info('audit') WHERE name = 'traceparent'"), 1);
+	cr_assert_eq(verify(fx.a, 5, problem, sizeof(problem)), 0, "%s",
+	    problem);
+	event_init(&ev, 5, task, sizeof(task), detail, sizeof(detail));
+	ev.traceparent = TP;
+	cr_assert_eq(audit_append(fx.a, &ev), 0);
+	cr_assert_eq(ev.seq, 6);
+	audit_event_clear(&ev);
+	cr_assert_eq(verify(fx.a, 6, problem, sizeof(problem)), 0, "%s",
+	    problem);
+	cr_assert_eq(audit_query(fx.a, NULL, 0, &v, &n), 0);
+	cr_assert_eq(n, 6);
+	cr_assert_str_eq(v[0]->traceparent, "");
+	cr_assert_str_eq(v[5]->traceparent, TP);
+	audit_events_free(v, n);
+	fx_teardown(&fx);
 }

@@ -926,6 +926,95 @@ Test(compile, invalid_task_names_the_field)
 	compile_error_clear(&err);
 }
 
+/*
+ * Issue 13, item 7: a task's traceparent labels the execution's records
+ * but is never part of the policy: the same task compiles to the same
+ * policy and hash with and without one.  A bad one is refused, naming
+ * the field, before anything is recorded.
+ */
+Test(compile, traceparent_labels_but_does_not_change_the_policy)
+{
+	static const char	 tp[] =
+	    "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	struct compile_out	 a, b;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	Sbx__V1__AuditEvent	**ev;
+	Sbx__V1__PolicyGrant	*g;
+	uint8_t			*pa, *pb;
+	size_t			 n, la, lb;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-tp", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile(&t, &a, &err), 0, "%s", err.message);
+	t.traceparent = (char *)tp;
+	cr_assert_eq(compile(&t, &b, &err), 0, "%s", err.message);
+	cr_assert_str_eq(a.hash, b.hash);
+	la = sbx__v1__policy__get_packed_size(a.policy);
+	lb = sbx__v1__policy__get_packed_size(b.policy);
+	cr_assert_eq(la, lb);
+	pa = xmalloc(la);
+	pb = xmalloc(lb);
+	sbx__v1__policy__pack(a.policy, pa);
+	sbx__v1__policy__pack(b.policy, pb);
+	cr_assert_eq(memcmp(pa, pb, la), 0);
+	free(pa);
+	free(pb);
+	/* Nor is it in what policyd signs. */
+	g = sbx__v1__policy_grant__unpack(NULL, b.signed_.grant.len,
+	    b.signed_.grant.data);
+	cr_assert_not_null(g);
+	cr_assert_null(memmem(b.signed_.grant.data, b.signed_.grant.len,
+	    "4bf92f3577b34da6", 16));
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-tp", 0, &ev, &n),
+	    0);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(ev[0]->execution_id, a.execution_id);
+	cr_assert_str_eq(ev[0]->traceparent, "");
+	cr_assert_str_eq(ev[1]->execution_id, b.execution_id);
+	cr_assert_str_eq(ev[1]->traceparent, tp);
+	audit_events_free(ev, n);
+	compile_out_clear(&a);
+	compile_out_clear(&b);
+
+	/* A refusal of a traced task carries the trace too. */
+	task_init(&t, "t-tp2", "no-such-type", "acme", "alice", NULL);
+	t.traceparent = (char *)tp;
+	cr_assert_eq(compile(&t, &a, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_POLICY);
+	compile_error_clear(&err);
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-tp2", 0, &ev, &n),
+	    0);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(ev[0]->action, "deny");
+	cr_assert_str_eq(ev[0]->traceparent, tp);
+	audit_events_free(ev, n);
+
+	/* Invalid: refused, named, and nothing recorded. */
+	task_init(&t, "t-tp3", "analytics", "acme", "alice", alice_ds);
+	t.traceparent = (char *)"00-4bf92f3577b34da6a3ce929d0e0e4736-"
+	    "00f067aa0ba902b7-01\n[forged] line";
+	cr_assert_eq(compile(&t, &a, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_INVALID);
+	cr_assert_str_eq(err.message, "task.traceparent: want 55 characters "
+	    "(version-traceid-parentid-flags, e.g. 00-<32 hex>-<16 hex>-01), "
+	    "got more than 55");
+	compile_error_clear(&err);
+	t.traceparent = (char *)"00-00000000000000000000000000000000-"
+	    "00f067aa0ba902b7-01";
+	cr_assert_eq(compile(&t, &a, &err), -1);
+	cr_assert_eq(err.code, SBX__V1__ERROR_CODE__ERROR_INVALID);
+	cr_assert_not_null(strstr(err.message, "task.traceparent: the "
+	    "trace-id is all zeros"), "%s", err.message);
+	compile_error_clear(&err);
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-tp3", 0, &ev, &n),
+	    0);
+	cr_assert_eq(n, 0);
+	audit_events_free(ev, n);
+}
+
 Test(compile, audit_record_matches_the_reply)
 {
 	struct compile_out		 out;
