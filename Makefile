@@ -13,7 +13,7 @@ DESTDIR   ?=
 SBX_STATE ?= $(CURDIR)/run
 
 CC        ?= cc
-PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 sqlite3 openssl libsodium jansson
+PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 sqlite3 openssl libsodium jansson libsystemd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  := $(shell pkg-config --libs criterion 2>/dev/null)
