@@ -83,6 +83,7 @@ SBXCTL_SRCS += sbxctl/request.c
 SBXCTL_SRCS += sbxctl/canary.c
 SBXCTL_SRCS += sbxctl/canary_channel.c
 SBXCTL_SRCS += sbxctl/canary_probe.c
+SBXCTL_SRCS += sbxctl/metrics.c
 
 LAUNCHD_SRCS  = launchd-sbx/launchd.c
 LAUNCHD_SRCS += launchd-sbx/parse.c
@@ -299,9 +300,9 @@ SBXINIT_LDFLAGS = $(XLDFLAGS)
 else
 SBXINIT_LDFLAGS = -static
 endif
-$(B)/bin/sbx-init: sbx-init/sbx-init.c
+$(B)/bin/sbx-init: sbx-init/sbx-init.c common/version.h
 	@mkdir -p $(dir $@)
-	$(CC) $(SBXINIT_CFLAGS) $(SBXINIT_LDFLAGS) -o $@ $<
+	$(CC) $(SBXINIT_CFLAGS) $(SBXINIT_LDFLAGS) -o $@ sbx-init/sbx-init.c
 
 # ---- tests ---------------------------------------------------------------
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*_test.c))

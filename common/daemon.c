@@ -14,20 +14,24 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <grp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 
 #include "config.h"
 #include "daemon.h"
 #include "frame.h"
 #include "log.h"
 #include "util.h"
+#include "version.h"
 #include "yaml.h"
 
 /* One socket listened on, and what its refusals are told to. */
@@ -49,8 +53,9 @@ struct daemon_run {
 	size_t				 nsigs;
 };
 
-/* usage() takes no argument (daemon_getopt's). */
+/* usage() takes only the exit status (daemon_getopt's). */
 static const char *daemon_name;
+static const char *daemon_conf_file;
 
 static void *
 daemon_parse(const struct daemon_main *dm, const char *file,
@@ -72,13 +77,18 @@ daemon_conf_free(const struct daemon_main *dm, void *conf)
 
 void
 daemon_getopt(int argc, char **argv, const char *default_file,
-    struct daemon_opts *opts, void (*usage)(void))
+    struct daemon_opts *opts, void (*usage)(int))
 {
-	int	 ch;
+	static const struct option	 longopts[] = {
+		{ "help",	no_argument,	NULL,	'h' },
+		{ "version",	no_argument,	NULL,	'V' },
+		{ NULL,		0,		NULL,	0 }
+	};
+	int				 ch;
 
 	opts->file = default_file;
 	opts->debug = opts->noaction = opts->verbose = 0;
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+	while ((ch = getopt_long(argc, argv, "df:nv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd':
 			opts->debug = 1;
@@ -92,12 +102,18 @@ daemon_getopt(int argc, char **argv, const char *default_file,
 		case 'v':
 			opts->verbose++;
 			break;
+		case 'h':
+			usage(0);
+			break;
+		case 'V':
+			printf("%s %s\n", daemon_name, SBX_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(DAEMON_EXIT_USAGE);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(DAEMON_EXIT_USAGE);
 }
 
 int
@@ -183,11 +199,49 @@ daemon_drop(const char *conffile, const char *user, uid_t uid, gid_t gid)
 	    (unsigned)gid);
 }
 
+/* --help: the usage on stdout, exit 0; a bad option: on stderr, exit 2. */
 static void __attribute__((noreturn))
-daemon_usage(void)
+daemon_usage(int status)
 {
-	fprintf(stderr, "usage: %s [-dnv] [-f file]\n", daemon_name);
-	exit(1);
+	FILE	*f = status == 0 ? stdout : stderr;
+
+	fprintf(f, "usage: %s [-dnv] [-f file]\n"
+	    "       %s --help | --version\n", daemon_name, daemon_name);
+	if (status == 0)
+		fprintf(f, "  -d         stay in the foreground, log to stderr "
+		    "(what systemd runs)\n"
+		    "  -f file    the configuration (default %s)\n"
+		    "  -n         check the configuration, print "
+		    "\"configuration OK\" and exit\n"
+		    "  -v         more verbose (again for more)\n"
+		    "  --help     this text\n"
+		    "  --version  print \"%s %s\" and exit\n"
+		    "See %s(8).\n", daemon_conf_file, daemon_name, SBX_VERSION,
+		    daemon_name);
+	exit(status);
+}
+
+/*
+ * Tell systemd (a Type=notify unit: NOTIFY_SOCKET in the environment) how
+ * the daemon is doing.  Without NOTIFY_SOCKET this does nothing, so a
+ * daemon started by hand or by sbx-up is not affected.  A message that
+ * cannot be sent is logged and the daemon goes on: systemd then times the
+ * start out, which is the right outcome for a daemon it cannot hear.
+ */
+static void __attribute__((format(printf, 1, 2)))
+daemon_notify(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	 msg[256];
+	int	 rc;
+
+	if (getenv("NOTIFY_SOCKET") == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if ((rc = sd_notify(0, msg)) < 0)
+		log_warnx("sd_notify: %s", strerror(-rc));
 }
 
 static void
@@ -207,6 +261,7 @@ daemon_signal(evutil_socket_t sig, short what, void *arg)
 			return;
 		}
 	log_info("exiting on signal %d", (int)sig);
+	daemon_notify("STOPPING=1\nSTATUS=stopping on signal %d", (int)sig);
 	event_base_loopbreak(r->base);
 }
 
@@ -356,6 +411,7 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	void			*conf;
 
 	daemon_name = dm->name;
+	daemon_conf_file = dm->conf_file;
 	daemon_getopt(argc, argv, dm->conf_file, &opts, daemon_usage);
 	log_init(dm->name, 1, opts.noaction ? 0 : opts.verbose);
 
@@ -383,6 +439,12 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	daemon_signals(&r);
 	if (dm->start != NULL)
 		dm->start(state);
+	/* Every socket listens (as the daemon's user) and the daemon is
+	 * ready for requests: a Type=notify unit is started now, and units
+	 * ordered after it may start.  MAINPID: daemon() forked (not -d). */
+	daemon_notify("READY=1\nSTATUS=%s: serving on %zu socket%s\n"
+	    "MAINPID=%lu", dm->name, r.nls, r.nls == 1 ? "" : "s",
+	    (unsigned long)getpid());
 
 	if (event_base_dispatch(r.base) == -1)
 		log_warnx("event loop failed");

@@ -30,10 +30,15 @@ struct daemon_opts {
 	int		 verbose;
 };
 
-/* getopt "df:nv" into *opts (file defaulting to default_file); an
- * unknown option or an operand calls usage, which must not return. */
+/* usage()'s status for a bad option or operand (0 for --help). */
+#define DAEMON_EXIT_USAGE	2
+
+/* getopt "df:nv" into *opts (file defaulting to default_file); --help
+ * calls usage(0), --version prints "NAME VERSION" and exits 0, an unknown
+ * option or an operand calls usage(DAEMON_EXIT_USAGE).  usage must not
+ * return. */
 void	daemon_getopt(int argc, char **argv, const char *default_file,
-	    struct daemon_opts *opts, void (*usage)(void));
+	    struct daemon_opts *opts, void (*usage)(int));
 /* Every configuration error on stderr, one a line, then
  * "name: file: N error(s)"; frees errs.  Returns 1, main's exit status. */
 int	daemon_config_errors(const char *name, const char *file,
