@@ -28,6 +28,7 @@ static const struct cfg_key bparse_sockets[] = {
 static const struct cfg_key bparse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
+	CFG_COMMON_METRICS,
 	CFG_PATHKEY("master_key", 0, struct brokerd_conf, master_key,
 	    "$state_dir/master.key"),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct brokerd_conf,

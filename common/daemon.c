@@ -30,6 +30,7 @@
 #include "daemon.h"
 #include "frame.h"
 #include "log.h"
+#include "scrape.h"
 #include "util.h"
 #include "version.h"
 #include "yaml.h"
@@ -51,7 +52,13 @@ struct daemon_run {
 	size_t				 nls;
 	struct event			**sigs;
 	size_t				 nsigs;
+	struct scrape			*scrape;	/* metrics.listen */
+	struct daemon_listener		 scrape_l;
 };
+
+/* What the scrape listener's refusals are reported as. */
+static const struct daemon_sock daemon_metrics_sock = { "metrics", 0, NULL,
+    NULL, 0, 0 };
 
 /* usage() takes only the exit status (daemon_getopt's). */
 static const char *daemon_name;
@@ -321,6 +328,28 @@ daemon_listen(struct daemon_run *r)
 	return 0;
 }
 
+/* Who may scrape: metrics.allow, else the admin socket's allowlist;
+ * NULL when neither is there. */
+static const struct peer_allow *
+daemon_metrics_allow(const struct daemon_main *dm,
+    const struct cfg_common *c)
+{
+	const struct daemon_sock	*ds;
+	const struct cfg_sock		*sc;
+
+	if (c->metrics_allow.nuids > 0 || c->metrics_allow.ngids > 0)
+		return &c->metrics_allow;
+	for (ds = dm->socks; ds != NULL && ds->name != NULL; ds++) {
+		if (strcmp(ds->name, "admin") != 0)
+			continue;
+		sc = (const struct cfg_sock *)(const void *)
+		    ((const char *)c + ds->conf);
+		if (sc->path != NULL)
+			return &sc->allow;
+	}
+	return NULL;
+}
+
 /* Set the pointer at off in the daemon's state. */
 static void
 daemon_set(void *state, size_t off, void *p)
@@ -383,6 +412,18 @@ daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 		dm->loop(r->state);
 	if (daemon_listen(r) == -1)
 		fatalx("cannot listen on the sockets");
+	/* As root, like the sockets: a port below 1024 is the operator's
+	 * choice. */
+	if (c->metrics_listen != NULL) {
+		r->scrape_l.run = r;
+		r->scrape_l.ds = &daemon_metrics_sock;
+		if ((r->scrape = scrape_listen(r->base, c->metrics_listen,
+		    daemon_metrics_allow(dm, c), dm->metrics, r->state,
+		    dm->refused != NULL ? daemon_refused : NULL,
+		    &r->scrape_l)) == NULL)
+			fatalx("cannot listen on metrics.listen %s",
+			    c->metrics_listen);
+	}
 	if (!opts->debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
@@ -419,6 +460,16 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 		return daemon_config_errors(dm->name, opts.file, &errs);
 	yerrs_free(&errs);
 	daemon_set(state, dm->conf_at, conf);
+	if (((struct cfg_common *)conf)->metrics_listen != NULL &&
+	    (dm->metrics == NULL ||
+	    daemon_metrics_allow(dm, conf) == NULL)) {
+		fprintf(stderr, "%s: %s: metrics: %s\n", dm->name, opts.file,
+		    dm->metrics == NULL ? "this daemon keeps no metrics" :
+		    "no admin socket to take the allowlist from: "
+		    "set metrics.allow");
+		daemon_conf_free(dm, conf);
+		return 1;
+	}
 	if (dm->check != NULL && dm->check(state, &opts) == -1) {
 		daemon_conf_free(dm, conf);
 		return 1;
@@ -451,6 +502,7 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 
 	if (dm->stop != NULL)
 		dm->stop(state);
+	scrape_free(r.scrape);
 	daemon_unlisten(&r);
 	for (size_t i = 0; i < r.nsigs; i++)
 		event_free(r.sigs[i]);

@@ -101,7 +101,12 @@ struct daemon_main {
 	void			 (*conf_free)(void *conf);
 	const struct daemon_sock *socks;
 	const struct daemon_signal *signals;	/* may be NULL */
-	/* A peer refused at a socket's check (frame.h's refused). */
+	/* The metrics text (Prometheus format, malloc'd) that the admin
+	 * socket answers, for the opt-in scrape listener (metrics.listen,
+	 * common/scrape.c); NULL: the daemon keeps no metrics. */
+	char			*(*metrics)(void *state);
+	/* A peer refused at a socket's check (frame.h's refused); the
+	 * scrape listener's refusals come as sock "metrics". */
 	void			 (*refused)(void *state, const char *sock,
 				    const struct ucred *, const char *why);
 	/*

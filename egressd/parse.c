@@ -86,6 +86,7 @@ static const struct cfg_key parse_sockets[] = {
 static const struct cfg_key parse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
+	CFG_COMMON_METRICS,
 	CFG_PATHKEY("run_dir", 0, struct egressd_conf, run_dir, NULL),
 	CFG_PATHKEY("public_key", CFG_REQUIRED, struct egressd_conf,
 	    public_key, NULL),

@@ -391,6 +391,7 @@ static const struct cfg_key parse_sockets[] = {
 static const struct cfg_key parse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
+	CFG_COMMON_METRICS,
 	CFG_PATHKEY("run_dir", CFG_REQUIRED, struct launchd_conf, run_dir,
 	    NULL),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct launchd_conf,

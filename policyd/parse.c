@@ -205,6 +205,7 @@ static const struct cfg_key parse_review[] = {
 static const struct cfg_key parse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
+	CFG_COMMON_METRICS,
 	CFG_PATHKEY("templates", CFG_REQUIRED, struct policyd_conf, templates,
 	    NULL),
 	CFG_CHECKS(parse_templates_at),
