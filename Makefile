@@ -399,7 +399,7 @@ test-deploy: all
 # opt-in scrape listener, as the invoking user (root tries the allowlist
 # with a second user).
 .PHONY: test-ops
-test-ops: all
+test-ops: all $(PY_PB)
 	@tests/record ops$(SUITE_SFX) python3 tests/ops/run $(CURDIR)/$(B)/bin
 
 # Issue 12: each daemon's files form layers a reader follows downwards,
