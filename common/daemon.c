@@ -7,7 +7,10 @@
  * (binding the sockets, making the state directory and the files in it)
  * happens before the drop, in one order for every daemon.  The options and
  * the configuration error report are here too, so that every daemon is
- * started and says what is wrong with its configuration in the same words.
+ * started and says what is wrong with its configuration in the same words,
+ * and so are the service manager's conventions: --help and --version, and
+ * sd_notify's READY=1 only once every socket listens (and the daemon runs
+ * as its user), so a unit that depends on it never starts too early.
  */
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -4,10 +4,13 @@
  * of.  A daemon describes itself in a struct daemon_main: its name and
  * default file, its parse function, a table of sockets with their frame
  * handlers, and hooks for what it does between the steps; daemon_main()
- * then takes the options (-d -f -n -v), parses, answers -n, does what
- * needs root, listens, daemonises, drops root for good (verified, and
- * checked that it cannot be undone), runs the loop until SIGTERM or
- * SIGINT, and tears down.  launchd-sbx is the one daemon that keeps root.
+ * then takes the options (-d -f -n -v, --help, --version), parses,
+ * answers -n, does what needs root, listens (and on metrics.listen, the
+ * opt-in scrape port), daemonises, drops root for good (verified, and
+ * checked that it cannot be undone), tells systemd READY=1 (sd_notify,
+ * when NOTIFY_SOCKET is set), runs the loop until SIGTERM or SIGINT
+ * (STOPPING=1), and tears down.  launchd-sbx is the one daemon that keeps
+ * root.
  */
 #ifndef SBX_DAEMON_H
 #define SBX_DAEMON_H
