@@ -28,7 +28,6 @@ static const struct cfg_key bparse_sockets[] = {
 static const struct cfg_key bparse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
-	CFG_COMMON_METRICS,
 	CFG_PATHKEY("master_key", 0, struct brokerd_conf, master_key,
 	    "$state_dir/master.key"),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct brokerd_conf,
@@ -37,6 +36,7 @@ static const struct cfg_key bparse_keys[] = {
 	    BROKERD_MINT_TTL, MINT_TTL_MIN, MINT_TTL_MAX),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, FRAME_KB_MAX),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, bparse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

@@ -86,7 +86,6 @@ static const struct cfg_key parse_sockets[] = {
 static const struct cfg_key parse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
-	CFG_COMMON_METRICS,
 	CFG_PATHKEY("run_dir", 0, struct egressd_conf, run_dir, NULL),
 	CFG_PATHKEY("public_key", CFG_REQUIRED, struct egressd_conf,
 	    public_key, NULL),
@@ -97,6 +96,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_SUBMAP("broker", 0, parse_broker),
 	CFG_SUBMAP("limits", 0, parse_limits),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

@@ -29,13 +29,13 @@ static const struct cfg_key gparse_sockets[] = {
 static const struct cfg_key gparse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
-	CFG_COMMON_METRICS,
 	CFG_PATHKEY("store_dir", 0, struct gated_conf, store_dir,
 	    "$state_dir/store"),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct gated_conf,
 	    policy_public_key, NULL),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, FRAME_KB_MIN, FRAME_KB_MAX),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, gparse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

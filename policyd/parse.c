@@ -205,7 +205,6 @@ static const struct cfg_key parse_review[] = {
 static const struct cfg_key parse_keys[] = {
 	CFG_COMMON_USER,
 	CFG_COMMON_STATE_DIR,
-	CFG_COMMON_METRICS,
 	CFG_PATHKEY("templates", CFG_REQUIRED, struct policyd_conf, templates,
 	    NULL),
 	CFG_CHECKS(parse_templates_at),
@@ -218,6 +217,7 @@ static const struct cfg_key parse_keys[] = {
 	    TTL_MIN, TTL_MAX),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, 65536),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_SUBMAP("launchd", 0, parse_launchd),
 	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
 	CFG_SUBMAP("security_review", 0, parse_review),
