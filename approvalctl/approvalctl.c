@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #include "frame.h"
 #include "policy.h"
 #include "util.h"
+#include "version.h"
 #include "approvald/approvald.h"
 
 #define APPROVALCTL_GROUP	"sbx-approvers"
@@ -36,15 +38,23 @@
 static const char	*sock_path;
 static uint64_t		 next_rid = 1;
 
+/* --help: on stdout, exit 0; a bad option or command: stderr, EX_USAGE. */
 static void __attribute__((noreturn))
-usage(void)
+usage_to(FILE *f, int status)
 {
-	fprintf(stderr,
+	fprintf(f,
 	    "usage: approvalctl [-s socket] [command]\n"
+	    "       approvalctl --help | --version\n"
 	    "commands: list | show ID | approve ID [REASON...] |\n"
 	    "          deny ID REASON... | history | audit [TASK] | help\n"
 	    "without a command: an interactive console\n");
-	exit(EX_USAGE);
+	exit(status);
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	usage_to(stderr, EX_USAGE);
 }
 
 /* A string from the wire, shown safely (malloc'd). */
@@ -593,12 +603,22 @@ main(int argc, char *argv[])
 	char		*def = NULL, *rest = NULL;
 	size_t		 len = 0;
 	int		 ch, rc;
+	static const struct option longopts[] = {
+		{ "help",	no_argument,	NULL,	'h' },
+		{ "version",	no_argument,	NULL,	'V' },
+		{ NULL,		0,		NULL,	0 }
+	};
 
-	while ((ch = getopt(argc, argv, "+s:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "+hs:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			sock_path = optarg;
 			break;
+		case 'h':
+			usage_to(stdout, 0);
+		case 'V':
+			printf("approvalctl %s\n", SBX_VERSION);
+			return 0;
 		default:
 			usage();
 		}

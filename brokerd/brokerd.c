@@ -119,6 +119,13 @@ static const struct daemon_sock brokerd_socks[] = {
 	{ NULL, 0, NULL, NULL, 0, 0 }
 };
 
+/* The scrape listener's text: the admin socket's. */
+static char *
+brokerd_metrics_text(void *arg)
+{
+	return bcontrol_metrics(arg);
+}
+
 static const struct daemon_main brokerd_main = {
 	.name = "brokerd",
 	.conf_file = BROKERD_CONF_DEFAULT,
@@ -133,6 +140,7 @@ static const struct daemon_main brokerd_main = {
 	.base_at = offsetof(struct brokerd, base),
 	.config = &bparse_table,
 	.socks = brokerd_socks,
+	.metrics = brokerd_metrics_text,
 	.refused = bcontrol_refused_peer,
 	.init = brokerd_init,
 	.prepare = brokerd_prepare,

@@ -36,6 +36,7 @@ static const struct cfg_key bparse_keys[] = {
 	    BROKERD_MINT_TTL, MINT_TTL_MIN, MINT_TTL_MAX),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, FRAME_KB_MAX),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, bparse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

@@ -5,8 +5,11 @@
  * whose allowlist names nobody is an error: a daemon nobody may talk to is
  * a misconfiguration, not a secure default.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <grp.h>
@@ -27,6 +30,8 @@ static const char *const sock_keys[] = {
 };
 static const char *const sock_required[] = { "path", "allow", NULL };
 static const char *const allow_keys[] = { "users", "groups", NULL };
+static const char *const metrics_keys[] = { "listen", "allow", NULL };
+static const char *const metrics_required[] = { "listen", NULL };
 
 static char	*cfg_keyname(const char *, const char *);
 
@@ -594,4 +599,103 @@ cfg_free(const struct cfg_table *t, void *conf)
 	free(cm->dir);
 	free(cm->user);
 	free(cm);
+}
+
+int
+cfg_metrics_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+    const char **why)
+{
+	struct sockaddr_in	*sin = (struct sockaddr_in *)(void *)ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)(void *)ss;
+	const char		*colon;
+	char			 host[64];
+	unsigned long		 port;
+	size_t			 hl;
+
+	memset(ss, 0, sizeof(*ss));
+	if ((colon = strrchr(s, ':')) == NULL || colon == s) {
+		*why = "want ADDRESS:PORT (127.0.0.1:9417, [::1]:9417)";
+		return -1;
+	}
+	if (cfg_number(colon + 1, &port) == -1 || port < 1 || port > 65535) {
+		*why = "the port must be a number from 1 to 65535";
+		return -1;
+	}
+	hl = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (hl < 3 || s[hl - 1] != ']' || hl - 2 >= sizeof(host)) {
+			*why = "want [IPV6]:PORT";
+			return -1;
+		}
+		memcpy(host, s + 1, hl - 2);
+		host[hl - 2] = '\0';
+		if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1) {
+			*why = "not an IPv6 address";
+			return -1;
+		}
+		if (!IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr)) {
+			*why = "not a loopback address (::1): the peer's user "
+			    "can be checked only on this host";
+			return -1;
+		}
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*sin6);
+		return 0;
+	}
+	if (hl >= sizeof(host)) {
+		*why = "not an IPv4 address";
+		return -1;
+	}
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+		*why = "not an IPv4 address (a name is not resolved)";
+		return -1;
+	}
+	if ((ntohl(sin->sin_addr.s_addr) >> 24) != 127) {
+		*why = "not a loopback address (127.0.0.0/8): the peer's user "
+		    "can be checked only on this host";
+		return -1;
+	}
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)port);
+	*len = sizeof(*sin);
+	return 0;
+}
+
+void
+cfg_metrics(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	struct cfg_common	*c = conf;
+	struct sockaddr_storage	 ss;
+	socklen_t		 len;
+	const char		*s, *why;
+	char			 what[96];
+
+	if (n == NULL)
+		return;
+	if (ymap_check(doc, n, key, metrics_keys, metrics_required) != 0)
+		return;
+	snprintf(what, sizeof(what), "%s.listen", key);
+	if (yget_str(doc, ymap_get(n, "listen"), what, &s) != 0)
+		return;
+	if (cfg_metrics_addr(s, &ss, &len, &why) == -1) {
+		yerr(doc, ymap_get(n, "listen"), what, "\"%s\": %s", s, why);
+		return;
+	}
+	c->metrics_listen = xstrdup(s);
+	snprintf(what, sizeof(what), "%s.allow", key);
+	cfg_allow(doc, ymap_get(n, "allow"), what, &c->metrics_allow);
+}
+
+void
+cfg_metrics_free(void *conf)
+{
+	struct cfg_common	*c = conf;
+
+	free(c->metrics_listen);
+	c->metrics_listen = NULL;
+	peer_allow_free(&c->metrics_allow);
 }

@@ -15,6 +15,7 @@
 #define SBX_CONFIG_H
 
 #include <sys/types.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,10 @@ struct cfg_common {
 	gid_t			 gid;
 	char			*state_dir;
 	uint32_t		 max_frame_kb;	/* 0: frame.c's default */
+	/* metrics: {listen, allow}: the opt-in Prometheus scrape listener
+	 * (common/scrape.c).  listen NULL: none. */
+	char			*metrics_listen;	/* "127.0.0.1:9417" */
+	struct peer_allow	 metrics_allow;	/* empty: the admin socket's */
 };
 
 enum cfg_type {
@@ -109,6 +114,9 @@ struct cfg_key {
 #define CFG_COMMON_STATE_DIR						\
 	CFG_PATHKEY("state_dir", CFG_REQUIRED, struct cfg_common,	\
 	    state_dir, NULL)
+/* metrics: {listen: 127.0.0.1:PORT, allow: {users, groups}} (optional). */
+#define CFG_COMMON_METRICS						\
+	CFG_OWN("metrics", 0, cfg_metrics, cfg_metrics_free)
 #define CFG_COMMON_MAX_FRAME_KB(def, min, max)				\
 	CFG_U32("max_frame_kb", 0, struct cfg_common, max_frame_kb, def,	\
 	    min, max)
@@ -121,6 +129,16 @@ struct cfg_table {
 	void			(*check)(struct ydoc *, const struct ynode *root,
 				    void *conf);
 };
+
+/* The metrics: key (CFG_COMMON_METRICS): listen must be a loopback
+ * address (IPv4 127.0.0.0/8 or [::1]) and a port, allow an allowlist. */
+void	 cfg_metrics(struct ydoc *, const struct ynode *n, const char *key,
+	    void *conf);
+void	 cfg_metrics_free(void *conf);
+/* "127.0.0.1:9417" or "[::1]:9417" into *ss and *len; 0, or -1 with why
+ * (a static string) when it is not a loopback address and a port. */
+int	 cfg_metrics_addr(const char *s, struct sockaddr_storage *ss,
+	    socklen_t *len, const char **why);
 
 /* Load file and fill a new conf struct (struct cfg_common first) by the
  * table: unknown keys, missing required ones and every bad value are

@@ -7,27 +7,35 @@
  * (binding the sockets, making the state directory and the files in it)
  * happens before the drop, in one order for every daemon.  The options and
  * the configuration error report are here too, so that every daemon is
- * started and says what is wrong with its configuration in the same words.
+ * started and says what is wrong with its configuration in the same words,
+ * and so are the service manager's conventions: --help and --version, and
+ * sd_notify's READY=1 only once every socket listens (and the daemon runs
+ * as its user), so a unit that depends on it never starts too early.
  */
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <grp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <systemd/sd-daemon.h>
 
 #include "config.h"
 #include "daemon.h"
 #include "frame.h"
 #include "log.h"
+#include "scrape.h"
 #include "util.h"
+#include "version.h"
 #include "yaml.h"
 
 /* One socket listened on, and what its refusals are told to. */
@@ -47,10 +55,17 @@ struct daemon_run {
 	size_t				 nls;
 	struct event			**sigs;
 	size_t				 nsigs;
+	struct scrape			*scrape;	/* metrics.listen */
+	struct daemon_listener		 scrape_l;
 };
 
-/* usage() takes no argument (daemon_getopt's). */
+/* What the scrape listener's refusals are reported as. */
+static const struct daemon_sock daemon_metrics_sock = { "metrics", 0, NULL,
+    NULL, 0, 0 };
+
+/* usage() takes only the exit status (daemon_getopt's). */
 static const char *daemon_name;
+static const char *daemon_conf_file;
 
 static void *
 daemon_parse(const struct daemon_main *dm, const char *file,
@@ -72,13 +87,18 @@ daemon_conf_free(const struct daemon_main *dm, void *conf)
 
 void
 daemon_getopt(int argc, char **argv, const char *default_file,
-    struct daemon_opts *opts, void (*usage)(void))
+    struct daemon_opts *opts, void (*usage)(int))
 {
-	int	 ch;
+	static const struct option	 longopts[] = {
+		{ "help",	no_argument,	NULL,	'h' },
+		{ "version",	no_argument,	NULL,	'V' },
+		{ NULL,		0,		NULL,	0 }
+	};
+	int				 ch;
 
 	opts->file = default_file;
 	opts->debug = opts->noaction = opts->verbose = 0;
-	while ((ch = getopt(argc, argv, "df:nv")) != -1) {
+	while ((ch = getopt_long(argc, argv, "df:nv", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'd':
 			opts->debug = 1;
@@ -92,12 +112,18 @@ daemon_getopt(int argc, char **argv, const char *default_file,
 		case 'v':
 			opts->verbose++;
 			break;
+		case 'h':
+			usage(0);
+			break;
+		case 'V':
+			printf("%s %s\n", daemon_name, SBX_VERSION);
+			exit(0);
 		default:
-			usage();
+			usage(DAEMON_EXIT_USAGE);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(DAEMON_EXIT_USAGE);
 }
 
 int
@@ -183,11 +209,49 @@ daemon_drop(const char *conffile, const char *user, uid_t uid, gid_t gid)
 	    (unsigned)gid);
 }
 
+/* --help: the usage on stdout, exit 0; a bad option: on stderr, exit 2. */
 static void __attribute__((noreturn))
-daemon_usage(void)
+daemon_usage(int status)
 {
-	fprintf(stderr, "usage: %s [-dnv] [-f file]\n", daemon_name);
-	exit(1);
+	FILE	*f = status == 0 ? stdout : stderr;
+
+	fprintf(f, "usage: %s [-dnv] [-f file]\n"
+	    "       %s --help | --version\n", daemon_name, daemon_name);
+	if (status == 0)
+		fprintf(f, "  -d         stay in the foreground, log to stderr "
+		    "(what systemd runs)\n"
+		    "  -f file    the configuration (default %s)\n"
+		    "  -n         check the configuration, print "
+		    "\"configuration OK\" and exit\n"
+		    "  -v         more verbose (again for more)\n"
+		    "  --help     this text\n"
+		    "  --version  print \"%s %s\" and exit\n"
+		    "See %s(8).\n", daemon_conf_file, daemon_name, SBX_VERSION,
+		    daemon_name);
+	exit(status);
+}
+
+/*
+ * Tell systemd (a Type=notify unit: NOTIFY_SOCKET in the environment) how
+ * the daemon is doing.  Without NOTIFY_SOCKET this does nothing, so a
+ * daemon started by hand or by sbx-up is not affected.  A message that
+ * cannot be sent is logged and the daemon goes on: systemd then times the
+ * start out, which is the right outcome for a daemon it cannot hear.
+ */
+static void __attribute__((format(printf, 1, 2)))
+daemon_notify(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	 msg[256];
+	int	 rc;
+
+	if (getenv("NOTIFY_SOCKET") == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if ((rc = sd_notify(0, msg)) < 0)
+		log_warnx("sd_notify: %s", strerror(-rc));
 }
 
 static void
@@ -207,6 +271,7 @@ daemon_signal(evutil_socket_t sig, short what, void *arg)
 			return;
 		}
 	log_info("exiting on signal %d", (int)sig);
+	daemon_notify("STOPPING=1\nSTATUS=stopping on signal %d", (int)sig);
 	event_base_loopbreak(r->base);
 }
 
@@ -264,6 +329,28 @@ daemon_listen(struct daemon_run *r)
 		}
 	}
 	return 0;
+}
+
+/* Who may scrape: metrics.allow, else the admin socket's allowlist;
+ * NULL when neither is there. */
+static const struct peer_allow *
+daemon_metrics_allow(const struct daemon_main *dm,
+    const struct cfg_common *c)
+{
+	const struct daemon_sock	*ds;
+	const struct cfg_sock		*sc;
+
+	if (c->metrics_allow.nuids > 0 || c->metrics_allow.ngids > 0)
+		return &c->metrics_allow;
+	for (ds = dm->socks; ds != NULL && ds->name != NULL; ds++) {
+		if (strcmp(ds->name, "admin") != 0)
+			continue;
+		sc = (const struct cfg_sock *)(const void *)
+		    ((const char *)c + ds->conf);
+		if (sc->path != NULL)
+			return &sc->allow;
+	}
+	return NULL;
 }
 
 /* Set the pointer at off in the daemon's state. */
@@ -328,6 +415,18 @@ daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 		dm->loop(r->state);
 	if (daemon_listen(r) == -1)
 		fatalx("cannot listen on the sockets");
+	/* As root, like the sockets: a port below 1024 is the operator's
+	 * choice. */
+	if (c->metrics_listen != NULL) {
+		r->scrape_l.run = r;
+		r->scrape_l.ds = &daemon_metrics_sock;
+		if ((r->scrape = scrape_listen(r->base, c->metrics_listen,
+		    daemon_metrics_allow(dm, c), dm->metrics, r->state,
+		    dm->refused != NULL ? daemon_refused : NULL,
+		    &r->scrape_l)) == NULL)
+			fatalx("cannot listen on metrics.listen %s",
+			    c->metrics_listen);
+	}
 	if (!opts->debug) {
 		if (daemon(1, 0) == -1)
 			fatal("daemon");
@@ -356,6 +455,7 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	void			*conf;
 
 	daemon_name = dm->name;
+	daemon_conf_file = dm->conf_file;
 	daemon_getopt(argc, argv, dm->conf_file, &opts, daemon_usage);
 	log_init(dm->name, 1, opts.noaction ? 0 : opts.verbose);
 
@@ -363,6 +463,16 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 		return daemon_config_errors(dm->name, opts.file, &errs);
 	yerrs_free(&errs);
 	daemon_set(state, dm->conf_at, conf);
+	if (((struct cfg_common *)conf)->metrics_listen != NULL &&
+	    (dm->metrics == NULL ||
+	    daemon_metrics_allow(dm, conf) == NULL)) {
+		fprintf(stderr, "%s: %s: metrics: %s\n", dm->name, opts.file,
+		    dm->metrics == NULL ? "this daemon keeps no metrics" :
+		    "no admin socket to take the allowlist from: "
+		    "set metrics.allow");
+		daemon_conf_free(dm, conf);
+		return 1;
+	}
 	if (dm->check != NULL && dm->check(state, &opts) == -1) {
 		daemon_conf_free(dm, conf);
 		return 1;
@@ -383,12 +493,19 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	daemon_signals(&r);
 	if (dm->start != NULL)
 		dm->start(state);
+	/* Every socket listens (as the daemon's user) and the daemon is
+	 * ready for requests: a Type=notify unit is started now, and units
+	 * ordered after it may start.  MAINPID: daemon() forked (not -d). */
+	daemon_notify("READY=1\nSTATUS=%s: serving on %zu socket%s\n"
+	    "MAINPID=%lu", dm->name, r.nls, r.nls == 1 ? "" : "s",
+	    (unsigned long)getpid());
 
 	if (event_base_dispatch(r.base) == -1)
 		log_warnx("event loop failed");
 
 	if (dm->stop != NULL)
 		dm->stop(state);
+	scrape_free(r.scrape);
 	daemon_unlisten(&r);
 	for (size_t i = 0; i < r.nsigs; i++)
 		event_free(r.sigs[i]);

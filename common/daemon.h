@@ -4,10 +4,13 @@
  * of.  A daemon describes itself in a struct daemon_main: its name and
  * default file, its parse function, a table of sockets with their frame
  * handlers, and hooks for what it does between the steps; daemon_main()
- * then takes the options (-d -f -n -v), parses, answers -n, does what
- * needs root, listens, daemonises, drops root for good (verified, and
- * checked that it cannot be undone), runs the loop until SIGTERM or
- * SIGINT, and tears down.  launchd-sbx is the one daemon that keeps root.
+ * then takes the options (-d -f -n -v, --help, --version), parses,
+ * answers -n, does what needs root, listens (and on metrics.listen, the
+ * opt-in scrape port), daemonises, drops root for good (verified, and
+ * checked that it cannot be undone), tells systemd READY=1 (sd_notify,
+ * when NOTIFY_SOCKET is set), runs the loop until SIGTERM or SIGINT
+ * (STOPPING=1), and tears down.  launchd-sbx is the one daemon that keeps
+ * root.
  */
 #ifndef SBX_DAEMON_H
 #define SBX_DAEMON_H
@@ -30,10 +33,15 @@ struct daemon_opts {
 	int		 verbose;
 };
 
-/* getopt "df:nv" into *opts (file defaulting to default_file); an
- * unknown option or an operand calls usage, which must not return. */
+/* usage()'s status for a bad option or operand (0 for --help). */
+#define DAEMON_EXIT_USAGE	2
+
+/* getopt "df:nv" into *opts (file defaulting to default_file); --help
+ * calls usage(0), --version prints "NAME VERSION" and exits 0, an unknown
+ * option or an operand calls usage(DAEMON_EXIT_USAGE).  usage must not
+ * return. */
 void	daemon_getopt(int argc, char **argv, const char *default_file,
-	    struct daemon_opts *opts, void (*usage)(void));
+	    struct daemon_opts *opts, void (*usage)(int));
 /* Every configuration error on stderr, one a line, then
  * "name: file: N error(s)"; frees errs.  Returns 1, main's exit status. */
 int	daemon_config_errors(const char *name, const char *file,
@@ -96,7 +104,12 @@ struct daemon_main {
 	void			 (*conf_free)(void *conf);
 	const struct daemon_sock *socks;
 	const struct daemon_signal *signals;	/* may be NULL */
-	/* A peer refused at a socket's check (frame.h's refused). */
+	/* The metrics text (Prometheus format, malloc'd) that the admin
+	 * socket answers, for the opt-in scrape listener (metrics.listen,
+	 * common/scrape.c); NULL: the daemon keeps no metrics. */
+	char			*(*metrics)(void *state);
+	/* A peer refused at a socket's check (frame.h's refused); the
+	 * scrape listener's refusals come as sock "metrics". */
 	void			 (*refused)(void *state, const char *sock,
 				    const struct ucred *, const char *why);
 	/*

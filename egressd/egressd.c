@@ -142,6 +142,13 @@ static const struct daemon_sock egressd_socks[] = {
 	{ NULL, 0, NULL, NULL, 0, 0 }
 };
 
+/* The scrape listener's text: the admin socket's. */
+static char *
+egressd_metrics_text(void *arg)
+{
+	return control_metrics(arg);
+}
+
 static const struct daemon_main egressd_main = {
 	.name = "egressd",
 	.conf_file = EGRESSD_CONF_DEFAULT,
@@ -151,6 +158,7 @@ static const struct daemon_main egressd_main = {
 	.base_at = offsetof(struct egressd, base),
 	.config = &parse_table,
 	.socks = egressd_socks,
+	.metrics = egressd_metrics_text,
 	.check = egressd_check,
 	.init = egressd_init,
 	.prepare = egressd_prepare,

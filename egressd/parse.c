@@ -96,6 +96,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_SUBMAP("broker", 0, parse_broker),
 	CFG_SUBMAP("limits", 0, parse_limits),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

@@ -96,6 +96,13 @@ static const struct daemon_sock gated_socks[] = {
 	{ NULL, 0, NULL, NULL, 0, 0 }
 };
 
+/* The scrape listener's text: the admin socket's. */
+static char *
+gated_metrics_text(void *arg)
+{
+	return gcontrol_metrics(arg);
+}
+
 static const struct daemon_main gated_main = {
 	.name = "gated",
 	.conf_file = GATED_CONF_DEFAULT,
@@ -107,6 +114,7 @@ static const struct daemon_main gated_main = {
 	.base_at = offsetof(struct gated, base),
 	.config = &gparse_table,
 	.socks = gated_socks,
+	.metrics = gated_metrics_text,
 	.refused = gcontrol_refused_peer,
 	.init = gated_init,
 	.prepare = gated_prepare,

@@ -35,6 +35,7 @@ static const struct cfg_key gparse_keys[] = {
 	    policy_public_key, NULL),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, FRAME_KB_MIN, FRAME_KB_MAX),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, gparse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

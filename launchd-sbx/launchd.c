@@ -323,6 +323,13 @@ static const struct daemon_signal launchd_signals[] = {
 	{ 0, NULL }
 };
 
+/* The scrape listener's text: the admin socket's. */
+static char *
+launchd_metrics_text(void *arg)
+{
+	return control_metrics(arg);
+}
+
 static const struct daemon_main launchd_main = {
 	.name = "launchd-sbx",
 	.conf_file = LAUNCHD_CONF_DEFAULT,
@@ -334,6 +341,7 @@ static const struct daemon_main launchd_main = {
 	.parse = parse_launchd,
 	.conf_free = parse_launchd_free,
 	.socks = launchd_socks,
+	.metrics = launchd_metrics_text,
 	.signals = launchd_signals,
 	.check = launchd_check,
 	.init = launchd_init,

@@ -38,6 +38,7 @@
 
 #include "log.h"
 #include "name.h"
+#include "version.h"
 #include "launchd-sbx/mon.h"
 
 /* Bit n of a rule's fds: n descriptors are allowed. */
@@ -97,13 +98,24 @@ static const struct mon_rule {
 /* The largest request, and a byte more to tell a longer one. */
 #define MON_PKT_MAX	(sizeof(struct mon_hdr) + sizeof(struct mon_handover))
 
+/* On stdout for --help (exit 0), else on stderr (exit 2). */
+static __attribute__((noreturn)) void
+mon_usage_to(FILE *f, int status)
+{
+	fprintf(f, "usage: sbx-monitor -s fd -r run_dir -i cache_dir "
+	    "-I init -c cgroup_parent\n\t-u uid:gid -G gate_uid -g first:count "
+	    "[-t tier:flavor:name:path]...\n\t[-a tier:arg]... [-d]\n"
+	    "       sbx-monitor --help | --version\n");
+	if (status == 0)
+		fprintf(f, "launchd-sbx starts it (as root, on a socketpair); "
+		    "see launchd-sbx(8).\n");
+	exit(status);
+}
+
 static __attribute__((noreturn)) void
 mon_usage(void)
 {
-	fprintf(stderr, "usage: sbx-monitor -s fd -r run_dir -i cache_dir "
-	    "-I init -c cgroup_parent\n\t-u uid:gid -G gate_uid -g first:count "
-	    "[-t tier:flavor:name:path]...\n\t[-a tier:arg]... [-d]\n");
-	exit(1);
+	mon_usage_to(stderr, 2);
 }
 
 /*
@@ -496,6 +508,13 @@ main(int argc, char *argv[])
 	const char	*run = NULL, *cache = NULL;
 	int		 debug = 0, t;
 
+	/* Before anything else (it needs root for the rest). */
+	if (argc == 2 && strcmp(argv[1], "--help") == 0)
+		mon_usage_to(stdout, 0);
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("sbx-monitor %s\n", SBX_VERSION);
+		return 0;
+	}
 	memset(&m, 0, sizeof(m));
 	m.sock = m.sigfd = m.runfd = m.cachefd = -1;
 	log_init("sbx-monitor", 1, 0);

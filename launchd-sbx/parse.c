@@ -408,6 +408,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_OWN("gate", 0, parse_peer, NULL),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, 65536),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_END
 };
 

@@ -307,6 +307,7 @@ static const struct cfg_key parse_keys[] = {
 	    TTL_MIN, TTL_MAX),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, 65536),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, parse_sockets),
+	CFG_COMMON_METRICS,
 	CFG_SUBMAP("launchd", 0, parse_launchd),
 	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
 	CFG_SUBMAP("security_review", 0, parse_review),

@@ -275,6 +275,13 @@ static const struct daemon_sock policyd_socks[] = {
 	{ NULL, 0, NULL, NULL, 0, 0 }
 };
 
+/* The scrape listener's text: the admin socket's. */
+static char *
+policyd_metrics_text(void *arg)
+{
+	return control_metrics(arg);
+}
+
 static const struct daemon_main policyd_main = {
 	.name = "policyd",
 	.conf_file = POLICYD_CONF_DEFAULT,
@@ -287,6 +294,7 @@ static const struct daemon_main policyd_main = {
 	.parse = parse_config,
 	.conf_free = parse_config_free,
 	.socks = policyd_socks,
+	.metrics = policyd_metrics_text,
 	.check = policyd_check,
 	.init = policyd_init,
 	.prepare = policyd_prepare,

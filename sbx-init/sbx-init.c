@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/version.h"
+
 #define INIT_DEFAULT_SOCKET	"/run/sbx/egress.sock"
 #define INIT_DEFAULT_CA		"/run/sbx/ca.pem"
 #define INIT_DEFAULT_PORT	3128
@@ -162,6 +164,7 @@ static const int	 init_fwd_signals[] = {
 static pid_t	init_warm_start(const char *, int *);
 static pid_t	init_warm_go(pid_t, int, const char *, char **);
 static void	init_usage(void) __attribute__((noreturn));
+static void	init_usage_to(FILE *, int) __attribute__((noreturn));
 static void	init_log(const char *, ...)
 		    __attribute__((format(printf, 1, 2)));
 static void	init_debug(const char *, ...)
@@ -189,13 +192,23 @@ static void	init_kill_rest(bool);
 static int	init_kill_children(void);
 
 static void
-init_usage(void)
+init_usage_to(FILE *f, int status)
 {
-	fprintf(stderr, "usage: sbx-init [-v] [-c cafile] [-p port] "
+	fprintf(f, "usage: sbx-init [-v] [-c cafile] [-p port] "
 	    "[-s socket] -- program [arg ...]\n"
 	    "       sbx-init [-v] [-c cafile] [-p port] [-s socket] "
-	    "[-w python3] -a argvfile\n");
-	exit(INIT_EXIT_USAGE);
+	    "[-w python3] -a argvfile\n"
+	    "       sbx-init --help | --version\n");
+	if (status == 0)
+		fprintf(f, "PID 1 of an sbx sandbox (launchd-sbx puts it "
+		    "there); see sbx-init(8).\n");
+	exit(status);
+}
+
+static void
+init_usage(void)
+{
+	init_usage_to(stderr, INIT_EXIT_USAGE);
 }
 
 static void
@@ -254,6 +267,13 @@ main(int argc, char *argv[])
 	bool			 pid1;
 	pid_t			 child;
 	int			 ch, sfd, lfd, status, i;
+
+	if (argc == 2 && strcmp(argv[1], "--help") == 0)
+		init_usage_to(stdout, 0);
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("sbx-init %s\n", SBX_VERSION);
+		return 0;
+	}
 
 	/*
 	 * The code runs under our uid: while we are dumpable it may open

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "policy.h"
 #include "util.h"
+#include "version.h"
 #include "yaml.h"
 #include "sbxctl.h"
 
@@ -61,6 +62,7 @@ static struct {
 static const char usage_text[] =
 "usage: sbxctl [-hj] [-s state] [-S socket] [-A socket] [-L socket]\n"
 "              [-B socket] command [arg ...]\n"
+"       sbxctl --help | --version | help | command --help\n"
 "       sbxctl compile taskfile\n"
 "       sbxctl run taskfile\n"
 "       sbxctl request task-id (--dataset D | --host H [--method M ...]\n"
@@ -81,7 +83,7 @@ static const char usage_text[] =
 "       sbxctl template diff a b\n"
 "       sbxctl audit task-id\n"
 "       sbxctl audit verify\n"
-"       sbxctl metrics\n"
+"       sbxctl metrics [--prometheus]\n"
 "       sbxctl rollout status [type]\n"
 "       sbxctl rollout promote|halt type\n"
 "       sbxctl rollout set-percent type percent\n"
@@ -907,21 +909,34 @@ ctl_metrics(int argc, char **argv)
 {
 	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
 	Sbx__V1__MetricsRequest	 m = SBX__V1__METRICS_REQUEST__INIT;
-	int			 rc;
+	char			*texts[CTL_NDAEMONS + 1], *up = NULL, *t;
+	size_t			 ntexts = 0;
+	int			 rc, prom = 0;
 
-	(void)argv;
-	if (argc != 1)
-		return ctl_usage("metrics takes no arguments");
+	if (argc == 2 && strcmp(argv[1], "--prometheus") == 0)
+		prom = 1;
+	else if (argc != 1)
+		return ctl_usage("metrics takes only --prometheus");
 	req.body_case = SBX__V1__ENVELOPE__BODY_METRICS_REQUEST;
 	req.metrics_request = &m;
-	/* Every daemon's counters, one after the other: their names carry
-	 * the daemon (sbx_policyd_..., sbx_egressd_...), so they never
-	 * clash.  policyd must answer; a daemon that is not deployed, or
-	 * keeps no metrics on the socket we reach, is noted and skipped. */
+	/*
+	 * Every daemon's counters, one after the other: their names carry
+	 * the daemon (sbx_policyd_..., sbx_egressd_...).  policyd must
+	 * answer; a daemon that is not deployed, or keeps no metrics on the
+	 * socket we reach, is noted and skipped.  --prometheus: one
+	 * exposition, merged by family (metrics.c), and who answered as
+	 * sbx_daemon_up; the notes go to stderr, which no scraper reads.
+	 */
+	if (prom)
+		up = xstrdup("# HELP sbx_daemon_up Whether the daemon answered "
+		    "sbxctl's metrics request (1) or not (0).\n"
+		    "# TYPE sbx_daemon_up gauge\n");
 	for (size_t i = 0; i < CTL_NDAEMONS; i++) {
 		const struct ctl_daemon	*d = &ctl_audit_daemons[i];
 		char			*path;
 
+		if (strcmp(d->name, "approvald") == 0)
+			continue;	/* keeps no metrics */
 		if (strcmp(d->name, "policyd") == 0)
 			path = xstrdup(ctl.admin_sock);
 		else
@@ -936,16 +951,43 @@ ctl_metrics(int argc, char **argv)
 		ctl.quiet = 0;
 		free(path);
 		if (rc != SBXCTL_OK) {
-			if (!d->optional)
+			if (!d->optional) {
+				for (size_t j = 0; j < ntexts; j++)
+					free(texts[j]);
+				free(up);
 				return rc;
-			printf("# %s: no metrics\n", d->name);
+			}
+			if (prom) {
+				fprintf(stderr, "sbxctl: %s: no metrics\n",
+				    d->name);
+				xasprintf(&t, "%ssbx_daemon_up{daemon=\"%s\"} "
+				    "0\n", up, d->name);
+				free(up);
+				up = t;
+			} else
+				printf("# %s: no metrics\n", d->name);
 			continue;
 		}
-		fputs(rep->metrics->text, stdout);
-		if (rep->metrics->text[0] != '\0' &&
-		    rep->metrics->text[strlen(rep->metrics->text) - 1] != '\n')
-			fputc('\n', stdout);
+		if (prom) {
+			texts[ntexts++] = xstrdup(rep->metrics->text);
+			xasprintf(&t, "%ssbx_daemon_up{daemon=\"%s\"} 1\n",
+			    up, d->name);
+			free(up);
+			up = t;
+		} else {
+			fputs(rep->metrics->text, stdout);
+			if (rep->metrics->text[0] != '\0' &&
+			    rep->metrics->text[strlen(rep->metrics->text) -
+			    1] != '\n')
+				fputc('\n', stdout);
+		}
 		sbx__v1__envelope__free_unpacked(rep, NULL);
+	}
+	if (prom) {
+		texts[ntexts++] = up;
+		metrics_merge(stdout, texts, ntexts);
+		for (size_t j = 0; j < ntexts; j++)
+			free(texts[j]);
 	}
 	return SBXCTL_OK;
 }
@@ -1015,6 +1057,11 @@ ctl_rollout(int argc, char **argv)
 	sbx__v1__envelope__free_unpacked(rep, NULL);
 	return SBXCTL_OK;
 }
+static const struct option ctl_longopts[] = {
+	{ "help",	no_argument,	NULL,	'h' },
+	{ "version",	no_argument,	NULL,	'V' },
+	{ NULL,		0,		NULL,	0 }
+};
 
 int
 main(int argc, char **argv)
@@ -1026,7 +1073,8 @@ main(int argc, char **argv)
 	log_init("sbxctl", 1, 0);
 	if ((state = getenv("SBX_STATE")) == NULL || *state == '\0')
 		state = "./run";
-	while ((ch = getopt(argc, argv, "+hjs:S:A:L:B:")) != -1) {
+	while ((ch = getopt_long(argc, argv, "+hjs:S:A:L:B:", ctl_longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'j':
 			ctl.json = 1;
@@ -1049,6 +1097,9 @@ main(int argc, char **argv)
 		case 'h':
 			fputs(usage_text, stdout);
 			return SBXCTL_OK;
+		case 'V':
+			printf("sbxctl %s\n", SBX_VERSION);
+			return SBXCTL_OK;
 		default:
 			return ctl_usage(NULL);
 		}
@@ -1057,6 +1108,14 @@ main(int argc, char **argv)
 	argv += optind;
 	if (argc < 1)
 		return ctl_usage("no command given");
+	/* sbxctl help, and sbxctl CMD --help: the usage, which has every
+	 * command's line. */
+	if (strcmp(argv[0], "help") == 0 ||
+	    (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0))) {
+		fputs(usage_text, stdout);
+		return SBXCTL_OK;
+	}
 	ctl.state = xstrdup(state);
 	if (orch != NULL)
 		ctl.orch_sock = xstrdup(orch);

@@ -51,6 +51,9 @@ int		 cmd_canary(int argc, char **argv, const char *state,
 /* request.c */
 int		 cmd_request(int argc, char **argv, const char *orch_sock);
 
+/* metrics.c */
+void		 metrics_merge(FILE *, char *const *texts, size_t n);
+
 /* print.c */
 void		 print_iso_time(char *buf, size_t len, int64_t sec, long nsec);
 void		 print_yaml_scalar(FILE *, const char *);

@@ -8,6 +8,8 @@
  * first, and nothing returned when any was.
  */
 #include <sys/types.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <criterion/criterion.h>
 #include <stddef.h>
@@ -202,4 +204,53 @@ Test(config, an_empty_or_broken_file)
 	cr_assert_null(parse("- a list\n- not a map\n", &e));
 	cr_assert_geq(e.n, 1);
 	yerrs_free(&e);
+}
+
+/* metrics.listen (the scrape listener): loopback addresses and a port
+ * only, so the peer's user can be asked of this host's kernel. */
+Test(config, metrics_listen_loopback_only)
+{
+	static const struct {
+		const char	*s;
+		int		 ok;
+		int		 family;
+		unsigned	 port;
+	} cases[] = {
+		{ "127.0.0.1:9417", 1, AF_INET, 9417 },
+		{ "127.1.2.3:1", 1, AF_INET, 1 },
+		{ "[::1]:65535", 1, AF_INET6, 65535 },
+		{ "0.0.0.0:9417", 0, 0, 0 },
+		{ "128.0.0.1:9417", 0, 0, 0 },
+		{ "192.168.1.1:9417", 0, 0, 0 },
+		{ "[::]:9417", 0, 0, 0 },
+		{ "[::ffff:127.0.0.1]:9417", 0, 0, 0 },
+		{ "::1:9417", 0, 0, 0 },
+		{ "localhost:9417", 0, 0, 0 },
+		{ "127.0.0.1", 0, 0, 0 },
+		{ "127.0.0.1:", 0, 0, 0 },
+		{ "127.0.0.1:0", 0, 0, 0 },
+		{ "127.0.0.1:65536", 0, 0, 0 },
+		{ "127.0.0.1:+80", 0, 0, 0 },
+		{ "127.0.0.1:80x", 0, 0, 0 },
+		{ ":9417", 0, 0, 0 },
+		{ "[::1:9417", 0, 0, 0 },
+		{ "", 0, 0, 0 },
+	};
+	struct sockaddr_storage	 ss;
+	socklen_t		 len;
+	const char		*why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int	 rc = cfg_metrics_addr(cases[i].s, &ss, &len, &why);
+
+		cr_expect_eq(rc, cases[i].ok ? 0 : -1, "%s: rc %d", cases[i].s,
+		    rc);
+		if (rc != 0 || !cases[i].ok)
+			continue;
+		cr_expect_eq(ss.ss_family, cases[i].family, "%s", cases[i].s);
+		cr_expect_eq(ntohs(ss.ss_family == AF_INET ?
+		    ((struct sockaddr_in *)&ss)->sin_port :
+		    ((struct sockaddr_in6 *)&ss)->sin6_port), cases[i].port,
+		    "%s", cases[i].s);
+	}
 }
