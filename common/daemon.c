@@ -28,6 +28,7 @@
 
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
 
 #include "config.h"
 #include "daemon.h"
@@ -457,6 +458,7 @@ daemon_main(int argc, char *argv[], const struct daemon_main *dm,
 	daemon_name = dm->name;
 	daemon_conf_file = dm->conf_file;
 	daemon_getopt(argc, argv, dm->conf_file, &opts, daemon_usage);
+	log_journal_sender(sd_journal_sendv);
 	log_init(dm->name, 1, opts.noaction ? 0 : opts.verbose);
 
 	if ((conf = daemon_parse(dm, opts.file, &errs)) == NULL)

@@ -13,17 +13,16 @@
  * output is the journal); daemonised, when the socket exists.  A line the
  * journal does not take goes where it would have gone without it.
  *
- * The datagram is built here rather than by libsystemd's
- * sd_journal_sendv: launchd-sbx's root monitor links this file and plain
- * libc only.  Every value is bounded and holds no newline (a line is at
- * most LOG_LINE_MAX bytes, control characters made '?', the context's
- * values fixed buffers), so the simple KEY=value form always applies and
- * an entry is one small datagram: never the memfd libsystemd passes for an
- * entry too large for one.
+ * The entry goes through libsystemd's sd_journal_sendv, which a program
+ * hands over with log_journal_sender() (the daemon skeleton does, before
+ * log_init).  launchd-sbx's root monitor links this file and plain libc
+ * only: it never sets a sender, so its lines go to stderr or syslog.  Every
+ * value is bounded and holds no newline (a line is at most LOG_LINE_MAX
+ * bytes, control characters made '?', the context's values fixed
+ * buffers), so an entry is small.
  */
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
+#include <sys/uio.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,6 +40,7 @@
 static int	 log_fg = 1;
 static int	 log_verbose;
 static int	 log_to_journal;
+static int	(*log_sendv)(const struct iovec *, int);
 static char	 log_name[32] = "sbx";
 
 /* The execution of the lines being written; "" where not known. */
@@ -73,7 +73,9 @@ log_stream_is_journal(void)
 static void
 log_choose(void)
 {
-	if (log_fg)
+	if (log_sendv == NULL)
+		log_to_journal = 0;
+	else if (log_fg)
 		log_to_journal = log_stream_is_journal();
 	else
 		log_to_journal = access(LOG_JOURNAL_SOCKET, F_OK) == 0;
@@ -163,19 +165,22 @@ log_foreground(int foreground)
 		openlog(log_name, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
-/* Append "key=value\n" to buf (of len, *off used): 0, or -1 if full. */
+/* Add "key=value" at buf + *off (of len) as iov[*n]: 0, or -1 if full. */
 static int
-log_journal_field(char *buf, size_t len, size_t *off, const char *key,
-    const char *v)
+log_journal_field(struct iovec *iov, int *n, char *buf, size_t len,
+    size_t *off, const char *key, const char *v)
 {
-	int	 n;
+	int	 k;
 
 	if (v[0] == '\0')
 		return 0;
-	n = snprintf(buf + *off, len - *off, "%s=%s\n", key, v);
-	if (n < 0 || (size_t)n >= len - *off)
+	k = snprintf(buf + *off, len - *off, "%s=%s", key, v);
+	if (k < 0 || (size_t)k >= len - *off)
 		return -1;
-	*off += (size_t)n;
+	iov[*n].iov_base = buf + *off;
+	iov[*n].iov_len = (size_t)k;
+	(*n)++;
+	*off += (size_t)k + 1;
 	return 0;
 }
 
@@ -183,42 +188,38 @@ log_journal_field(char *buf, size_t len, size_t *off, const char *key,
 static int
 log_journal_send(int pri, const char *line)
 {
-	struct sockaddr_un	 sun;
-	char			 buf[LOG_LINE_MAX + 1024], p[4];
-	size_t			 off = 0;
-	ssize_t			 n;
-	int			 fd, saved = errno;
+	struct iovec	 iov[8];
+	char		 buf[LOG_LINE_MAX + 1024], p[4];
+	size_t		 off = 0;
+	int		 n = 0, rc, saved = errno;
 
 	snprintf(p, sizeof(p), "%d", pri & 7);
-	if (log_journal_field(buf, sizeof(buf), &off, "MESSAGE", line) ||
-	    log_journal_field(buf, sizeof(buf), &off, "PRIORITY", p) ||
-	    log_journal_field(buf, sizeof(buf), &off, "SYSLOG_IDENTIFIER",
-	    log_name) ||
-	    log_journal_field(buf, sizeof(buf), &off, "SBX_TASK_ID",
+	if (log_journal_field(iov, &n, buf, sizeof(buf), &off, "MESSAGE",
+	    line) ||
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off, "PRIORITY", p) ||
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off,
+	    "SYSLOG_IDENTIFIER", log_name) ||
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off, "SBX_TASK_ID",
 	    log_ctx.task_id) ||
-	    log_journal_field(buf, sizeof(buf), &off, "SBX_EXECUTION_ID",
-	    log_ctx.execution_id) ||
-	    log_journal_field(buf, sizeof(buf), &off, "SBX_POLICY_HASH",
-	    log_ctx.policy_hash) ||
-	    log_journal_field(buf, sizeof(buf), &off, "SBX_RULE",
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off,
+	    "SBX_EXECUTION_ID", log_ctx.execution_id) ||
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off,
+	    "SBX_POLICY_HASH", log_ctx.policy_hash) ||
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off, "SBX_RULE",
 	    log_ctx.rule) ||
-	    log_journal_field(buf, sizeof(buf), &off, "SBX_TRACEPARENT",
-	    log_ctx.traceparent))
+	    log_journal_field(iov, &n, buf, sizeof(buf), &off,
+	    "SBX_TRACEPARENT", log_ctx.traceparent))
 		return -1;
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	memcpy(sun.sun_path, LOG_JOURNAL_SOCKET, sizeof(LOG_JOURNAL_SOCKET));
-	/* A socket a line: one kept open could be closed under us by a
-	 * daemon's start-up and its number reused for a peer's socket. */
-	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	do
-		n = sendto(fd, buf, off, MSG_NOSIGNAL,
-		    (struct sockaddr *)&sun, sizeof(sun));
-	while (n == -1 && errno == EINTR);
-	close(fd);
+	rc = log_sendv(iov, n);
 	errno = saved;
-	return n == (ssize_t)off ? 0 : -1;
+	return rc < 0 ? -1 : 0;
+}
+
+void
+log_journal_sender(int (*sendv)(const struct iovec *, int))
+{
+	log_sendv = sendv;
+	log_choose();
 }
 
 static void

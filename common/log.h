@@ -9,6 +9,13 @@
 
 #include <stdarg.h>
 
+struct iovec;
+
+/*
+ * Lines go to journald under systemd only through a sender handed over
+ * here (sd_journal_sendv), before log_init; without one, never.
+ */
+void	log_journal_sender(int (*)(const struct iovec *, int));
 void	log_init(const char *progname, int foreground, int verbose);
 void	log_setverbose(int verbose);
 int	log_getverbose(void);
