@@ -397,14 +397,6 @@ test-init: $(B)/bin/sbx-init
 test-deploy: all
 	@tests/record deploy$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin tests/deploy/run
 
-# Issue 13 item 9: --help/--version of every program, sd_notify (READY=1
-# once the sockets listen), the metrics text through promtool and the
-# opt-in scrape listener, as the invoking user (root tries the allowlist
-# with a second user).
-.PHONY: test-ops
-test-ops: all $(PY_PB)
-	@tests/record ops$(SUITE_SFX) python3 tests/ops/run $(CURDIR)/$(B)/bin
-
 # Issue 12: each daemon's files form layers a reader follows downwards,
 # no file calling back one that calls it (read off the objects' symbols).
 .PHONY: test-layers
@@ -505,6 +497,15 @@ $(PY_PB): $(PROTOS)
 .PHONY: test-orchestrator
 test-orchestrator: all $(PY_PB)
 	@tests/record orchestrator$(SUITE_SFX) tests/orchestrator/run $(CURDIR)/$(B)/bin
+
+# Issue 13 item 9: --help/--version of every program, sd_notify (READY=1
+# once the sockets listen), the metrics text through promtool and the
+# opt-in scrape listener, as the invoking user (root tries the allowlist
+# with a second user).
+.PHONY: test-ops
+# (after PY_PB's definition: a prerequisite is expanded as it is read)
+test-ops: all $(PY_PB)
+	@tests/record ops$(SUITE_SFX) python3 tests/ops/run $(CURDIR)/$(B)/bin
 
 test-golden: $(B)/bin/policyd
 	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
