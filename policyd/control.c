@@ -467,25 +467,35 @@ control_send_metrics(struct control *ctl, struct frame_conn *c,
 }
 
 /* rollout_query: the rollouts, with their counts. */
+/* Reply the rollouts (type's, or every one when NULL); code when they
+ * cannot be given. */
 static void
-control_rollouts(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
+control_send_rollouts(struct control *ctl, struct frame_conn *c,
+    uint64_t id, const char *type, Sbx__V1__ErrorCode code)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__Rollouts	 out;
 	char			 err[256];
 
-	if (rollout_status(ctl->pd->roll, req->rollout_query != NULL ?
-	    req->rollout_query->type : NULL, &out, err, sizeof(err)) == -1) {
-		control_send_error(ctl, c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND, "", err);
+	if (rollout_status(ctl->pd->roll, type, &out, err,
+	    sizeof(err)) == -1) {
+		control_send_error(ctl, c, id, code, "", err);
 		return;
 	}
-	frame_env_init(&env, req->request_id);
+	frame_env_init(&env, id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_ROLLOUTS;
 	env.rollouts = &out;
 	control_send(ctl, c, &env);
 	rollout_status_clear(&out);
+}
+
+static void
+control_rollouts(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	control_send_rollouts(ctl, c, req->request_id,
+	    req->rollout_query != NULL ? req->rollout_query->type : NULL,
+	    SBX__V1__ERROR_CODE__ERROR_NOT_FOUND);
 }
 
 /*
@@ -499,8 +509,6 @@ control_rollout_control(struct control *ctl, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
 {
 	const Sbx__V1__RolloutControl	*m = req->rollout_control;
-	Sbx__V1__Envelope		 env;
-	Sbx__V1__Rollouts		 out;
 	Sbx__V1__ErrorCode		 code;
 	char				 err[512], actor[32];
 
@@ -511,17 +519,8 @@ control_rollout_control(struct control *ctl, struct frame_conn *c,
 		control_send_error(ctl, c, req->request_id, code, "", err);
 		return;
 	}
-	if (rollout_status(ctl->pd->roll, m->type, &out, err,
-	    sizeof(err)) == -1) {
-		control_send_error(ctl, c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", err);
-		return;
-	}
-	frame_env_init(&env, req->request_id);
-	env.body_case = SBX__V1__ENVELOPE__BODY_ROLLOUTS;
-	env.rollouts = &out;
-	control_send(ctl, c, &env);
-	rollout_status_clear(&out);
+	control_send_rollouts(ctl, c, req->request_id, m->type,
+	    SBX__V1__ERROR_CODE__ERROR_INTERNAL);
 }
 
 static void

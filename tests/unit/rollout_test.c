@@ -21,44 +21,11 @@
 #include "util.h"
 #include "yaml.h"
 #include "policyd/policyd.h"
+#include "tests/unit/store_fixture.h"
 
-static char	dir[64], db[128];
+static const char tmpl_text[] = FIXTURE_TMPL("probe");
 
-static const char tmpl_text[] =
-    "policy: probe\n"
-    "version: %u\n"
-    "isolation: gvisor\n"
-    "image: sandbox/py@sha256:"
-    "a2297711e96bea7cb00cd4dfdd083b1a568acfbf7c8e991512f488901936caed\n"
-    "limits: {cpus: 1, memory_mb: %u, pids: 64, wall_seconds: 60,"
-    " scratch_mb: 64}\n"
-    "network:\n"
-    "  default: deny\n"
-    "outputs:\n"
-    "  allowed_types: [text/csv]\n"
-    "  max_total_kb: 64\n"
-    "  destination: agent\n"
-    "executions_per_task: 3\n";
-
-static void
-setup(void)
-{
-	snprintf(dir, sizeof(dir), "/tmp/rollout_test.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(db, sizeof(db), "%s/policyd.db", dir);
-}
-
-static void
-teardown(void)
-{
-	char	 cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "cannot remove %s\n", dir);
-}
-
-TestSuite(rollout, .init = setup, .fini = teardown);
+TestSuite(rollout, .init = fixture_setup, .fini = fixture_teardown);
 
 /* ---- the bucket ---- */
 
