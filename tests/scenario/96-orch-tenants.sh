@@ -109,8 +109,8 @@ grep -q "users: \[root, $ACME" "$conf" || { cat "$conf"; fail "the allowlist edi
 start_policyd "$conf"
 
 # root ("*") binds a task to globex; acme's orchestrator one to acme.
-G=sc-orch-globex-$$
-A=sc-orch-acme-$$
+G=sc-orch-g-$$
+A=sc-orch-a-$$
 task "$G" globex gina
 run ctl compile "$O/$G.yaml"
 expect_rc 0 "root's compile for globex"
