@@ -67,6 +67,7 @@ COMMON_SRCS += common/trace.c
 # ---- programs ------------------------------------------------------------
 POLICYD_SRCS  = policyd/policyd.c
 POLICYD_SRCS += policyd/parse.c
+POLICYD_SRCS += policyd/orch.c
 POLICYD_SRCS += policyd/control.c
 POLICYD_SRCS += policyd/launch.c
 POLICYD_SRCS += policyd/commit.c
@@ -317,6 +318,7 @@ TESTLIB_compile       = $(B)/lib/libpolicyd.a
 TESTLIB_entitle       = $(B)/lib/libpolicyd.a
 TESTLIB_capability    = $(B)/lib/libpolicyd.a
 TESTLIB_pin           = $(B)/lib/libpolicyd.a
+TESTLIB_orch          = $(B)/lib/libpolicyd.a
 TESTLIB_rollout       = $(B)/lib/libpolicyd.a
 TESTLIB_launchd_parse = $(B)/lib/liblaunchd.a
 TESTLIB_mon_client    = $(B)/lib/liblaunchd.a

@@ -278,6 +278,14 @@ frame_conn_peer(const struct frame_conn *c)
 }
 
 int
+frame_conn_fd(const struct frame_conn *c)
+{
+	if (c->fc_gone || c->fc_bev == NULL)
+		return -1;
+	return (int)bufferevent_getfd(c->fc_bev);
+}
+
+int
 frame_conn_send_packed(struct frame_conn *c, const uint8_t *buf, size_t len)
 {
 	if (c->fc_gone || c->fc_closing || c->fc_bev == NULL)

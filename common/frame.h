@@ -102,6 +102,9 @@ int	frame_conn_send_error(struct frame_conn *, uint64_t request_id,
 	    Sbx__V1__ErrorCode, const char *rule, const char *fmt, ...)
 	    __attribute__((format(printf, 5, 6)));
 const struct ucred *frame_conn_peer(const struct frame_conn *);
+/* The connection's socket, for more of the peer's credentials
+ * (SO_PEERGROUPS); -1 once gone. */
+int	frame_conn_fd(const struct frame_conn *);
 void	frame_conn_hold(struct frame_conn *);
 void	frame_conn_release(struct frame_conn *);
 /* The descriptor that came with the request being handled (pass_fds

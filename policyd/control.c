@@ -19,6 +19,7 @@
  * before anything is compiled or counted when launchd-sbx is not
  * configured or the task has no code.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct control {
 
 static const char *const control_rules[] = {
 	RULE_UNKNOWN_TASK_TYPE, RULE_TASK_MISMATCH, RULE_NO_ENTITLEMENT,
-	RULE_NOT_READABLE, RULE_EXHAUSTED, NULL
+	RULE_NOT_READABLE, RULE_EXHAUSTED, RULE_TENANT_NOT_ALLOWED, NULL
 };
 
 /* The static spelling of a rule id, for the metrics table. */
@@ -84,6 +85,121 @@ control_send_error(struct control *ctl, struct frame_conn *c, uint64_t id,
 	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
 	env.error = &err;
 	control_send(ctl, c, &env);
+}
+
+/*
+ * A request outside the orchestrator's tenants (orch.c): refused with
+ * tenant-not-allowed, and audited with the peer's uid before the client
+ * hears it.  The event names the task in its detail, not as its task:
+ * a refused peer must not add to another tenant's task's record (its
+ * denials count towards a security review).
+ */
+static void
+control_scope_refuse(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, int compile, const char *fmt, ...)
+{
+	struct policyd		*pd = ctl->pd;
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__Error		 err;
+	char			 actor[32], msg[512];
+	va_list			 ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	control_actor(c, actor, sizeof(actor));
+	store_add_event(pd->store, "", "deny", NULL, NULL,
+	    RULE_TENANT_NOT_ALLOWED, msg, actor);
+	log_info("%s: refused: %s: %s", actor, RULE_TENANT_NOT_ALLOWED, msg);
+	sbx__v1__error__init(&err);
+	err.code = SBX__V1__ERROR_CODE__ERROR_DENIED;
+	err.rule = (char *)RULE_TENANT_NOT_ALLOWED;
+	err.message = msg;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_ERROR;
+	env.error = &err;
+	commit_hold(pd->commit, c, &env, compile ? HELD_DENIAL : HELD_OTHER,
+	    control_rule(RULE_TENANT_NOT_ALLOWED), 1);
+}
+
+/* A task id already bound to a tenant outside the scope: 1, else 0. */
+static int
+control_scope_foreign(struct control *ctl, const struct orch_scope *s,
+    const char *task_id)
+{
+	struct store_task	bound;
+
+	if (task_id == NULL || *task_id == '\0')
+		return 0;
+	return store_task_get(ctl->pd->store, task_id, &bound) == 1 &&
+	    !orch_may(s, bound.tenant);
+}
+
+/*
+ * The orchestrator socket's scope check, before a request is handled: 0
+ * to go on, -1 when it was refused.  A compile or run must name a tenant
+ * of the scope and a task id that is new or bound to one; a capability
+ * request or an audit query naming a task, a task bound to one.  A
+ * peer no entry names may do nothing.  The other tenant is never named:
+ * that a task id is taken is all a refused peer learns.
+ */
+static int
+control_scope(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req, const struct orch_scope *s)
+{
+	const Sbx__V1__Task	*t = NULL;
+	Sbx__V1__Error		 verr = SBX__V1__ERROR__INIT;
+	const char		*task_id = NULL;
+	int			 compile = 0, valid;
+	unsigned		 uid = (unsigned)frame_conn_peer(c)->uid;
+
+	if (!s->set)
+		return 0;
+	if (!s->bound) {
+		control_scope_refuse(ctl, c, req, 0, "orchestrator uid %u is "
+		    "in no orchestrators: entry of policyd.yaml: it may act "
+		    "for no tenant", uid);
+		return -1;
+	}
+	switch (req->body_case) {
+	case SBX__V1__ENVELOPE__BODY_COMPILE:
+		t = req->compile->task;
+		compile = 1;
+		break;
+	case SBX__V1__ENVELOPE__BODY_RUN:
+		t = req->run->task;
+		compile = 1;
+		break;
+	case SBX__V1__ENVELOPE__BODY_CAPABILITY:
+		task_id = req->capability->task_id;
+		break;
+	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
+		task_id = req->audit_query->task_id;
+		break;
+	default:
+		return 0;
+	}
+	if (compile) {
+		/* A bad task gets compile.c's ERROR_INVALID, as before. */
+		valid = t != NULL && compile_validate(t, &verr) == 0;
+		compile_error_clear(&verr);
+		if (!valid)
+			return 0;
+		if (!orch_may(s, t->tenant)) {
+			control_scope_refuse(ctl, c, req, 1, "task %s: "
+			    "orchestrator uid %u may not act for tenant "
+			    "\"%s\"", t->id, uid, t->tenant);
+			return -1;
+		}
+		task_id = t->id;
+	}
+	if (control_scope_foreign(ctl, s, task_id)) {
+		control_scope_refuse(ctl, c, req, compile, "task %.128s is "
+		    "bound to a tenant orchestrator uid %u may not act for",
+		    task_id, uid);
+		return -1;
+	}
+	return 0;
 }
 
 static void
@@ -337,26 +453,64 @@ control_template_get(struct control *ctl, struct frame_conn *c,
 	free(info.active_for);
 }
 
+/*
+ * What an orchestrator limited to some tenants sees of the audit log:
+ * the records of tasks bound to one of them, the first limit (0: all).
+ * Records of no task or of a task never bound (refused before its first
+ * execution) belong to no tenant it can be shown to.
+ */
+static Sbx__V1__AuditEvent **
+control_audit_scope(struct control *ctl, const struct orch_scope *s,
+    Sbx__V1__AuditEvent **v, size_t n, uint32_t limit, size_t *kept)
+{
+	Sbx__V1__AuditEvent	**out;
+	struct store_task	  bound;
+	char			 *last = NULL;
+	size_t			  i, k = 0;
+	int			  ok = 0;
+
+	out = xcalloc(n + 1, sizeof(*out));
+	for (i = 0; i < n; i++) {
+		if (last == NULL || strcmp(last, v[i]->task_id) != 0) {
+			free(last);
+			last = xstrdup(v[i]->task_id);
+			ok = *last != '\0' && store_task_get(ctl->pd->store,
+			    last, &bound) == 1 && orch_may(s, bound.tenant);
+		}
+		if (ok && (limit == 0 || k < limit))
+			out[k++] = v[i];
+		else
+			sbx__v1__audit_event__free_unpacked(v[i], NULL);
+	}
+	free(last);
+	free(v);
+	*kept = k;
+	return out;
+}
+
 static void
 control_audit_query(struct control *ctl, struct frame_conn *c,
-    const Sbx__V1__Envelope *req)
+    const Sbx__V1__Envelope *req, const struct orch_scope *s)
 {
 	const Sbx__V1__AuditQuery	*q = req->audit_query;
 	Sbx__V1__Envelope		 env;
 	Sbx__V1__AuditRecords		 recs;
 	Sbx__V1__AuditEvent		**v = NULL;
 	size_t				 n = 0;
+	int				 scoped = s != NULL && s->set && !s->all;
 
 	/* Read only what is committed: never show a record that might
 	 * still roll back. */
 	commit_flush(ctl->pd->commit);
-	if (audit_query(store_audit(ctl->pd->store), q->task_id, q->limit,
-	    &v, &n) == -1) {
+	if (audit_query(store_audit(ctl->pd->store), q->task_id, scoped ? 0 :
+	    q->limit, &v, &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "audit log cannot be read");
 		return;
 	}
+	if (scoped)
+		v = control_audit_scope(ctl, s, v, n, q->limit, &n);
 	sbx__v1__audit_records__init(&recs);
 	recs.events = v;
 	recs.n_events = n;
@@ -555,7 +709,7 @@ control_run(struct control *ctl, struct frame_conn *c,
 /* The orchestrator socket's messages, and with admin the admin socket's. */
 static void
 control_dispatch(struct control *ctl, struct frame_conn *c,
-    Sbx__V1__Envelope *req, int admin)
+    Sbx__V1__Envelope *req, int admin, const struct orch_scope *s)
 {
 	switch (req->body_case) {
 	case SBX__V1__ENVELOPE__BODY_COMPILE:
@@ -565,7 +719,7 @@ control_dispatch(struct control *ctl, struct frame_conn *c,
 		control_run(ctl, c, req);
 		return;
 	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-		control_audit_query(ctl, c, req);
+		control_audit_query(ctl, c, req, s);
 		return;
 	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
 		control_audit_verify(ctl, c, req);
@@ -625,9 +779,14 @@ control_dispatch(struct control *ctl, struct frame_conn *c,
 void
 control_orch_socket(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 {
-	struct policyd	*pd = arg;
+	struct policyd		*pd = arg;
+	struct orch_scope	 s;
 
-	control_dispatch(pd->ctl, c, req, 0);
+	/* Scoped to the peer's tenants (orch.c); the admin socket is not. */
+	orch_scope_of(pd->conf, frame_conn_fd(c), &s);
+	if (control_scope(pd->ctl, c, req, &s) == 0)
+		control_dispatch(pd->ctl, c, req, 0, &s);
+	orch_scope_clear(&s);
 }
 
 void
@@ -635,7 +794,7 @@ control_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 {
 	struct policyd	*pd = arg;
 
-	control_dispatch(pd->ctl, c, req, 1);
+	control_dispatch(pd->ctl, c, req, 1, NULL);
 }
 
 /* approvald's socket: decisions on capability requests, nothing else. */

@@ -28,6 +28,8 @@ static const char *const type_keys[] = { "template", "version", "stable",
 static const char *const roll_keys[] = { "threshold", "min_executions",
 	NULL };
 static const char *const type_required[] = { "template", NULL };
+static const char *const orch_keys[] = { "user", "group", "tenants", NULL };
+static const char *const orch_required[] = { "tenants", NULL };
 
 /* Where templates is named, for messages about the templates in it. */
 static void
@@ -259,6 +261,119 @@ parse_types_free(void *conf)
 	free(c->types);
 }
 
+/*
+ * One orchestrators: entry, {user: NAME, tenants: [...]} or {group: NAME,
+ * tenants: [...]}, into o.  0, or -1 after recording the problem.
+ */
+static int
+parse_orch(struct ydoc *doc, const struct ynode *e, const char *what,
+    struct policyd_orch *o)
+{
+	const struct ynode	*nu, *ng, *nt;
+	const char		**names = NULL, *who;
+	size_t			  nnames = 0, i;
+	char			  key[160];
+
+	if (ymap_check(doc, e, what, orch_keys, orch_required) != 0)
+		return -1;
+	nu = ymap_get(e, "user");
+	ng = ymap_get(e, "group");
+	if ((nu == NULL) == (ng == NULL)) {
+		yerr(doc, e, what, "name either a user or a group (one "
+		    "identity an entry)");
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%s.%s", what, nu != NULL ? "user" :
+	    "group");
+	if (yget_str(doc, nu != NULL ? nu : ng, key, &who) == -1)
+		return -1;
+	if (nu != NULL ? peer_allow_user(&o->who, who) == -1 :
+	    peer_allow_group(&o->who, who) == -1) {
+		yerr(doc, nu != NULL ? nu : ng, key, "no such %s \"%s\"",
+		    nu != NULL ? "user" : "group", who);
+		peer_allow_free(&o->who);
+		return -1;
+	}
+	snprintf(key, sizeof(key), "%s.tenants", what);
+	nt = ymap_get(e, "tenants");
+	if (yget_strseq(doc, nt, key, &names, &nnames) != 0)
+		goto bad;
+	if (nnames == 0) {
+		yerr(doc, nt, key, "names no tenant (leave the entry out to "
+		    "refuse this orchestrator everything)");
+		goto bad;
+	}
+	for (i = 0; i < nnames; i++) {
+		if (strcmp(names[i], "*") == 0)
+			continue;
+		if (!name_ok(names[i])) {
+			yerr(doc, nt, key, "bad tenant \"%.128s\": want \"*\" "
+			    "or 1..128 of [A-Za-z0-9._@:-]", names[i]);
+			goto bad;
+		}
+	}
+	o->tenants = xcalloc(nnames, sizeof(*o->tenants));
+	for (i = 0; i < nnames; i++) {
+		if (strcmp(names[i], "*") == 0)
+			o->all = 1;
+		o->tenants[o->ntenants++] = xstrdup(names[i]);
+	}
+	xasprintf(&o->name, "%s %s", nu != NULL ? "user" : "group", who);
+	free(names);
+	return 0;
+bad:
+	free(names);
+	peer_allow_free(&o->who);
+	return -1;
+}
+
+/*
+ * orchestrators: [{user: orch-acme, tenants: [acme]}, {group: sbx-orch,
+ * tenants: ["*"]}].  Which tenants each peer of the orchestrator socket
+ * may act for (orch.c); present, a peer no entry names may do nothing.
+ */
+static void
+parse_orchs(struct ydoc *doc, const struct ynode *n, const char *key0,
+    void *conf)
+{
+	struct policyd_conf	*c = conf;
+	char			 what[64];
+
+	(void)key0;
+	if (n == NULL)
+		return;
+	c->orchs_set = 1;
+	if (n->type != YN_SEQ || n->n == 0) {
+		yerr(doc, n, "orchestrators", "want a list of {user: NAME, "
+		    "tenants: [...]} or {group: NAME, tenants: [...]}");
+		return;
+	}
+	c->orchs = xcalloc(n->n, sizeof(*c->orchs));
+	for (size_t i = 0; i < n->n; i++) {
+		snprintf(what, sizeof(what), "orchestrators[%zu]", i);
+		if (parse_orch(doc, n->items[i], what,
+		    &c->orchs[c->norchs]) == 0)
+			c->norchs++;
+	}
+}
+
+static void
+parse_orchs_free(void *conf)
+{
+	struct policyd_conf	*c = conf;
+
+	for (size_t i = 0; i < c->norchs; i++) {
+		struct policyd_orch	*o = &c->orchs[i];
+
+		peer_allow_free(&o->who);
+		free(o->name);
+		for (size_t j = 0; j < o->ntenants; j++)
+			free(o->tenants[j]);
+		free(o->tenants);
+	}
+	free(c->orchs);
+}
+
 static const struct cfg_key parse_sockets[] = {
 	CFG_SOCK("orchestrator", 0, struct policyd_conf, orch),
 	CFG_SOCK("admin", 0, struct policyd_conf, admin),
@@ -312,6 +427,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
 	CFG_SUBMAP("security_review", 0, parse_review),
 	CFG_OWN("rollout", 0, parse_roll, NULL),
+	CFG_OWN("orchestrators", 0, parse_orchs, parse_orchs_free),
 	CFG_END
 };
 

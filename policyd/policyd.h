@@ -51,6 +51,18 @@ struct policyd_task_type {
 	int		 line, col;	/* where the entry is, for messages */
 };
 
+/*
+ * An orchestrators: entry: a user or a group of the orchestrator socket's
+ * peers and the tenants it may act for ("*": every tenant).
+ */
+struct policyd_orch {
+	struct peer_allow	 who;		/* one uid or one gid */
+	char			*name;		/* "user orch-acme", for logs */
+	char			**tenants;
+	size_t			  ntenants;
+	int			  all;		/* tenants names "*" */
+};
+
 struct policyd_conf {
 	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*templates;
@@ -71,6 +83,11 @@ struct policyd_conf {
 	uint32_t		 review_denials;	/* 0: never (store.c) */
 	uint32_t		 roll_threshold;	/* thousandths; 0: never */
 	uint32_t		 roll_min_exec;	/* each side, before a halt */
+	/* orchestrators: (orch.c); unset: every peer of the orchestrator
+	 * socket acts for every tenant. */
+	int			 orchs_set;
+	struct policyd_orch	*orchs;
+	size_t			 norchs;
 };
 
 #define LAUNCHD_GRACE_DEFAULT	120
@@ -82,6 +99,30 @@ struct policyd_conf {
  * after recording every problem in errs. */
 void		*parse_config(const char *file, struct yerrs *);
 void		 parse_config_free(void *);
+
+/* ---- orch.c: orchestrators scoped to tenants ---- */
+
+#define RULE_TENANT_NOT_ALLOWED	"tenant-not-allowed"
+
+/* What one orchestrator socket peer may act for: the union of the
+ * tenants of every entry naming its uid, its primary gid or one of its
+ * supplementary gids. */
+struct orch_scope {
+	int		  set;		/* orchestrators: configured */
+	int		  all;		/* an entry names "*" */
+	int		  bound;	/* some entry names the peer */
+	const char	**tenants;	/* into the conf; may repeat */
+	size_t		  ntenants;
+};
+
+/* The scope of the peer at the other end of fd (its credentials as the
+ * kernel captured them at connect()).  Credentials that cannot be read
+ * match no entry. */
+void		 orch_scope_of(const struct policyd_conf *, int fd,
+		    struct orch_scope *);
+void		 orch_scope_clear(struct orch_scope *);
+/* 1 if the scope lets its peer act for tenant, else 0.  Unset: 1. */
+int		 orch_may(const struct orch_scope *, const char *tenant);
 
 /* ---- template.c ---- */
 

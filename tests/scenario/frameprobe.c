@@ -35,7 +35,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: frameprobe SOCKET "
-	    "garbage|oversize|truncated|badversion|empty-body|ok|silent\n");
+	    "garbage|oversize|truncated|badversion|empty-body|ok|silent|"
+	    "audit-all\n");
 	exit(1);
 }
 
@@ -101,6 +102,16 @@ probe_send(int fd, const char *mode)
 		return probe_env(fd, SBX_PROTO_VERSION, 0);
 	if (strcmp(mode, "ok") == 0)
 		return probe_env(fd, SBX_PROTO_VERSION, 1);
+	if (strcmp(mode, "audit-all") == 0) {
+		Sbx__V1__Envelope	env;
+		Sbx__V1__AuditQuery	q;
+
+		frame_env_init(&env, PROBE_REQID);
+		sbx__v1__audit_query__init(&q);
+		env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+		env.audit_query = &q;
+		return frame_write(fd, &env);
+	}
 	return 0;	/* silent */
 }
 
@@ -124,13 +135,26 @@ probe_print(const Sbx__V1__Envelope *env)
 	fd = protobuf_c_message_descriptor_get_field(
 	    &sbx__v1__envelope__descriptor, (unsigned)env->body_case);
 	printf("reply %s\n", fd != NULL ? fd->name : "unknown");
+	/* audit-all: a line a record, "task ID ACTION RULE ACTOR" ("-"
+	 * for an empty field). */
+	if (env->body_case == SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS &&
+	    env->audit_records != NULL)
+		for (size_t i = 0; i < env->audit_records->n_events; i++) {
+			const Sbx__V1__AuditEvent *e =
+			    env->audit_records->events[i];
+
+			printf("task %s %s %s %s\n",
+			    *e->task_id != '\0' ? e->task_id : "-", e->action,
+			    *e->rule != '\0' ? e->rule : "-",
+			    *e->actor != '\0' ? e->actor : "-");
+		}
 }
 
 int
 main(int argc, char *argv[])
 {
 	const char *const	 modes[] = { "garbage", "oversize", "truncated",
-	    "badversion", "empty-body", "ok", "silent" };
+	    "badversion", "empty-body", "ok", "silent", "audit-all" };
 	Sbx__V1__Envelope	*env;
 	struct timeval		 tv = { PROBE_TIMEOUT, 0 };
 	size_t			 i;

@@ -234,7 +234,8 @@ later_cb(evutil_socket_t fd, short what, void *arg)
 
 /*
  * AuditQuery in, Ack "ok:<task>" out.  Task "later" is answered after
- * 100 ms and "later-slow" after 500 ms, holding the connection meanwhile.
+ * 100 ms, "later-slow" after 500 ms and "later-long" after 2.5 s,
+ * holding the connection meanwhile.
  */
 static void
 handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
@@ -276,6 +277,10 @@ handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 	if (strncmp(task, "later", 5) == 0) {
 		if (strcmp(task, "later-slow") == 0)
 			tv.tv_usec = 500000;
+		if (strcmp(task, "later-long") == 0) {
+			tv.tv_sec = 2;
+			tv.tv_usec = 500000;
+		}
 		l = xcalloc(1, sizeof(*l));
 		l->conn = c;
 		l->reqid = req->request_id;
@@ -722,6 +727,32 @@ Test(server, idle_timeout_closes)
 	cr_assert_leq(time(NULL) - t0, 3);
 	close(fd);
 	server_stop();
+}
+
+/*
+ * The idle timer does not run while a reply is owed (a run in policyd):
+ * a reply 2.5 s late, with a 1 s idle timeout, still arrives, and the
+ * connection is idle again (closed) once it has.  proto/README.md says so.
+ */
+Test(server, idle_timer_waits_for_a_held_reply)
+{
+	struct frame_server_config	cfg;
+	char				c;
+	time_t				t0;
+	int				fd;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.idle_timeout = 1;
+	server_start(&cfg);
+	fd = client();
+	send_query(fd, 9, "later-long");
+	expect_ack(fd, 9, "later");
+	t0 = time(NULL);
+	cr_assert_eq(read(fd, &c, 1), 0, "idle connection not closed");
+	cr_assert_leq(time(NULL) - t0, 3);
+	close(fd);
+	server_stop();
+	cr_assert_eq(S.later_rv, 0);
 }
 
 Test(server, deferred_reply)
