@@ -385,7 +385,7 @@ dfx_init(struct dfx *d)
 	cr_assert_eq(sign_keygen(sk, pk, err, sizeof(err)), 0, "%s", err);
 	d->key = sign_key_load(sk, err, sizeof(err));
 	cr_assert_not_null(d->key, "%s", err);
-	memcpy(d->bd.pk, d->key->pk, 32);
+	memcpy(d->bd.trust.pk, d->key->pk, 32);
 	d->conf.mint_ttl = 600;
 	d->bd.conf = &d->conf;
 	d->bd.store = open_store();
