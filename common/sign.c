@@ -363,7 +363,7 @@ sign_trust_reload(struct sign_trust *t, const char *pk_path,
 
 	if (sign_trust_load(&fresh, pk_path, prev_path, err,
 	    sizeof(err)) == -1) {
-		log_warnx("reload: %s; keeping the keys loaded", err);
+		log_warnx("reload: %s; keeping the key loaded", err);
 		return -1;
 	}
 	*t = fresh;
