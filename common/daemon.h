@@ -69,7 +69,7 @@ struct daemon_sock {
 	void		*arg;		/* NULL: the daemon's state */
 	int		 idle_timeout;	/* seconds; 0: frame.c's default */
 	int		 pass_fds;	/* takes a descriptor with a frame */
-	const uint32_t	*serves;	/* Envelope body fields, 0-ended: hello */
+	const uint32_t	*serves;	/* body fields it serves, 0-ended */
 };
 
 /* A signal besides SIGTERM, SIGINT and SIGHUP (launchd-sbx's SIGCHLD), and
