@@ -22,9 +22,11 @@ run ctl keys
 expect_rc 0 "sbxctl keys"
 [ "$(cat "$T/out")" = "$oldid current ed25519 $old" ] ||
     { show; fail "keys before the rotation: want only $oldid current"; }
-run ctl -j keys
-jq -e --arg k "$oldid" '.keys | length == 1 and .[0].key_id == $k and .[0].current' "$T/out" >/dev/null ||
-    { show; fail "sbxctl -j keys"; }
+if command -v jq >/dev/null; then
+	run ctl -j keys
+	jq -e --arg k "$oldid" '.keys | length == 1 and .[0].key_id == $k and .[0].current' "$T/out" >/dev/null ||
+	    { show; fail "sbxctl -j keys"; }
+fi
 
 restore() {
 	daemon_down
@@ -55,10 +57,10 @@ expect_rc 0 "sbxctl keys after the rotation"
 [ "$(wc -l <"$T/out")" -eq 2 ] || { show; fail "more than two keys"; }
 note "keys: $newid current, $oldid previous"
 
-# Grants are signed by the new key now: a compile names it.
+# Grants are signed by the new key now.
 id=sc-rot-$$
 task_file "$T/task.yaml" "$id" supplier-2026-q3
-run ctl -j compile "$T/task.yaml"
+run ctl compile "$T/task.yaml"
 expect_rc 0 "compile after the rotation"
 
 if is_root && [ -S "$SBX_STATE/sockets/launchd.sock" ] &&
