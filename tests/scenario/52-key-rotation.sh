@@ -1,6 +1,6 @@
 #!/bin/sh
 # Signing key rotation as policyd.8 describes it: the deployment is
-# stopped, policyd's public key kept as etc/policyd-previous.pub (which
+# stopped, policyd's public key moved to etc/policyd-previous.pub (which
 # sbx-up names in policyd's config and every verifier's), the signing key
 # moved away, and the deployment started again: policyd makes a new key.
 # `sbxctl keys` (a KeyRequest on the orchestrator socket) then returns the
@@ -36,7 +36,7 @@ restore() {
 trap restore EXIT
 
 daemon_down
-cp "$pub" "$prev"
+mv "$pub" "$prev"
 mv "$sk" "$T/old-signing.key"
 daemon_up
 for f in policyd launchd-sbx egressd gated brokerd; do
