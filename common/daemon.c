@@ -321,6 +321,7 @@ daemon_listen(struct daemon_run *r)
 		cfg.pass_fds = ds->pass_fds;
 		cfg.server_name = r->dm->name;
 		cfg.serves = ds->serves;
+		cfg.flush = r->dm->flush;
 		if (r->dm->refused != NULL) {
 			cfg.refused = daemon_refused;
 			cfg.refused_arg = l;

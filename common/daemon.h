@@ -113,6 +113,9 @@ struct daemon_main {
 	 * scrape listener's refusals come as sock "metrics". */
 	void			 (*refused)(void *state, const char *sock,
 				    const struct ucred *, const char *why);
+	/* Send every reply held back, before the frame code answers a
+	 * request itself (frame.h's flush), given a socket's handler arg. */
+	void			 (*flush)(void *arg);
 	/*
 	 * Hooks, each given the daemon's state, each may be NULL.  check:
 	 * after the parse, with -n too: what must hold for the

@@ -122,6 +122,7 @@ struct frame_server {
 	uint64_t		 fs_refused;
 	int			 fs_pass_fds;
 	char			*fs_server_name;
+	void			(*fs_flush)(void *);
 	uint32_t		*fs_serves;
 	size_t			 fs_nserves;
 	LIST_ENTRY(frame_server) fs_entry;	/* frame_servers */
@@ -455,6 +456,8 @@ frame_conn_refuse(struct frame_conn *c, uint64_t reqid,
 	va_start(ap, fmt);
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (c->fc_srv->fs_flush != NULL)
+		c->fc_srv->fs_flush(c->fc_srv->fs_arg);
 	if (++c->fc_refused >= FRAME_REFUSED_MAX) {
 		frame_conn_reject(c, reqid, code, "too many requests this "
 		    "socket does not serve on one connection");
@@ -517,6 +520,8 @@ frame_conn_hello(struct frame_conn *c, const Sbx__V1__Envelope *req)
 		return;
 	}
 	c->fc_hello = 1;
+	if (srv->fs_flush != NULL)
+		srv->fs_flush(srv->fs_arg);
 	log_debug("%s: peer uid %u pid %ld: hello from \"%s\"",
 	    srv->fs_name, (unsigned)c->fc_peer.uid, (long)c->fc_peer.pid,
 	    h->client_name);
@@ -1224,6 +1229,7 @@ frame_server_listen(struct event_base *base,
 	srv->fs_pass_fds = cfg->pass_fds != 0;
 	srv->fs_server_name = xstrdup(cfg->server_name != NULL ?
 	    cfg->server_name : name);
+	srv->fs_flush = cfg->flush;
 	for (; cfg->serves != NULL && cfg->serves[srv->fs_nserves] != 0;
 	    srv->fs_nserves++)
 		;

@@ -88,6 +88,11 @@ struct frame_server_config {
 	 * 0.  The frame code answers hello itself, never the handler. */
 	const char		*server_name;
 	const uint32_t		*serves;
+	/* Optional: called with the handler's arg before the frame code
+	 * answers a request itself (hello, an unknown body), so a daemon
+	 * that holds replies back (policyd's group commit) sends them
+	 * first and each connection gets its replies in request order. */
+	void			(*flush)(void *arg);
 };
 
 /* A hello's client_name longer than this is refused (ERROR_INVALID). */

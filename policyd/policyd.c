@@ -333,6 +333,17 @@ static const struct daemon_sock policyd_socks[] = {
 	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
 
+/* Replies held for the group commit go out before any the frame code
+ * sends itself (hello, an unknown body): request order per connection. */
+static void
+policyd_flush(void *arg)
+{
+	struct policyd	*pd = arg;
+
+	if (pd->commit != NULL)
+		commit_flush(pd->commit);
+}
+
 /* The scrape listener's text: the admin socket's. */
 static char *
 policyd_metrics_text(void *arg)
@@ -352,6 +363,7 @@ static const struct daemon_main policyd_main = {
 	.parse = parse_config,
 	.conf_free = parse_config_free,
 	.socks = policyd_socks,
+	.flush = policyd_flush,
 	.metrics = policyd_metrics_text,
 	.check = policyd_check,
 	.init = policyd_init,

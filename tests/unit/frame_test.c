@@ -197,6 +197,8 @@ static struct {
 	uint64_t		 refused;
 	int			 later_rv;
 	unsigned		 handled;
+	struct frame_conn	*held;		/* task "held": until flush */
+	uint64_t		 held_id;
 } S;
 
 static void
@@ -272,6 +274,14 @@ handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			close(pfd);
 		}
 		send_ack(c, req->request_id, detail);
+		return;
+	}
+	if (strcmp(task, "held") == 0) {
+		/* Answered only by test_flush(), as policyd's group commit
+		 * holds a compile's reply. */
+		frame_conn_hold(c);
+		S.held = c;
+		S.held_id = req->request_id;
 		return;
 	}
 	if (strncmp(task, "later", 5) == 0) {
@@ -1512,4 +1522,46 @@ Test(server, hello_after_refusals_counts_toward_the_cap)
 	expect_error_then_close(fd, BADVERSION, 99);
 	close(fd);
 	server_stop();
+}
+
+/* The server's flush hook: the reply held for task "held" goes out. */
+static void
+test_flush(void *arg)
+{
+	(void)arg;
+	if (S.held == NULL)
+		return;
+	send_ack(S.held, S.held_id, "held");
+	frame_conn_release(S.held);
+	S.held = NULL;
+}
+
+Test(server, frame_answers_come_after_held_replies)
+{
+	struct frame_server_config	cfg;
+	uint8_t				buf[64];
+	size_t				len;
+	int				fd;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.server_name = "testd";
+	cfg.serves = test_serves;
+	cfg.flush = test_flush;
+	server_start(&cfg);
+	fd = client();
+	/* A request whose reply the daemon holds back, then a hello: the
+	 * held reply must come first (request order on a connection). */
+	send_query(fd, 1, "held");
+	send_hello(fd, 2, SBX_PROTO_VERSION, "pipelined");
+	expect_ack(fd, 1, "held");
+	expect_hello_reply(fd, 2);
+	/* The same for an unknown body. */
+	send_query(fd, 3, "held");
+	len = future_frame(buf, 4, 0);
+	write_raw(fd, buf, len);
+	expect_ack(fd, 3, "held");
+	expect_error_open(fd, UNEXPECTED, 4);
+	close(fd);
+	server_stop();
+	cr_assert_null(S.held);
 }
