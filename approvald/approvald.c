@@ -65,12 +65,27 @@ approvald_close(void *arg)
 	aqueue_close(ad->queue);
 }
 
+/* What each socket serves, by Envelope body field: hello's answer. */
+static const uint32_t approvald_serves_submit[] = {
+	SBX__V1__ENVELOPE__BODY_CAPABILITY,
+	0
+};
+static const uint32_t approvald_serves_console[] = {
+	SBX__V1__ENVELOPE__BODY_APPROVAL_LIST,
+	SBX__V1__ENVELOPE__BODY_DECISION,
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	0
+};
+
 static const struct daemon_sock approvald_socks[] = {
 	{ "submit", offsetof(struct approvald_conf, submit),
-	    acontrol_submit_socket, NULL, 0, 0 },
+	    acontrol_submit_socket, NULL, 0, 0,
+	    approvald_serves_submit },
 	{ "console", offsetof(struct approvald_conf, console),
-	    acontrol_console_socket, NULL, 0, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0 }
+	    acontrol_console_socket, NULL, 0, 0,
+	    approvald_serves_console },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
 
 static const struct daemon_main approvald_main = {

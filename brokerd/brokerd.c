@@ -42,8 +42,8 @@ brokerd_init(void *arg)
 
 	if (sodium_init() < 0)
 		fatalx("libsodium could not be initialised");
-	if (sign_pubkey_load(bd->conf->policy_public_key, bd->pk, err,
-	    sizeof(err)) == -1)
+	if (sign_trust_load(&bd->trust, bd->conf->policy_public_key,
+	    bd->conf->policy_public_key_previous, err, sizeof(err)) == -1)
 		fatalx("policy_public_key: %s", err);
 }
 
@@ -100,7 +100,8 @@ brokerd_hup(void *arg)
 {
 	struct brokerd	*bd = arg;
 
-	(void)sign_pubkey_reload(bd->conf->policy_public_key, bd->pk);
+	(void)sign_trust_reload(&bd->trust, bd->conf->policy_public_key,
+	    bd->conf->policy_public_key_previous);
 }
 
 static void
@@ -111,12 +112,28 @@ brokerd_close(void *arg)
 	bstore_close(bd->store);	/* wipes the master key */
 }
 
+/* What each socket serves, by Envelope body field: hello's answer. */
+static const uint32_t brokerd_serves_credential[] = {
+	SBX__V1__ENVELOPE__BODY_CREDENTIAL,
+	0
+};
+static const uint32_t brokerd_serves_admin[] = {
+	SBX__V1__ENVELOPE__BODY_SECRET_PUT,
+	SBX__V1__ENVELOPE__BODY_SECRET_LIST,
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	SBX__V1__ENVELOPE__BODY_METRICS_REQUEST,
+	0
+};
+
 static const struct daemon_sock brokerd_socks[] = {
 	{ "credential", offsetof(struct brokerd_conf, credential),
-	    bcontrol_credential_socket, NULL, 0, 0 },
+	    bcontrol_credential_socket, NULL, 0, 0,
+	    brokerd_serves_credential },
 	{ "admin", offsetof(struct brokerd_conf, admin),
-	    bcontrol_admin_socket, NULL, 0, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0 }
+	    bcontrol_admin_socket, NULL, 0, 0,
+	    brokerd_serves_admin },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
 
 /* The scrape listener's text: the admin socket's. */

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "peer.h"
+#include "sign.h"
 
 #include "sbx/v1/envelope.pb-c.h"
 #include "sbx/v1/policy.pb-c.h"
@@ -52,6 +53,7 @@ struct brokerd_conf {
 	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*master_key;	/* default state_dir/master.key */
 	char			*policy_public_key;
+	char			*policy_public_key_previous;
 	uint32_t		 mint_ttl;	/* seconds */
 	struct cfg_sock		 credential;
 	struct cfg_sock		 admin;
@@ -167,7 +169,7 @@ struct brokerd_metrics {
 
 struct brokerd {
 	struct brokerd_conf	*conf;
-	unsigned char		 pk[32];	/* policyd's public key */
+	struct sign_trust	 trust;		/* policyd's public keys */
 	unsigned char		*key;		/* the master key, until the
 						 * store takes it */
 	struct bstore		*store;

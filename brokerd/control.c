@@ -136,7 +136,7 @@ bcontrol_decide(struct brokerd *bd, const Sbx__V1__CredentialRequest *r,
 		    "credential request: traceparent: %s", err);
 		return;
 	}
-	if ((g = sign_verify(bd->pk, r->signed_, now, err,
+	if ((g = sign_verify_trust(&bd->trust, r->signed_, now, err,
 	    sizeof(err))) == NULL) {
 		bcontrol_refuse(a, strncmp(err, "policy expired", 14) == 0 ?
 		    RULE_EXPIRED : RULE_SIGNATURE,

@@ -32,6 +32,8 @@ static const struct cfg_key bparse_keys[] = {
 	    "$state_dir/master.key"),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct brokerd_conf,
 	    policy_public_key, NULL),
+	CFG_PATHKEY("policy_public_key_previous", 0, struct brokerd_conf,
+	    policy_public_key_previous, NULL),
 	CFG_U32("mint_ttl", 0, struct brokerd_conf, mint_ttl,
 	    BROKERD_MINT_TTL, MINT_TTL_MIN, MINT_TTL_MAX),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, FRAME_KB_MAX),

@@ -62,7 +62,7 @@ struct daemon_run {
 
 /* What the scrape listener's refusals are reported as. */
 static const struct daemon_sock daemon_metrics_sock = { "metrics", 0, NULL,
-    NULL, 0, 0 };
+    NULL, 0, 0, NULL };
 
 /* usage() takes only the exit status (daemon_getopt's). */
 static const char *daemon_name;
@@ -319,6 +319,9 @@ daemon_listen(struct daemon_run *r)
 		cfg.max_frame = (size_t)r->conf->max_frame_kb * 1024;
 		cfg.idle_timeout = ds->idle_timeout;
 		cfg.pass_fds = ds->pass_fds;
+		cfg.server_name = r->dm->name;
+		cfg.serves = ds->serves;
+		cfg.flush = r->dm->flush;
 		if (r->dm->refused != NULL) {
 			cfg.refused = daemon_refused;
 			cfg.refused_arg = l;

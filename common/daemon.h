@@ -69,6 +69,7 @@ struct daemon_sock {
 	void		*arg;		/* NULL: the daemon's state */
 	int		 idle_timeout;	/* seconds; 0: frame.c's default */
 	int		 pass_fds;	/* takes a descriptor with a frame */
+	const uint32_t	*serves;	/* body fields it serves, 0-ended */
 };
 
 /* A signal besides SIGTERM, SIGINT and SIGHUP (launchd-sbx's SIGCHLD), and
@@ -112,6 +113,9 @@ struct daemon_main {
 	 * scrape listener's refusals come as sock "metrics". */
 	void			 (*refused)(void *state, const char *sock,
 				    const struct ucred *, const char *why);
+	/* Send every reply held back, before the frame code answers a
+	 * request itself (frame.h's flush), given a socket's handler arg. */
+	void			 (*flush)(void *arg);
 	/*
 	 * Hooks, each given the daemon's state, each may be NULL.  check:
 	 * after the parse, with -n too: what must hold for the

@@ -7,6 +7,12 @@
  * frame that is empty, too large, undecodable, of another protocol version
  * or without a body is answered with an Error and closes that one
  * connection; nothing a client sends reaches another client's connection.
+ * An envelope that decodes but whose body is a field this side does not
+ * know (a newer client's request) is answered ERROR_UNEXPECTED and the
+ * connection stays open, as does a hello, which this file answers for
+ * every socket (protocol version, server name and version, the request
+ * types the socket serves).  A connection that makes the server answer
+ * FRAME_REFUSED_MAX of those on its behalf is closed.
  *
  * Connection lifetime: the server owns one reference to each frame_conn
  * until the connection ends; a handler that answers later takes its own
@@ -50,7 +56,9 @@
 #include "frame.h"
 #include "log.h"
 #include "peer.h"
+#include "utf8.h"
 #include "util.h"
+#include "version.h"
 
 #define FRAME_CONNS_PER_PEER_DEFAULT	64
 #define FRAME_CONNS_DEFAULT		1024
@@ -78,6 +86,8 @@ struct frame_conn {
 	int			 fc_paused;	/* output backlog: not reading */
 	int			 fc_eof;	/* peer has stopped sending */
 	int			 fc_pending;	/* whole frames may wait */
+	int			 fc_hello;	/* hello answered */
+	unsigned		 fc_refused;	/* answered on its behalf */
 	/* pass_fds connections only: */
 	struct event		*fc_rd;		/* our recvmsg read event */
 	int			 fc_fd;		/* the current frame's fd */
@@ -111,6 +121,10 @@ struct frame_server {
 	unsigned		 fs_nconns;
 	uint64_t		 fs_refused;
 	int			 fs_pass_fds;
+	char			*fs_server_name;
+	void			(*fs_flush)(void *);
+	uint32_t		*fs_serves;
+	size_t			 fs_nserves;
 	LIST_ENTRY(frame_server) fs_entry;	/* frame_servers */
 };
 
@@ -127,6 +141,13 @@ static int	frame_conn_drain1(struct frame_conn *);
 static void	frame_conn_reading(struct frame_conn *, int);
 static void	frame_conn_fds_close(struct frame_conn *);
 static void	frame_conn_fds_take(struct frame_conn *, size_t);
+static void	frame_conn_reject(struct frame_conn *, uint64_t,
+		    Sbx__V1__ErrorCode, const char *);
+static void	frame_conn_refuse(struct frame_conn *, uint64_t,
+		    Sbx__V1__ErrorCode, const char *, ...)
+		    __attribute__((format(printf, 4, 5)));
+static void	frame_conn_hello(struct frame_conn *,
+		    const Sbx__V1__Envelope *);
 
 /* ---- codec ---- */
 
@@ -217,6 +238,15 @@ frame_decode_id(const uint8_t *buf, size_t len, size_t max,
 	if (env->version != SBX_PROTO_VERSION) {
 		*code = SBX__V1__ERROR_CODE__ERROR_UNSUPPORTED_VERSION;
 		*why = "unsupported protocol version (this side speaks 1)";
+		sbx__v1__envelope__free_unpacked(env, NULL);
+		return NULL;
+	}
+	if (env->body_case == SBX__V1__ENVELOPE__BODY__NOT_SET &&
+	    env->base.n_unknown_fields > 0) {
+		/* It decoded: a body from a newer protocol, not garbage. */
+		*code = SBX__V1__ERROR_CODE__ERROR_UNEXPECTED;
+		*why = "the envelope's body is a field this side does not "
+		    "know (a newer protocol's request?)";
 		sbx__v1__envelope__free_unpacked(env, NULL);
 		return NULL;
 	}
@@ -420,6 +450,116 @@ frame_conn_reject(struct frame_conn *c, uint64_t reqid,
 }
 
 /*
+ * Answer a request with an Error on the server's behalf and keep the
+ * connection open, up to FRAME_REFUSED_MAX of them: then close it, so a
+ * client cannot keep the server busy answering what it never serves.
+ */
+static void
+frame_conn_refuse(struct frame_conn *c, uint64_t reqid,
+    Sbx__V1__ErrorCode code, const char *fmt, ...)
+{
+	char	msg[FRAME_ERRMSG_MAX];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->fc_srv->fs_flush != NULL)
+		c->fc_srv->fs_flush(c->fc_srv->fs_arg);
+	if (++c->fc_refused >= FRAME_REFUSED_MAX) {
+		frame_conn_reject(c, reqid, code, "too many requests this "
+		    "socket does not serve on one connection");
+		return;
+	}
+	log_debug("%s: peer uid %u pid %ld: %s", c->fc_srv->fs_name,
+	    (unsigned)c->fc_peer.uid, (long)c->fc_peer.pid, msg);
+	frame_conn_send_error(c, reqid, code, NULL, "%s", msg);
+}
+
+/* 1 if s is at most max bytes of printable UTF-8 (no controls, nothing
+ * hidden). */
+static int
+frame_text_ok(const char *s, size_t max)
+{
+	size_t		 n = strlen(s), i, k;
+	uint32_t	 cp;
+
+	if (n > max)
+		return 0;
+	for (i = 0; i < n; i += k) {
+		k = utf8_decode((const uint8_t *)s + i, n - i, &cp);
+		if (k == 0 || cp < 0x20 || cp == 0x7f || utf8_hidden(cp))
+			return 0;
+	}
+	return 1;
+}
+
+/* The answer to a hello: see proto/README.md. */
+static void
+frame_conn_hello(struct frame_conn *c, const Sbx__V1__Envelope *req)
+{
+	const ProtobufCFieldDescriptor	*fd;
+	struct frame_server		*srv = c->fc_srv;
+	const Sbx__V1__Hello		*h = req->hello;
+	Sbx__V1__Envelope		 env;
+	Sbx__V1__HelloReply		 rep;
+	Sbx__V1__RequestType		*types, **ptypes;
+	size_t				 i;
+
+	if (c->fc_hello) {
+		frame_conn_refuse(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNEXPECTED, "hello: already "
+		    "answered on this connection");
+		return;
+	}
+	if (h->protocol_version != SBX_PROTO_VERSION) {
+		frame_conn_refuse(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNSUPPORTED_VERSION, "hello: "
+		    "protocol version %u is not one %s speaks (it speaks %d)",
+		    (unsigned)h->protocol_version, srv->fs_server_name,
+		    SBX_PROTO_VERSION);
+		return;
+	}
+	if (!frame_text_ok(h->client_name, FRAME_HELLO_NAME_MAX)) {
+		frame_conn_refuse(c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "hello: client_name "
+		    "must be at most %d bytes of printable UTF-8",
+		    FRAME_HELLO_NAME_MAX);
+		return;
+	}
+	c->fc_hello = 1;
+	if (srv->fs_flush != NULL)
+		srv->fs_flush(srv->fs_arg);
+	log_debug("%s: peer uid %u pid %ld: hello from \"%s\"",
+	    srv->fs_name, (unsigned)c->fc_peer.uid, (long)c->fc_peer.pid,
+	    h->client_name);
+
+	sbx__v1__hello_reply__init(&rep);
+	rep.protocol_version = SBX_PROTO_VERSION;
+	rep.server_name = srv->fs_server_name;
+	rep.server_version = (char *)SBX_VERSION;
+	rep.socket = srv->fs_name;
+	types = xcalloc(srv->fs_nserves + 1, sizeof(*types));
+	ptypes = xcalloc(srv->fs_nserves + 1, sizeof(*ptypes));
+	for (i = 0; i < srv->fs_nserves; i++) {
+		sbx__v1__request_type__init(&types[i]);
+		types[i].field = srv->fs_serves[i];
+		fd = protobuf_c_message_descriptor_get_field(
+		    &sbx__v1__envelope__descriptor, srv->fs_serves[i]);
+		types[i].name = (char *)(fd != NULL ? fd->name : "");
+		ptypes[i] = &types[i];
+	}
+	rep.n_requests = srv->fs_nserves;
+	rep.requests = ptypes;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_HELLO_REPLY;
+	env.hello_reply = &rep;
+	(void)frame_conn_send(c, &env);
+	free(ptypes);
+	free(types);
+}
+
+/*
  * Handle every complete frame in the input buffer, in order, stopping when
  * the connection closes, its output backs up, or a batch is done (then the
  * rest waits one turn of the loop so other clients are served meanwhile).
@@ -478,12 +618,19 @@ frame_conn_drain1(struct frame_conn *c)
 		env = frame_decode_id(payload, len, srv->fs_max_frame, &code,
 		    &why, &reqid);
 		evbuffer_drain(in, len);
-		if (env == NULL) {
+		if (env == NULL &&
+		    code == SBX__V1__ERROR_CODE__ERROR_UNEXPECTED) {
+			frame_conn_refuse(c, reqid, code, "%s", why);
+		} else if (env == NULL) {
 			frame_conn_reject(c, reqid, code, why);
 			return 0;
+		} else if (env->body_case == SBX__V1__ENVELOPE__BODY_HELLO) {
+			frame_conn_hello(c, env);
+			sbx__v1__envelope__free_unpacked(env, NULL);
+		} else {
+			srv->fs_handler(c, env, srv->fs_arg);
+			sbx__v1__envelope__free_unpacked(env, NULL);
 		}
-		srv->fs_handler(c, env, srv->fs_arg);
-		sbx__v1__envelope__free_unpacked(env, NULL);
 		if (c->fc_fd != -1) {
 			/* Not taken by the handler: not kept either. */
 			close(c->fc_fd);
@@ -1088,6 +1235,17 @@ frame_server_listen(struct event_base *base,
 	srv->fs_refusedcb = cfg->refused;
 	srv->fs_refused_arg = cfg->refused_arg;
 	srv->fs_pass_fds = cfg->pass_fds != 0;
+	srv->fs_server_name = xstrdup(cfg->server_name != NULL ?
+	    cfg->server_name : name);
+	srv->fs_flush = cfg->flush;
+	for (; cfg->serves != NULL && cfg->serves[srv->fs_nserves] != 0;
+	    srv->fs_nserves++)
+		;
+	srv->fs_serves = xcalloc(srv->fs_nserves + 1,
+	    sizeof(*srv->fs_serves));
+	if (srv->fs_nserves > 0)
+		memcpy(srv->fs_serves, cfg->serves,
+		    srv->fs_nserves * sizeof(*srv->fs_serves));
 	TAILQ_INIT(&srv->fs_conns);
 
 	if ((srv->fs_retry = evtimer_new(base, frame_server_retrycb,
@@ -1115,6 +1273,8 @@ fail:
 		event_free(srv->fs_retry);
 	free(srv->fs_name);
 	free(srv->fs_path);
+	free(srv->fs_server_name);
+	free(srv->fs_serves);
 	free(srv);
 	return NULL;
 }
@@ -1162,6 +1322,8 @@ frame_server_free(struct frame_server *srv)
 		frame_conn_gone(c);
 	free(srv->fs_name);
 	free(srv->fs_path);
+	free(srv->fs_server_name);
+	free(srv->fs_serves);
 	free(srv);
 }
 

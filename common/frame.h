@@ -35,7 +35,9 @@ uint8_t	*frame_pack(const Sbx__V1__Envelope *, size_t *lenp);
 /*
  * Decode one payload (the bytes after the header).  Returns the envelope,
  * or NULL with *code and *why set (ERROR_MALFORMED,
- * ERROR_UNSUPPORTED_VERSION, ERROR_FRAME_TOO_LARGE).  Free the result with
+ * ERROR_UNSUPPORTED_VERSION, ERROR_FRAME_TOO_LARGE; ERROR_UNEXPECTED for
+ * an envelope that decodes but whose only body is a field number this
+ * side does not know, a message from a newer protocol).  Free the result with
  * sbx__v1__envelope__free_unpacked(env, NULL).
  */
 Sbx__V1__Envelope *frame_decode(const uint8_t *, size_t, size_t max,
@@ -81,7 +83,24 @@ struct frame_server_config {
 	 * reads with recvmsg and keeps at most one per frame (extras are
 	 * closed); the handler takes it with frame_conn_take_fd(). */
 	int			 pass_fds;
+	/* For hello (proto/README.md): the daemon's name ("policyd") and
+	 * the Envelope body field numbers this socket serves, ending with
+	 * 0.  The frame code answers hello itself, never the handler. */
+	const char		*server_name;
+	const uint32_t		*serves;
+	/* Optional: called with the handler's arg before the frame code
+	 * answers a request itself (hello, an unknown body), so a daemon
+	 * that holds replies back (policyd's group commit) sends them
+	 * first and each connection gets its replies in request order. */
+	void			(*flush)(void *arg);
 };
+
+/* A hello's client_name longer than this is refused (ERROR_INVALID). */
+#define FRAME_HELLO_NAME_MAX	128
+/* Requests on one connection the frame code answers with an Error on the
+ * server's behalf (an unknown body, a bad or second hello) before it
+ * closes that connection. */
+#define FRAME_REFUSED_MAX	32
 
 /* Unlinks a stale socket, binds, chmods/chowns, listens.  NULL on error
  * (logged). */

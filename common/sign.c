@@ -333,6 +333,88 @@ fail:
 }
 
 int
+sign_trust_load(struct sign_trust *t, const char *pk_path,
+    const char *prev_path, char *err, size_t errlen)
+{
+	struct sign_trust	 fresh;
+	char			 e[512];
+
+	memset(&fresh, 0, sizeof(fresh));
+	if (sign_pubkey_load(pk_path, fresh.pk, err, errlen) == -1)
+		return -1;
+	if (prev_path != NULL) {
+		if (sign_pubkey_load(prev_path, fresh.prev, e,
+		    sizeof(e)) == -1) {
+			snprintf(err, errlen, "previous key: %s", e);
+			return -1;
+		}
+		fresh.has_prev = 1;
+	}
+	*t = fresh;
+	return 0;
+}
+
+int
+sign_trust_reload(struct sign_trust *t, const char *pk_path,
+    const char *prev_path)
+{
+	struct sign_trust	 fresh;
+	char			 err[512], kid[SIGN_KEYID_HEX];
+
+	if (sign_trust_load(&fresh, pk_path, prev_path, err,
+	    sizeof(err)) == -1) {
+		log_warnx("reload: %s; keeping the key loaded", err);
+		return -1;
+	}
+	*t = fresh;
+	sign_key_id(t->pk, kid);
+	log_info("reload: policyd's public key %s (key %s)", pk_path, kid);
+	if (t->has_prev) {
+		sign_key_id(t->prev, kid);
+		log_info("reload: policyd's previous public key %s (key %s)",
+		    prev_path, kid);
+	}
+	return 0;
+}
+
+Sbx__V1__PolicyGrant *
+sign_verify_trust(const struct sign_trust *t,
+    const Sbx__V1__SignedPolicy *sp, int64_t now, char *err, size_t errlen)
+{
+	char	kid[SIGN_KEYID_HEX], pkid[SIGN_KEYID_HEX];
+
+	if (sign_init(err, errlen) == -1)
+		return NULL;
+	/* Which key signed it is known only once a signature verifies:
+	 * nothing unsigned is decoded to choose. */
+	if (t->has_prev && sp != NULL && sp->grant.data != NULL &&
+	    sp->signature.data != NULL &&
+	    sp->signature.len == crypto_sign_BYTES &&
+	    crypto_sign_verify_detached(sp->signature.data, sp->grant.data,
+	    sp->grant.len, t->pk) != 0 &&
+	    crypto_sign_verify_detached(sp->signature.data, sp->grant.data,
+	    sp->grant.len, t->prev) == 0)
+		return sign_verify(t->prev, sp, now, err, errlen);
+	if (sp != NULL && sp->grant.data != NULL &&
+	    sp->signature.data != NULL &&
+	    sp->signature.len == crypto_sign_BYTES &&
+	    crypto_sign_verify_detached(sp->signature.data, sp->grant.data,
+	    sp->grant.len, t->pk) != 0) {
+		sign_key_id(t->pk, kid);
+		if (t->has_prev) {
+			sign_key_id(t->prev, pkid);
+			snprintf(err, errlen, "signature does not verify "
+			    "with policyd's key %s nor its previous key %s",
+			    kid, pkid);
+		} else
+			snprintf(err, errlen, "signature does not verify "
+			    "with policyd's key %s", kid);
+		return NULL;
+	}
+	return sign_verify(t->pk, sp, now, err, errlen);
+}
+
+int
 sign_pubkey_reload(const char *pk_path, unsigned char pk[32])
 {
 	unsigned char	 fresh[32];

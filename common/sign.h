@@ -48,6 +48,31 @@ int		 sign_grant(const struct sign_key *, Sbx__V1__PolicyGrant *,
 void		 sign_signed_clear(Sbx__V1__SignedPolicy *);
 
 /*
+ * The public keys a verifier trusts: policyd's current key and, during a
+ * rotation, its previous one (policyd.8, ROTATING THE SIGNING KEY).  A
+ * grant signed by the previous key verifies like any other, so it is good
+ * until its own expires_at and refused after.
+ */
+struct sign_trust {
+	unsigned char	 pk[32];
+	unsigned char	 prev[32];
+	int		 has_prev;
+};
+
+/* Load the current key and, when prev_path is not NULL, the previous one.
+ * 0, or -1 with err set (nothing changed). */
+int		 sign_trust_load(struct sign_trust *, const char *pk_path,
+		    const char *prev_path, char *err, size_t errlen);
+/* SIGHUP: sign_trust_load() into t only if both load.  0, or -1 (logged,
+ * the keys in use kept). */
+int		 sign_trust_reload(struct sign_trust *, const char *pk_path,
+		    const char *prev_path);
+/* sign_verify() by whichever trusted key signed the grant. */
+Sbx__V1__PolicyGrant *sign_verify_trust(const struct sign_trust *,
+		    const Sbx__V1__SignedPolicy *, int64_t now,
+		    char *err, size_t errlen);
+
+/*
  * Verify the signature, decode the grant, refuse it if now >= expires_at
  * or if policy_hash does not match the policy, and return it (free with
  * sbx__v1__policy_grant__free_unpacked).  NULL with err set otherwise.

@@ -103,12 +103,13 @@ control_open(struct egressd *ed, struct frame_conn *c,
 		    "traceparent: %s", err);
 		return;
 	}
-	if ((g = sign_verify(ed->pk, o->signed_, now_s(), err,
+	if ((g = sign_verify_trust(&ed->trust, o->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
 		close(lfd);
 		frame_conn_send_error(c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_DENIED, "", "signed policy "
-		    "refused: %s", err);
+		    SBX__V1__ERROR_CODE__ERROR_DENIED,
+		    strncmp(err, "policy expired", 14) == 0 ? RULE_EXPIRED :
+		    RULE_SIGNATURE, "signed policy refused: %s", err);
 		return;
 	}
 	if (!name_ok(g->execution_id) || !name_ok(g->task_id) ||

@@ -33,8 +33,8 @@ egressd_check(void *arg, const struct daemon_opts *opts)
 	struct egressd	*ed = arg;
 	char		 err[512];
 
-	if (sign_pubkey_load(ed->conf->public_key, ed->pk, err,
-	    sizeof(err)) == -1) {
+	if (sign_trust_load(&ed->trust, ed->conf->public_key,
+	    ed->conf->public_key_previous, err, sizeof(err)) == -1) {
 		fprintf(stderr, "egressd: public_key %s: %s\n",
 		    ed->conf->public_key, err);
 		return -1;
@@ -133,13 +133,28 @@ egressd_close(void *arg)
 	evbuffer_free(ed->scratch);
 }
 
+/* What each socket serves, by Envelope body field: hello's answer. */
+static const uint32_t egressd_serves_control[] = {
+	SBX__V1__ENVELOPE__BODY_EGRESS_OPEN,
+	SBX__V1__ENVELOPE__BODY_EGRESS_CLOSE,
+	0
+};
+static const uint32_t egressd_serves_admin[] = {
+	SBX__V1__ENVELOPE__BODY_METRICS_REQUEST,
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	0
+};
+
 static const struct daemon_sock egressd_socks[] = {
 	/* egress_open brings the channel's socket as a descriptor. */
 	{ "control", offsetof(struct egressd_conf, control),
-	    control_control_socket, NULL, 0, 1 },
+	    control_control_socket, NULL, 0, 1,
+	    egressd_serves_control },
 	{ "admin", offsetof(struct egressd_conf, admin),
-	    control_admin_socket, NULL, 0, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0 }
+	    control_admin_socket, NULL, 0, 0,
+	    egressd_serves_admin },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
 
 /* The scrape listener's text: the admin socket's. */

@@ -22,6 +22,7 @@
 
 #include "config.h"
 #include "peer.h"
+#include "sign.h"
 #include "policy.h"
 #include "trace.h"
 
@@ -42,6 +43,8 @@
 #define RULE_BUDGET		"egress-budget-exhausted"
 #define RULE_REDIRECT		"redirect-not-allowed"
 #define RULE_ADDRESS		"address-not-allowed"
+#define RULE_SIGNATURE		"signature-invalid"
+#define RULE_EXPIRED		"policy-expired"
 #define RULE_DNS		"dns-failed"
 #define RULE_CREDENTIAL		"credential-unavailable"
 #define RULE_BAD_REQUEST	"bad-request"
@@ -88,6 +91,7 @@ struct egressd_conf {
 	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*run_dir;
 	char			*public_key;
+	char			*public_key_previous;
 	char			*resolv_conf;	/* NULL: /etc/resolv.conf */
 	char			*hosts_file;	/* NULL: none */
 	char			**upstream_cas;	/* extra trusted CA files */
@@ -496,7 +500,7 @@ TAILQ_HEAD(channels, channel);
 
 struct egressd {
 	struct egressd_conf	*conf;
-	unsigned char		 pk[32];
+	struct sign_trust	 trust;
 	struct event_base	*base;
 	struct evdns_base	*dns;
 	struct audit		*audit;

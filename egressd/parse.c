@@ -89,6 +89,8 @@ static const struct cfg_key parse_keys[] = {
 	CFG_PATHKEY("run_dir", 0, struct egressd_conf, run_dir, NULL),
 	CFG_PATHKEY("public_key", CFG_REQUIRED, struct egressd_conf,
 	    public_key, NULL),
+	CFG_PATHKEY("public_key_previous", 0, struct egressd_conf,
+	    public_key_previous, NULL),
 	CFG_PATHKEY("resolv_conf", 0, struct egressd_conf, resolv_conf,
 	    NULL),
 	CFG_PATHKEY("hosts_file", 0, struct egressd_conf, hosts_file, NULL),

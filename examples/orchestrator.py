@@ -413,15 +413,39 @@ def scramble(policy):
 
 # ---- subcommands -----------------------------------------------------------
 
-def connect(args):
-    return Connection(args.socket, args.timeout)
+def connect(args, *needs):
+    """A connection that said hello first (proto/README.md, Hello): the
+    server must speak protocol 1 and serve every request body in NEEDS
+    (Envelope field names), else a Failure names what is missing before
+    anything is sent."""
+    conn = Connection(args.socket, args.timeout)
+    try:
+        hello = pb.Hello(protocol_version=PROTOCOL_VERSION,
+                         client_name="orchestrator.py")
+        rep = expect(conn.call(hello=hello), "hello_reply")
+        if rep.protocol_version != PROTOCOL_VERSION:
+            raise Failure("%s %s speaks protocol %d, not %d"
+                          % (rep.server_name, rep.server_version,
+                             rep.protocol_version, PROTOCOL_VERSION))
+        served = {t.field for t in rep.requests}
+        fields = pb.Envelope.DESCRIPTOR.fields_by_name
+        missing = [n for n in needs if fields[n].number not in served]
+        if missing:
+            raise Failure("%s %s at %s (socket %s) does not serve %s"
+                          % (rep.server_name, rep.server_version,
+                             args.socket, rep.socket,
+                             ", ".join(missing)))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def compile_task(args):
     task = read_task(args.taskfile)
     req = exec_pb.CompileRequest()
     req.task.CopyFrom(task)
-    conn = connect(args)
+    conn = connect(args, "compile")
     try:
         return expect(conn.call(compile=req), "compiled")
     finally:
@@ -582,7 +606,7 @@ def cmd_submit(args):
         task.traceparent = new_traceparent()
     req = exec_pb.RunRequest()
     req.task.CopyFrom(task)
-    conn = connect(args)
+    conn = connect(args, "run")
     try:
         r = expect(conn.call(run=req), "result")
     finally:
@@ -632,7 +656,7 @@ def cmd_request(args):
         cr.host.host = args.host
         cr.host.methods.extend(args.method or [])
         cr.host.paths.extend(args.path or [])
-    conn = connect(args)
+    conn = connect(args, "capability")
     try:
         d = expect(conn.call(capability=cr), "decision")
     finally:

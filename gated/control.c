@@ -192,7 +192,7 @@ gcontrol_release(struct gated *gd, struct frame_conn *c,
 		    "the request carries no signed policy");
 		goto done;
 	}
-	if ((g = sign_verify(gd->pk, rq->signed_, now_s(), err,
+	if ((g = sign_verify_trust(&gd->trust, rq->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
 		bufprintf(msg, sizeof(msg), "signed policy refused: %s",
 		    err);

@@ -32,8 +32,8 @@ gated_init(void *arg)
 
 	if (sodium_init() < 0)
 		fatalx("libsodium could not be initialised");
-	if (sign_pubkey_load(gd->conf->policy_public_key, gd->pk, err,
-	    sizeof(err)) == -1)
+	if (sign_trust_load(&gd->trust, gd->conf->policy_public_key,
+	    gd->conf->policy_public_key_previous, err, sizeof(err)) == -1)
 		fatalx("policy_public_key: %s", err);
 	if ((gd->sniff = sniff_open(err, sizeof(err))) == NULL)
 		fatalx("%s", err);
@@ -75,7 +75,8 @@ gated_hup(void *arg)
 {
 	struct gated	*gd = arg;
 
-	(void)sign_pubkey_reload(gd->conf->policy_public_key, gd->pk);
+	(void)sign_trust_reload(&gd->trust, gd->conf->policy_public_key,
+	    gd->conf->policy_public_key_previous);
 }
 
 static void
@@ -87,13 +88,27 @@ gated_close(void *arg)
 	sniff_close(gd->sniff);
 }
 
+/* What each socket serves, by Envelope body field: hello's answer. */
+static const uint32_t gated_serves_release[] = {
+	SBX__V1__ENVELOPE__BODY_RELEASE,
+	0
+};
+static const uint32_t gated_serves_admin[] = {
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	SBX__V1__ENVELOPE__BODY_METRICS_REQUEST,
+	0
+};
+
 static const struct daemon_sock gated_socks[] = {
 	/* The scratch directory comes with a release as a descriptor. */
 	{ "release", offsetof(struct gated_conf, release),
-	    gcontrol_release_socket, NULL, 0, 1 },
+	    gcontrol_release_socket, NULL, 0, 1,
+	    gated_serves_release },
 	{ "admin", offsetof(struct gated_conf, admin),
-	    gcontrol_admin_socket, NULL, 0, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0 }
+	    gcontrol_admin_socket, NULL, 0, 0,
+	    gated_serves_admin },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
 
 /* The scrape listener's text: the admin socket's. */

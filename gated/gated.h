@@ -26,6 +26,7 @@
 
 #include "config.h"
 #include "peer.h"
+#include "sign.h"
 
 #include "sbx/v1/envelope.pb-c.h"
 #include "sbx/v1/gate.pb-c.h"
@@ -79,6 +80,7 @@ struct gated_conf {
 	struct cfg_common	 common;	/* file, user, state_dir, ... */
 	char			*store_dir;	/* default state_dir/store */
 	char			*policy_public_key;
+	char			*policy_public_key_previous;
 	struct cfg_sock		 release;
 	struct cfg_sock		 admin;		/* path NULL: none */
 };
@@ -279,7 +281,7 @@ struct gated_metrics {
 
 struct gated {
 	struct gated_conf	*conf;
-	unsigned char		 pk[32];	/* policyd's public key */
+	struct sign_trust	 trust;		/* policyd's public keys */
 	struct audit		*audit;
 	struct sniff		*sniff;
 	struct event_base	*base;

@@ -33,6 +33,8 @@ static const struct cfg_key gparse_keys[] = {
 	    "$state_dir/store"),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct gated_conf,
 	    policy_public_key, NULL),
+	CFG_PATHKEY("policy_public_key_previous", 0, struct gated_conf,
+	    policy_public_key_previous, NULL),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, FRAME_KB_MIN, FRAME_KB_MAX),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, gparse_sockets),
 	CFG_COMMON_METRICS,

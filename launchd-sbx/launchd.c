@@ -200,8 +200,8 @@ launchd_init(void *arg)
 
 	if (!daemon_root())
 		fatalx("must start as root: it starts the root monitor");
-	if (sign_pubkey_load(ld->conf->policy_public_key, ld->pk, err,
-	    sizeof(err)) == -1)
+	if (sign_trust_load(&ld->trust, ld->conf->policy_public_key,
+	    ld->conf->policy_public_key_previous, err, sizeof(err)) == -1)
 		fatalx("policy_public_key: %s", err);
 	if (access(ld->conf->init, X_OK) == -1)
 		fatal("init %s", ld->conf->init);
@@ -310,12 +310,29 @@ launchd_close(void *arg)
 	ident_free(ld);
 }
 
+/* What each socket serves, by Envelope body field: hello's answer. */
+static const uint32_t launchd_serves_launch[] = {
+	SBX__V1__ENVELOPE__BODY_LAUNCH,
+	0
+};
+static const uint32_t launchd_serves_admin[] = {
+	SBX__V1__ENVELOPE__BODY_DATASET_PUT,
+	SBX__V1__ENVELOPE__BODY_DATASET_LIST,
+	SBX__V1__ENVELOPE__BODY_IMAGE_LIST,
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	SBX__V1__ENVELOPE__BODY_METRICS_REQUEST,
+	0
+};
+
 static const struct daemon_sock launchd_socks[] = {
 	{ "launch", offsetof(struct launchd_conf, launch),
-	    control_launch_socket, NULL, LAUNCHD_LAUNCH_IDLE, 0 },
+	    control_launch_socket, NULL, LAUNCHD_LAUNCH_IDLE, 0,
+	    launchd_serves_launch },
 	{ "admin", offsetof(struct launchd_conf, admin),
-	    control_admin_socket, NULL, 0, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0 }
+	    control_admin_socket, NULL, 0, 0,
+	    launchd_serves_admin },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
 
 static const struct daemon_signal launchd_signals[] = {

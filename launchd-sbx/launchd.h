@@ -21,6 +21,7 @@
 #include "config.h"
 #include "frame.h"
 #include "peer.h"
+#include "sign.h"
 #include "trace.h"
 #include "launchd-sbx/monitor.h"
 #include "launchd-sbx/spec.h"
@@ -95,6 +96,7 @@ struct launchd_conf {
 	char			*run_dir;
 	char			*monitor;	/* NULL: beside launchd-sbx */
 	char			*policy_public_key;
+	char			*policy_public_key_previous;
 	char			*init;
 	char			*cgroup_parent;
 	char			*egress_socket;	/* egressd's control socket;
@@ -142,7 +144,7 @@ struct event;
 
 struct launchd {
 	struct launchd_conf	*conf;
-	unsigned char		 pk[32];	/* policyd's public key */
+	struct sign_trust	 trust;		/* policyd's public keys */
 	struct event_base	*base;
 	struct audit		*audit;
 	struct launchd_metrics	 metrics;

@@ -395,6 +395,8 @@ static const struct cfg_key parse_keys[] = {
 	    NULL),
 	CFG_PATHKEY("policy_public_key", CFG_REQUIRED, struct launchd_conf,
 	    policy_public_key, NULL),
+	CFG_PATHKEY("policy_public_key_previous", 0, struct launchd_conf,
+	    policy_public_key_previous, NULL),
 	CFG_PATHKEY("init", CFG_REQUIRED, struct launchd_conf, init, NULL),
 	/* sbx-monitor; absent: the one beside launchd-sbx. */
 	CFG_PATHKEY("monitor", 0, struct launchd_conf, monitor, NULL),

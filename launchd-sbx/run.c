@@ -1780,7 +1780,7 @@ run_launch_1(struct launchd *ld, struct frame_conn *c,
 		    "policy");
 		return;
 	}
-	if ((g = sign_verify(ld->pk, l->signed_, now_s(), err,
+	if ((g = sign_verify_trust(&ld->trust, l->signed_, now_s(), err,
 	    sizeof(err))) == NULL) {
 		record_refuse(ld, c, req->request_id, "", "",
 		    strncmp(err, "policy expired", 14) == 0 ? RULE_EXPIRED :

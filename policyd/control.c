@@ -706,6 +706,40 @@ control_run(struct control *ctl, struct frame_conn *c,
 	control_compile(ctl, c, req, t, 1);
 }
 
+/* KeyRequest: the key signing now, then the previous one if any. */
+static void
+control_keys(struct control *ctl, struct frame_conn *c,
+    const Sbx__V1__Envelope *req)
+{
+	Sbx__V1__Envelope	 env;
+	Sbx__V1__KeyReply	 rep;
+	Sbx__V1__PublicKey	 k[2], *pk[2];
+	char			 kid[SIGN_KEYID_HEX];
+
+	sbx__v1__key_reply__init(&rep);
+	sbx__v1__public_key__init(&k[0]);
+	k[0].key_id = ctl->pd->key->key_id;
+	k[0].public_key.data = ctl->pd->key->pk;
+	k[0].public_key.len = sizeof(ctl->pd->key->pk);
+	k[0].current = 1;
+	pk[0] = &k[0];
+	rep.n_keys = 1;
+	if (ctl->pd->has_prev) {
+		sbx__v1__public_key__init(&k[1]);
+		sign_key_id(ctl->pd->prev_pk, kid);
+		k[1].key_id = kid;
+		k[1].public_key.data = ctl->pd->prev_pk;
+		k[1].public_key.len = sizeof(ctl->pd->prev_pk);
+		pk[1] = &k[1];
+		rep.n_keys = 2;
+	}
+	rep.keys = pk;
+	frame_env_init(&env, req->request_id);
+	env.body_case = SBX__V1__ENVELOPE__BODY_KEYS;
+	env.keys = &rep;
+	control_send(ctl, c, &env);
+}
+
 /* The orchestrator socket's messages, and with admin the admin socket's. */
 static void
 control_dispatch(struct control *ctl, struct frame_conn *c,
@@ -723,6 +757,9 @@ control_dispatch(struct control *ctl, struct frame_conn *c,
 		return;
 	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
 		control_audit_verify(ctl, c, req);
+		return;
+	case SBX__V1__ENVELOPE__BODY_KEY_REQUEST:
+		control_keys(ctl, c, req);
 		return;
 	case SBX__V1__ENVELOPE__BODY_CAPABILITY:
 		if (ctl->pd->cap == NULL) {

@@ -418,6 +418,8 @@ static const struct cfg_key parse_keys[] = {
 	    "$state_dir/signing.key"),
 	CFG_PATHKEY("public_key", 0, struct policyd_conf, public_key,
 	    "$state_dir/policyd.pub"),
+	CFG_PATHKEY("previous_public_key", 0, struct policyd_conf,
+	    previous_public_key, NULL),
 	CFG_U32("policy_ttl", 0, struct policyd_conf, policy_ttl, TTL_DEFAULT,
 	    TTL_MIN, TTL_MAX),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, 1, 65536),

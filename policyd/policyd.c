@@ -75,6 +75,28 @@ policyd_key(const struct policyd_conf *pc)
 	return key;
 }
 
+/* previous_public_key, when set: must load and differ from the key now
+ * signing. */
+static void
+policyd_prev_key(struct policyd *pd)
+{
+	const char	*path = pd->conf->previous_public_key;
+	char		 err[512], kid[SIGN_KEYID_HEX];
+
+	pd->has_prev = 0;
+	if (path == NULL)
+		return;
+	if (sign_pubkey_load(path, pd->prev_pk, err, sizeof(err)) == -1)
+		fatalx("previous_public_key: %s", err);
+	if (memcmp(pd->prev_pk, pd->key->pk, sizeof(pd->prev_pk)) == 0)
+		fatalx("previous_public_key %s is the key signing now (%s): "
+		    "name the key that signed before the rotation", path,
+		    pd->key->key_id);
+	pd->has_prev = 1;
+	sign_key_id(pd->prev_pk, kid);
+	log_info("previous public key %s (key %s)", path, kid);
+}
+
 /* SIGHUP: the templates read again; a broken set leaves the old one. */
 static void
 policyd_reload(void *arg)
@@ -155,6 +177,7 @@ policyd_prepare(void *arg)
 	struct policyd	*pd = arg;
 
 	pd->key = policyd_key(pd->conf);
+	policyd_prev_key(pd);
 }
 
 /* The group commit's and the runs' events. */
@@ -264,16 +287,62 @@ policyd_unload(void *arg)
 	template_registry_free(pd->reg);
 }
 
+/* What each socket serves, by Envelope body field: hello's answer. */
+static const uint32_t policyd_serves_orch[] = {
+	SBX__V1__ENVELOPE__BODY_COMPILE,
+	SBX__V1__ENVELOPE__BODY_RUN,
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	SBX__V1__ENVELOPE__BODY_CAPABILITY,
+	SBX__V1__ENVELOPE__BODY_KEY_REQUEST,
+	0
+};
+static const uint32_t policyd_serves_admin[] = {
+	SBX__V1__ENVELOPE__BODY_COMPILE,
+	SBX__V1__ENVELOPE__BODY_RUN,
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY,
+	SBX__V1__ENVELOPE__BODY_CAPABILITY,
+	SBX__V1__ENVELOPE__BODY_KEY_REQUEST,
+	SBX__V1__ENVELOPE__BODY_ENTITLEMENT_ADD,
+	SBX__V1__ENVELOPE__BODY_ENTITLEMENT_REMOVE,
+	SBX__V1__ENVELOPE__BODY_ENTITLEMENT_LIST,
+	SBX__V1__ENVELOPE__BODY_TEMPLATE_LIST,
+	SBX__V1__ENVELOPE__BODY_TEMPLATE_GET,
+	SBX__V1__ENVELOPE__BODY_METRICS_REQUEST,
+	SBX__V1__ENVELOPE__BODY_ROLLOUT_QUERY,
+	SBX__V1__ENVELOPE__BODY_ROLLOUT_CONTROL,
+	0
+};
+static const uint32_t policyd_serves_approvals[] = {
+	SBX__V1__ENVELOPE__BODY_DECISION,
+	0
+};
+
 static const struct daemon_sock policyd_socks[] = {
 	{ "orchestrator", offsetof(struct policyd_conf, orch),
-	    control_orch_socket, NULL, 0, 0 },
+	    control_orch_socket, NULL, 0, 0,
+	    policyd_serves_orch },
 	{ "admin", offsetof(struct policyd_conf, admin),
-	    control_admin_socket, NULL, 0, 0 },
+	    control_admin_socket, NULL, 0, 0,
+	    policyd_serves_admin },
 	/* Optional: approvald's decisions. */
 	{ "approvals", offsetof(struct policyd_conf, approvals),
-	    control_approvals_socket, NULL, 0, 0 },
-	{ NULL, 0, NULL, NULL, 0, 0 }
+	    control_approvals_socket, NULL, 0, 0,
+	    policyd_serves_approvals },
+	{ NULL, 0, NULL, NULL, 0, 0, NULL }
 };
+
+/* Replies held for the group commit go out before any the frame code
+ * sends itself (hello, an unknown body): request order per connection. */
+static void
+policyd_flush(void *arg)
+{
+	struct policyd	*pd = arg;
+
+	if (pd->commit != NULL)
+		commit_flush(pd->commit);
+}
 
 /* The scrape listener's text: the admin socket's. */
 static char *
@@ -294,6 +363,7 @@ static const struct daemon_main policyd_main = {
 	.parse = parse_config,
 	.conf_free = parse_config_free,
 	.socks = policyd_socks,
+	.flush = policyd_flush,
 	.metrics = policyd_metrics_text,
 	.check = policyd_check,
 	.init = policyd_init,

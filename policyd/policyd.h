@@ -71,6 +71,7 @@ struct policyd_conf {
 	size_t			 ntypes;
 	char			*signing_key;
 	char			*public_key;
+	char			*previous_public_key;
 	uint32_t		 policy_ttl;
 	struct cfg_sock		 orch;
 	struct cfg_sock		 admin;
@@ -447,6 +448,10 @@ struct policyd {
 	struct policyd_conf	*conf;
 	struct tmpl_registry	*reg;
 	struct sign_key		*key;
+	/* previous_public_key: verifies grants it signed until they expire
+	 * (policyd.8, ROTATING THE SIGNING KEY); KeyRequest returns it. */
+	unsigned char		 prev_pk[32];
+	int			 has_prev;
 	struct store		*store;
 	struct pin		*pin;		/* template versions' hashes */
 	struct entitle		*ent;

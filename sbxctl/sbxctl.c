@@ -17,6 +17,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "name.h"
 #include "policy.h"
 #include "util.h"
 #include "version.h"
@@ -87,7 +88,9 @@ static const char usage_text[] =
 "       sbxctl rollout status [type]\n"
 "       sbxctl rollout promote|halt type\n"
 "       sbxctl rollout set-percent type percent\n"
-"       sbxctl canary [--state S] [--probes DIR] [--target URL] [probe ...]\n";
+"       sbxctl canary [--state S] [--probes DIR] [--target URL] [probe ...]\n"
+"       sbxctl keys\n"
+"       sbxctl hello socket\n";
 
 static int
 ctl_usage(const char *why)
@@ -226,6 +229,81 @@ ctl_print_yerrs(struct yerrs *errs)
 {
 	for (size_t i = 0; i < errs->n; i++)
 		fprintf(stderr, "%s\n", errs->msgs[i]);
+}
+
+/* ---- keys and hello ---- */
+
+/* policyd's signing keys, as an orchestrator asks for them: one line
+ * each, "KEY-ID current|previous ed25519 HEX". */
+static int
+ctl_keys(int argc)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__KeyRequest	 kr = SBX__V1__KEY_REQUEST__INIT;
+	const Sbx__V1__PublicKey *k;
+	char			 hex[65];
+	int			 rc;
+
+	if (argc != 1)
+		return ctl_usage("keys takes no argument");
+	req.body_case = SBX__V1__ENVELOPE__BODY_KEY_REQUEST;
+	req.key_request = &kr;
+	rc = ctl_call("policyd", ctl.orch_sock, &req,
+	    SBX__V1__ENVELOPE__BODY_KEYS, &rep);
+	if (rc != SBXCTL_OK)
+		return rc;
+	if (ctl.json)
+		printf("{\"keys\":[");
+	for (size_t i = 0; i < rep->keys->n_keys; i++) {
+		k = rep->keys->keys[i];
+		if (k->public_key.len != 32 || !name_ok(k->key_id)) {
+			log_warnx("policyd sent a key that is not 32 bytes "
+			    "with a key id");
+			sbx__v1__envelope__free_unpacked(rep, NULL);
+			return SBXCTL_ERR;
+		}
+		hex_encode(k->public_key.data, 32, hex);
+		if (ctl.json)
+			printf("%s{\"key_id\":\"%s\",\"current\":%s,"
+			    "\"public_key\":\"ed25519 %s\"}", i ? "," : "",
+			    k->key_id, k->current ? "true" : "false", hex);
+		else
+			printf("%s %s ed25519 %s\n", k->key_id,
+			    k->current ? "current" : "previous", hex);
+	}
+	if (ctl.json)
+		printf("]}\n");
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
+}
+
+/* hello on any daemon socket: who answers and what the socket serves. */
+static int
+ctl_hello(int argc, char **argv)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__Hello		 h = SBX__V1__HELLO__INIT;
+	const Sbx__V1__HelloReply *r;
+	int			 rc;
+
+	if (argc != 2)
+		return ctl_usage("hello takes a socket path");
+	h.protocol_version = SBX_PROTO_VERSION;
+	h.client_name = "sbxctl/" SBX_VERSION;
+	req.body_case = SBX__V1__ENVELOPE__BODY_HELLO;
+	req.hello = &h;
+	rc = ctl_call(argv[1], argv[1], &req,
+	    SBX__V1__ENVELOPE__BODY_HELLO_REPLY, &rep);
+	if (rc != SBXCTL_OK)
+		return rc;
+	r = rep->hello_reply;
+	printf("%s %s socket %s protocol %u\n", r->server_name,
+	    r->server_version, r->socket, (unsigned)r->protocol_version);
+	for (size_t i = 0; i < r->n_requests; i++)
+		printf("%u %s\n", (unsigned)r->requests[i]->field,
+		    r->requests[i]->name);
+	sbx__v1__envelope__free_unpacked(rep, NULL);
+	return SBXCTL_OK;
 }
 
 /* ---- compile ---- */
@@ -1160,6 +1238,10 @@ main(int argc, char **argv)
 		rc = ctl_metrics(argc, argv);
 	else if (strcmp(argv[0], "rollout") == 0)
 		rc = ctl_rollout(argc, argv);
+	else if (strcmp(argv[0], "keys") == 0)
+		rc = ctl_keys(argc);
+	else if (strcmp(argv[0], "hello") == 0)
+		rc = ctl_hello(argc, argv);
 	else if (strcmp(argv[0], "canary") == 0)
 		rc = cmd_canary(argc, argv, ctl.state, ctl.orch_sock);
 	else {

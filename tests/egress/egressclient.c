@@ -147,8 +147,13 @@ check(int rc, Sbx__V1__Envelope *rep)
 		return 4;
 	}
 	if (rep->body_case == SBX__V1__ENVELOPE__BODY_ERROR) {
-		printf("error code=%d: %s\n", (int)rep->error->code,
-		    rep->error->message);
+		if (rep->error->rule != NULL && rep->error->rule[0] != '\0')
+			printf("error code=%d rule=%s: %s\n",
+			    (int)rep->error->code, rep->error->rule,
+			    rep->error->message);
+		else
+			printf("error code=%d: %s\n", (int)rep->error->code,
+			    rep->error->message);
 		return 3;
 	}
 	return 0;

@@ -8,8 +8,12 @@
  *	frameprobe SOCKET MODE
  *
  * MODE: garbage, oversize, truncated, badversion, empty-body, ok (a valid
- * AuditVerify request) or silent (connect and read only).  Output:
- * "error CODE_NAME: message", "reply BODYNAME" or "closed-without-reply".
+ * AuditVerify request), silent (connect and read only), hello (a Hello:
+ * prints the reply's server, version, socket and each request type) or
+ * future (an envelope whose body is oneof field 99, unknown to any
+ * server, then an ok request on the same connection: two answers).
+ * Output: "error CODE_NAME: message", "reply BODYNAME" or
+ * "closed-without-reply", one line per answer.
  * Exit 0 on any answer or a clean close, 1 on other trouble, 2 when the
  * socket does not accept the connection.
  */
@@ -36,7 +40,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: frameprobe SOCKET "
 	    "garbage|oversize|truncated|badversion|empty-body|ok|silent|"
-	    "audit-all\n");
+	    "audit-all|hello|future\n");
 	exit(1);
 }
 
@@ -86,6 +90,9 @@ probe_send(int fd, const char *mode)
 	/* Announces 100 bytes, delivers 6, then stops sending. */
 	static const uint8_t	truncated[] = { 0, 0, 0, 100,
 	    0x08, 0x01, 0x10, 0x01, 0x08, 0x01 };
+	/* Version 1, request id 7, field 99 holding an empty message. */
+	static const uint8_t	future[] = { 0, 0, 0, 7,
+	    0x08, 0x01, 0x10, 0x07, 0x9a, 0x06, 0x00 };
 
 	if (strcmp(mode, "garbage") == 0)
 		return probe_write(fd, garbage, sizeof(garbage));
@@ -110,6 +117,20 @@ probe_send(int fd, const char *mode)
 		sbx__v1__audit_query__init(&q);
 		env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
 		env.audit_query = &q;
+		return frame_write(fd, &env);
+	}
+	if (strcmp(mode, "future") == 0)
+		return probe_write(fd, future, sizeof(future));
+	if (strcmp(mode, "hello") == 0) {
+		Sbx__V1__Envelope	env;
+		Sbx__V1__Hello		h;
+
+		frame_env_init(&env, PROBE_REQID);
+		sbx__v1__hello__init(&h);
+		h.protocol_version = SBX_PROTO_VERSION;
+		h.client_name = "frameprobe";
+		env.body_case = SBX__V1__ENVELOPE__BODY_HELLO;
+		env.hello = &h;
 		return frame_write(fd, &env);
 	}
 	return 0;	/* silent */
@@ -148,13 +169,25 @@ probe_print(const Sbx__V1__Envelope *env)
 			    *e->rule != '\0' ? e->rule : "-",
 			    *e->actor != '\0' ? e->actor : "-");
 		}
+	if (env->body_case == SBX__V1__ENVELOPE__BODY_HELLO_REPLY) {
+		const Sbx__V1__HelloReply *r = env->hello_reply;
+
+		printf("server %s %s socket %s protocol %u\n",
+		    r->server_name, r->server_version, r->socket,
+		    (unsigned)r->protocol_version);
+		for (size_t i = 0; i < r->n_requests; i++)
+			printf("serves %u %s\n",
+			    (unsigned)r->requests[i]->field,
+			    r->requests[i]->name);
+	}
 }
 
 int
 main(int argc, char *argv[])
 {
 	const char *const	 modes[] = { "garbage", "oversize", "truncated",
-	    "badversion", "empty-body", "ok", "silent", "audit-all" };
+	    "badversion", "empty-body", "ok", "silent", "audit-all", "hello",
+	    "future" };
 	Sbx__V1__Envelope	*env;
 	struct timeval		 tv = { PROBE_TIMEOUT, 0 };
 	size_t			 i;
@@ -188,6 +221,18 @@ main(int argc, char *argv[])
 		return 1;
 	}
 	rv = frame_read(fd, PROBE_MAX, &env);
+	if (rv == 0 && strcmp(argv[2], "future") == 0) {
+		/* The same connection must answer a good request next. */
+		probe_print(env);
+		sbx__v1__envelope__free_unpacked(env, NULL);
+		if (probe_env(fd, SBX_PROTO_VERSION, 1) == -1 &&
+		    errno != EPIPE && errno != ECONNRESET) {
+			fprintf(stderr, "frameprobe: send: %s\n",
+			    strerror(errno));
+			return 1;
+		}
+		rv = frame_read(fd, PROBE_MAX, &env);
+	}
 	close(fd);
 	if (rv == 0) {
 		probe_print(env);

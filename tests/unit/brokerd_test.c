@@ -385,7 +385,7 @@ dfx_init(struct dfx *d)
 	cr_assert_eq(sign_keygen(sk, pk, err, sizeof(err)), 0, "%s", err);
 	d->key = sign_key_load(sk, err, sizeof(err));
 	cr_assert_not_null(d->key, "%s", err);
-	memcpy(d->bd.pk, d->key->pk, 32);
+	memcpy(d->bd.trust.pk, d->key->pk, 32);
 	d->conf.mint_ttl = 600;
 	d->bd.conf = &d->conf;
 	d->bd.store = open_store();
@@ -428,6 +428,20 @@ ask(struct dfx *d, Sbx__V1__SignedPolicy *sp, const char *host,
 	r.secret = (char *)secret;
 	r.header = (char *)header;
 	bcontrol_decide(&d->bd, &r, now_s(), a);
+}
+
+/* ask() for the bound credential at a given time. */
+static void
+bcontrol_decide_at(struct dfx *d, Sbx__V1__SignedPolicy *sp, int64_t now,
+    struct bcontrol_answer *a)
+{
+	Sbx__V1__CredentialRequest	 r = SBX__V1__CREDENTIAL_REQUEST__INIT;
+
+	r.signed_ = sp;
+	r.host = (char *)"api.fx.example";
+	r.secret = (char *)"fx-key";
+	r.header = (char *)"Authorization";
+	bcontrol_decide(&d->bd, &r, now, a);
 }
 
 TestSuite(decide, .init = setup, .fini = teardown);
@@ -521,6 +535,67 @@ Test(decide, minted_token_for_the_bound_host)
 	cr_assert_str_eq(a.rule, RULE_KIND);
 	cr_assert_null(a.value);
 	sign_signed_clear(&sp);
+	policy_free(p);
+	dfx_free(&d);
+}
+
+/* Rotation (issue 14): policyd signs with a new key; a grant by the
+ * previous one is honoured until it expires, one by a stranger never. */
+Test(decide, previous_key_until_expiry_unknown_key_refused)
+{
+	struct dfx		 d;
+	struct bcontrol_answer	 a;
+	Sbx__V1__Credential	*cs[1];
+	Sbx__V1__Policy		*p;
+	Sbx__V1__SignedPolicy	 sp = SBX__V1__SIGNED_POLICY__INIT;
+	struct sign_key		*oldk, *stray;
+	char			 err[512], sk[160], pk[160];
+	int64_t			 exp = now_s() + 300;
+
+	dfx_init(&d);
+	put(d.bd.store, "fx-key", STATIC, "sk-fx-123");
+	cs[0] = cred("api.fx.example", "fx-key", "Authorization", STATIC);
+	p = policy_with(1, cs);
+	dfx_sign(&d, p, exp, &sp);	/* by the key about to be previous */
+
+	oldk = d.key;
+	snprintf(sk, sizeof(sk), "%s/policyd-new.key", dir);
+	snprintf(pk, sizeof(pk), "%s/policyd-new.pub", dir);
+	cr_assert_eq(sign_keygen(sk, pk, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not_null(d.key = sign_key_load(sk, err, sizeof(err)));
+	memcpy(d.bd.trust.pk, d.key->pk, 32);
+	memcpy(d.bd.trust.prev, oldk->pk, 32);
+	d.bd.trust.has_prev = 1;
+
+	a.code = 0;
+	bcontrol_decide_at(&d, &sp, exp - 1, &a);
+	cr_assert_null(a.rule, "%s", a.msg);
+	bcontrol_answer_clear(&a);
+	bcontrol_decide_at(&d, &sp, exp, &a);
+	cr_assert_str_eq(a.rule, RULE_EXPIRED);
+
+	/* Without the previous key, the same grant is a bad signature. */
+	d.bd.trust.has_prev = 0;
+	ask(&d, &sp, "api.fx.example", "fx-key", "Authorization", &a);
+	cr_assert_str_eq(a.rule, RULE_SIGNATURE);
+	cr_assert_eq(a.code, SBX__V1__ERROR_CODE__ERROR_DENIED);
+
+	/* A key that is neither: refused with the rule id. */
+	d.bd.trust.has_prev = 1;
+	sign_signed_clear(&sp);
+	stray = d.key;
+	snprintf(sk, sizeof(sk), "%s/stray.key", dir);
+	snprintf(pk, sizeof(pk), "%s/stray.pub", dir);
+	cr_assert_eq(sign_keygen(sk, pk, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not_null(d.key = sign_key_load(sk, err, sizeof(err)));
+	dfx_sign(&d, p, exp, &sp);
+	ask(&d, &sp, "api.fx.example", "fx-key", "Authorization", &a);
+	cr_assert_str_eq(a.rule, RULE_SIGNATURE);
+	cr_assert(strstr(a.msg, "nor its previous key") != NULL, "%s", a.msg);
+
+	sign_signed_clear(&sp);
+	sign_key_free(oldk);
+	sign_key_free(stray);
 	policy_free(p);
 	dfx_free(&d);
 }

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "peer.h"
 #include "util.h"
+#include "version.h"
 #include "sbx/v1/admin.pb-c.h"
 #include "sbx/v1/audit.pb-c.h"
 
@@ -196,6 +197,8 @@ static struct {
 	uint64_t		 refused;
 	int			 later_rv;
 	unsigned		 handled;
+	struct frame_conn	*held;		/* task "held": until flush */
+	uint64_t		 held_id;
 } S;
 
 static void
@@ -272,6 +275,14 @@ handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			close(pfd);
 		}
 		send_ack(c, req->request_id, detail);
+		return;
+	}
+	if (strcmp(task, "held") == 0) {
+		/* Answered only by test_flush(), as policyd's group commit
+		 * holds a compile's reply. */
+		frame_conn_hold(c);
+		S.held = c;
+		S.held_id = req->request_id;
 		return;
 	}
 	if (strncmp(task, "later", 5) == 0) {
@@ -1269,4 +1280,319 @@ Test(fdpass, async_client_sends_descriptor)
 	frame_client_free(C.fc);
 	event_base_free(C.base);
 	server_stop();
+}
+
+/* ---- evolving: unknown bodies and hello (issue 14) ---- */
+
+#define UNEXPECTED	SBX__V1__ERROR_CODE__ERROR_UNEXPECTED
+#define INVALID		SBX__V1__ERROR_CODE__ERROR_INVALID
+
+/*
+ * A frame a newer client would send: version 1, request id reqid, and a
+ * body in oneof field 99 (a length-delimited message this side has never
+ * heard of), plus, when with_query, a known audit_query beside it.
+ */
+static size_t
+future_frame(uint8_t *out, uint64_t reqid, int with_query)
+{
+	uint8_t	*p = out + FRAME_HDR;
+	size_t	 n;
+
+	*p++ = 0x08;			/* field 1, varint: version */
+	*p++ = SBX_PROTO_VERSION;
+	*p++ = 0x10;			/* field 2, varint: request id */
+	*p++ = (uint8_t)reqid;		/* < 128 in these tests */
+	*p++ = 0x9a;			/* field 99, length-delimited */
+	*p++ = 0x06;
+	*p++ = 3;
+	*p++ = 0x0a;			/* inside: field 1, "x" */
+	*p++ = 1;
+	*p++ = 'x';
+	if (with_query) {
+		*p++ = 0x92;		/* field 50 (audit_query) */
+		*p++ = 0x03;
+		*p++ = 5;
+		*p++ = 0x0a;		/* task_id "t-9" */
+		*p++ = 3;
+		*p++ = 't';
+		*p++ = '-';
+		*p++ = '9';
+	}
+	n = (size_t)(p - out) - FRAME_HDR;
+	out[0] = out[1] = 0;
+	out[2] = (uint8_t)(n >> 8);
+	out[3] = (uint8_t)n;
+	return n + FRAME_HDR;
+}
+
+/* The next frame is an Error with this code; the connection stays open. */
+static void
+expect_error_open(int fd, Sbx__V1__ErrorCode code, uint64_t reqid)
+{
+	Sbx__V1__Envelope	*env;
+	int			 rv;
+
+	rv = frame_read(fd, 0, &env);
+	cr_assert_eq(rv, 0, "frame_read: %d (%s)", rv, strerror(errno));
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_ERROR,
+	    "reply body %d, want Error", env->body_case);
+	cr_assert_eq(env->error->code, code, "error code %d, want %d: %s",
+	    env->error->code, code, env->error->message);
+	cr_assert_eq(env->request_id, reqid);
+	cr_assert(strlen(env->error->message) > 0);
+	sbx__v1__envelope__free_unpacked(env, NULL);
+}
+
+static void
+send_hello(int fd, uint64_t reqid, uint32_t version, const char *name)
+{
+	Sbx__V1__Envelope	env;
+	Sbx__V1__Hello		h;
+
+	frame_env_init(&env, reqid);
+	sbx__v1__hello__init(&h);
+	h.protocol_version = version;
+	h.client_name = (char *)name;
+	env.body_case = SBX__V1__ENVELOPE__BODY_HELLO;
+	env.hello = &h;
+	cr_assert_eq(frame_write(fd, &env), 0);
+}
+
+static const uint32_t test_serves[] = {
+	SBX__V1__ENVELOPE__BODY_AUDIT_QUERY,
+	SBX__V1__ENVELOPE__BODY_METRICS_REQUEST,
+	0
+};
+
+static void
+hello_server_start(void)
+{
+	struct frame_server_config	cfg;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.server_name = "testd";
+	cfg.serves = test_serves;
+	server_start(&cfg);
+}
+
+static void
+expect_hello_reply(int fd, uint64_t reqid)
+{
+	Sbx__V1__Envelope	*env;
+
+	cr_assert_eq(frame_read(fd, 0, &env), 0);
+	cr_assert_eq(env->request_id, reqid);
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_HELLO_REPLY,
+	    "reply body %d, want HelloReply", env->body_case);
+	cr_assert_eq(env->hello_reply->protocol_version, SBX_PROTO_VERSION);
+	cr_assert_str_eq(env->hello_reply->server_name, "testd");
+	cr_assert_str_eq(env->hello_reply->server_version, SBX_VERSION);
+	cr_assert_str_eq(env->hello_reply->socket, "test");
+	cr_assert_eq(env->hello_reply->n_requests, 2);
+	cr_assert_eq(env->hello_reply->requests[0]->field, 50);
+	cr_assert_str_eq(env->hello_reply->requests[0]->name, "audit_query");
+	cr_assert_eq(env->hello_reply->requests[1]->field, 68);
+	cr_assert_str_eq(env->hello_reply->requests[1]->name,
+	    "metrics_request");
+	sbx__v1__envelope__free_unpacked(env, NULL);
+}
+
+Test(codec, unknown_body_is_unexpected_not_malformed)
+{
+	Sbx__V1__Envelope	*env;
+	Sbx__V1__ErrorCode	 code = 0;
+	const char		*why = NULL;
+	uint8_t			 buf[64];
+	size_t			 len;
+
+	len = future_frame(buf, 9, 0);
+	cr_assert_null(frame_decode(buf + FRAME_HDR, len - FRAME_HDR, 0,
+	    &code, &why));
+	cr_assert_eq(code, UNEXPECTED, "code %d: %s", code, why);
+	/* Beside a known body, the unknown field is simply ignored. */
+	len = future_frame(buf, 9, 1);
+	env = frame_decode(buf + FRAME_HDR, len - FRAME_HDR, 0, &code, &why);
+	cr_assert_not_null(env, "decode: %s", why);
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_AUDIT_QUERY);
+	cr_assert_str_eq(env->audit_query->task_id, "t-9");
+	sbx__v1__envelope__free_unpacked(env, NULL);
+}
+
+Test(server, unknown_body_keeps_the_connection)
+{
+	uint8_t	buf[64];
+	size_t	len;
+	int	fd;
+
+	server_start(NULL);
+	fd = client();
+	len = future_frame(buf, 9, 0);
+	write_raw(fd, buf, len);
+	expect_error_open(fd, UNEXPECTED, 9);
+	/* The same connection still serves a good request. */
+	send_query(fd, 10, "after");
+	expect_ack(fd, 10, "ok:after");
+	/* A known body with an unknown field beside it is served. */
+	len = future_frame(buf, 11, 1);
+	write_raw(fd, buf, len);
+	expect_ack(fd, 11, "ok:t-9");
+	close(fd);
+	server_stop();
+	cr_assert_eq(S.handled, 2, "the handler saw the unknown body");
+}
+
+Test(server, unknown_body_flood_is_bounded)
+{
+	uint8_t	*flood, one[64];
+	size_t	 len, i;
+	int	 bad, good;
+
+	server_start(NULL);
+	good = client();
+	bad = client();
+	/* Far more than the cap, in one write: the server must neither
+	 * queue answers without end nor stop serving the other client. */
+	len = future_frame(one, 7, 0);
+	flood = xcalloc(FRAME_REFUSED_MAX * 8, len);
+	for (i = 0; i < FRAME_REFUSED_MAX * 8; i++)
+		memcpy(flood + i * len, one, len);
+	write_raw(bad, flood, FRAME_REFUSED_MAX * 8 * len);
+	free(flood);
+	send_query(good, 1, "meanwhile");
+	expect_ack(good, 1, "ok:meanwhile");
+	for (i = 0; i < FRAME_REFUSED_MAX - 1; i++)
+		expect_error_open(bad, UNEXPECTED, 7);
+	/* The last one it answers, then it hangs up. */
+	expect_error_then_close(bad, UNEXPECTED, 7);
+	close(bad);
+	send_query(good, 2, "after");
+	expect_ack(good, 2, "ok:after");
+	close(good);
+	server_stop();
+	cr_assert_eq(S.handled, 2);
+}
+
+Test(server, hello_answers_what_the_socket_serves)
+{
+	int	fd;
+
+	hello_server_start();
+	fd = client();
+	send_hello(fd, 1, SBX_PROTO_VERSION, "frame_test/1.0");
+	expect_hello_reply(fd, 1);
+	send_query(fd, 2, "t-1");
+	expect_ack(fd, 2, "ok:t-1");
+	/* A second hello: refused, the connection kept. */
+	send_hello(fd, 3, SBX_PROTO_VERSION, "again");
+	expect_error_open(fd, UNEXPECTED, 3);
+	send_query(fd, 4, "t-2");
+	expect_ack(fd, 4, "ok:t-2");
+	close(fd);
+	server_stop();
+	cr_assert_eq(S.handled, 2, "the handler saw a hello");
+}
+
+Test(server, hello_with_a_version_it_does_not_speak)
+{
+	int	fd;
+
+	hello_server_start();
+	fd = client();
+	send_hello(fd, 1, SBX_PROTO_VERSION + 1, "future");
+	expect_error_open(fd, BADVERSION, 1);
+	send_hello(fd, 2, 0, "unset");
+	expect_error_open(fd, BADVERSION, 2);
+	/* It may then say hello in the version the server speaks. */
+	send_hello(fd, 3, SBX_PROTO_VERSION, "fallback");
+	expect_hello_reply(fd, 3);
+	close(fd);
+	server_stop();
+}
+
+Test(server, hello_client_name_bounded_and_printable)
+{
+	char	*huge;
+	char	 name[FRAME_HELLO_NAME_MAX + 2];
+	int	 fd;
+
+	hello_server_start();
+	fd = client();
+	huge = xcalloc(1, 512 * 1024 + 1);
+	memset(huge, 'a', 512 * 1024);
+	send_hello(fd, 1, SBX_PROTO_VERSION, huge);
+	expect_error_open(fd, INVALID, 1);
+	free(huge);
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	send_hello(fd, 2, SBX_PROTO_VERSION, name);	/* one byte over */
+	expect_error_open(fd, INVALID, 2);
+	send_hello(fd, 3, SBX_PROTO_VERSION, "bad\nname");
+	expect_error_open(fd, INVALID, 3);
+	send_hello(fd, 4, SBX_PROTO_VERSION, "bad\xe2\x80\xaename");
+	expect_error_open(fd, INVALID, 4);
+	send_hello(fd, 5, SBX_PROTO_VERSION, "bad\xff");
+	expect_error_open(fd, INVALID, 5);
+	name[sizeof(name) - 2] = '\0';			/* exactly the max */
+	send_hello(fd, 6, SBX_PROTO_VERSION, name);
+	expect_hello_reply(fd, 6);
+	close(fd);
+	server_stop();
+}
+
+Test(server, hello_after_refusals_counts_toward_the_cap)
+{
+	int	fd;
+
+	hello_server_start();
+	fd = client();
+	for (unsigned i = 1; i < FRAME_REFUSED_MAX; i++) {
+		send_hello(fd, i, 7, "v7");
+		expect_error_open(fd, BADVERSION, i);
+	}
+	send_hello(fd, 99, 7, "v7");
+	expect_error_then_close(fd, BADVERSION, 99);
+	close(fd);
+	server_stop();
+}
+
+/* The server's flush hook: the reply held for task "held" goes out. */
+static void
+test_flush(void *arg)
+{
+	(void)arg;
+	if (S.held == NULL)
+		return;
+	send_ack(S.held, S.held_id, "held");
+	frame_conn_release(S.held);
+	S.held = NULL;
+}
+
+Test(server, frame_answers_come_after_held_replies)
+{
+	struct frame_server_config	cfg;
+	uint8_t				buf[64];
+	size_t				len;
+	int				fd;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.server_name = "testd";
+	cfg.serves = test_serves;
+	cfg.flush = test_flush;
+	server_start(&cfg);
+	fd = client();
+	/* A request whose reply the daemon holds back, then a hello: the
+	 * held reply must come first (request order on a connection). */
+	send_query(fd, 1, "held");
+	send_hello(fd, 2, SBX_PROTO_VERSION, "pipelined");
+	expect_ack(fd, 1, "held");
+	expect_hello_reply(fd, 2);
+	/* The same for an unknown body. */
+	send_query(fd, 3, "held");
+	len = future_frame(buf, 4, 0);
+	write_raw(fd, buf, len);
+	expect_ack(fd, 3, "held");
+	expect_error_open(fd, UNEXPECTED, 4);
+	close(fd);
+	server_stop();
+	cr_assert_null(S.held);
 }

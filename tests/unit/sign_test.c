@@ -433,3 +433,126 @@ Test(sign, key_file_checks)
 	}
 	fx_teardown(&fx);
 }
+
+/* ---- rotation: the previous key (issue 14) ---- */
+
+/* A second key pair in the fixture's directory, named by prefix. */
+static struct sign_key *
+other_key(struct fixture *fx, const char *prefix, char *pkpath, size_t len)
+{
+	struct sign_key	*key;
+	char		 sk[160], err[256];
+
+	snprintf(sk, sizeof(sk), "%s/%s.key", fx->dir, prefix);
+	snprintf(pkpath, len, "%s/%s.pub", fx->dir, prefix);
+	cr_assert_eq(sign_keygen(sk, pkpath, err, sizeof(err)), 0,
+	    "keygen: %s", err);
+	key = sign_key_load(sk, err, sizeof(err));
+	cr_assert_not_null(key, "load: %s", err);
+	return key;
+}
+
+Test(sign, rotation_previous_key_verifies_until_expiry)
+{
+	struct fixture		 fx;
+	struct testpol		 tp;
+	struct sign_trust	 t;
+	Sbx__V1__PolicyGrant	 g, *got;
+	Sbx__V1__SignedPolicy	 old_sp, new_sp, stray_sp;
+	struct sign_key		*oldk, *newk, *stray;
+	char			 hash[POLICY_HASH_HEX], err[256];
+	char			 newpub[160], straypub[160], want[256];
+	int64_t			 exp;
+
+	fx_setup(&fx);
+	oldk = load_key(&fx);			/* signing.key: before */
+	newk = other_key(&fx, "new", newpub, sizeof(newpub));
+	stray = other_key(&fx, "stray", straypub, sizeof(straypub));
+	testpol_init(&tp);
+
+	grant_init(&g, &tp, hash);
+	exp = g.expires_at;
+	cr_assert_eq(sign_grant(oldk, &g, &old_sp), 0);
+	grant_init(&g, &tp, hash);
+	cr_assert_eq(sign_grant(newk, &g, &new_sp), 0);
+	grant_init(&g, &tp, hash);
+	cr_assert_eq(sign_grant(stray, &g, &stray_sp), 0);
+
+	/* Rotated: new key current, the old one previous. */
+	cr_assert_eq(sign_trust_load(&t, newpub, fx.pk, err, sizeof(err)), 0,
+	    "%s", err);
+	cr_assert(t.has_prev);
+	got = sign_verify_trust(&t, &new_sp, now_s(), err, sizeof(err));
+	cr_assert_not_null(got, "new key: %s", err);
+	cr_assert_str_eq(got->key_id, newk->key_id);
+	sbx__v1__policy_grant__free_unpacked(got, NULL);
+	got = sign_verify_trust(&t, &old_sp, now_s(), err, sizeof(err));
+	cr_assert_not_null(got, "previous key: %s", err);
+	cr_assert_str_eq(got->key_id, oldk->key_id);
+	sbx__v1__policy_grant__free_unpacked(got, NULL);
+	/* ... until it expires: a second before, yes; at expires_at, no. */
+	got = sign_verify_trust(&t, &old_sp, exp - 1, err, sizeof(err));
+	cr_assert_not_null(got, "previous key before expiry: %s", err);
+	sbx__v1__policy_grant__free_unpacked(got, NULL);
+	cr_assert_null(sign_verify_trust(&t, &old_sp, exp, err,
+	    sizeof(err)));
+	cr_assert(strncmp(err, "policy expired", 14) == 0, "%s", err);
+
+	/* A key neither current nor previous: refused, both named. */
+	cr_assert_null(sign_verify_trust(&t, &stray_sp, now_s(), err,
+	    sizeof(err)));
+	snprintf(want, sizeof(want), "signature does not verify with "
+	    "policyd's key %s nor its previous key %s", newk->key_id,
+	    oldk->key_id);
+	cr_assert_str_eq(err, want);
+
+	/* Rotation over (no previous key): the old grant is refused. */
+	cr_assert_eq(sign_trust_load(&t, newpub, NULL, err, sizeof(err)), 0);
+	cr_assert(!t.has_prev);
+	cr_assert_null(sign_verify_trust(&t, &old_sp, now_s(), err,
+	    sizeof(err)));
+	snprintf(want, sizeof(want), "signature does not verify with "
+	    "policyd's key %s", newk->key_id);
+	cr_assert_str_eq(err, want);
+	got = sign_verify_trust(&t, &new_sp, now_s(), err, sizeof(err));
+	cr_assert_not_null(got, "%s", err);
+	sbx__v1__policy_grant__free_unpacked(got, NULL);
+
+	/* A tampered grant is refused under either key. */
+	cr_assert_eq(sign_trust_load(&t, newpub, fx.pk, err, sizeof(err)), 0);
+	old_sp.grant.data[old_sp.grant.len - 1] ^= 1;
+	cr_assert_null(sign_verify_trust(&t, &old_sp, now_s(), err,
+	    sizeof(err)));
+
+	sign_signed_clear(&old_sp);
+	sign_signed_clear(&new_sp);
+	sign_signed_clear(&stray_sp);
+	sign_key_free(oldk);
+	sign_key_free(newk);
+	sign_key_free(stray);
+	fx_teardown(&fx);
+}
+
+Test(sign, trust_load_and_reload_keep_keys_on_error)
+{
+	struct fixture		 fx;
+	struct sign_trust	 t, before;
+	char			 err[256], bad[160];
+	FILE			*f;
+
+	fx_setup(&fx);
+	cr_assert_eq(sign_trust_load(&t, fx.pk, NULL, err, sizeof(err)), 0);
+	snprintf(bad, sizeof(bad), "%s/bad.pub", fx.dir);
+	cr_assert_not_null(f = fopen(bad, "w"));
+	fputs("ed25519 zz\n", f);
+	fclose(f);
+	before = t;
+	cr_assert_eq(sign_trust_load(&t, fx.pk, bad, err, sizeof(err)), -1);
+	cr_assert(strncmp(err, "previous key: ", 14) == 0, "%s", err);
+	cr_assert_eq(memcmp(&t, &before, sizeof(t)), 0, "changed on error");
+	cr_assert_eq(sign_trust_reload(&t, fx.pk, bad), -1);
+	cr_assert_eq(memcmp(&t, &before, sizeof(t)), 0, "changed on error");
+	cr_assert_eq(sign_trust_reload(&t, fx.pk, fx.pk), 0);
+	cr_assert(t.has_prev);
+	fx_teardown(&fx);
+}
