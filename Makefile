@@ -52,6 +52,7 @@ COMMON_SRCS += common/policy.c
 COMMON_SRCS += common/policy_yaml.c
 COMMON_SRCS += common/policy_diff.c
 COMMON_SRCS += common/sign.c
+COMMON_SRCS += common/receipt.c
 COMMON_SRCS += common/keyfile.c
 COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/auditq.c

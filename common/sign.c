@@ -3,8 +3,10 @@
  *
  * Invariant: a daemon acts only on a grant whose exact encoded bytes carry
  * a valid signature from the configured key, that has not expired, and
- * whose policy hashes to the policy_hash that was signed.  The signature
- * covers the bytes as sent, so nothing is ever re-encoded before checking.
+ * whose policy bytes, as embedded in the grant, hash to the policy_hash
+ * that was signed.  The signature covers the bytes as sent and the hash
+ * covers the policy's bytes as sent, so nothing is ever re-encoded before
+ * checking: a field this build does not know changes neither.
  * The secret key lives only in guarded, read-only sodium_malloc memory;
  * every stack copy of key material is wiped before its frame goes away.
  */
@@ -213,6 +215,32 @@ sign_key_id(const unsigned char pk[32], char out[SIGN_KEYID_HEX])
 	hex_encode(pk, 8, out);
 }
 
+/* The policy_hash about to be signed is the hash of the policy's bytes
+ * in the grant: what every verifier computes.  0, or -1. */
+static int
+sign_grant_hash_ok(const Sbx__V1__SignedPolicy *sp)
+{
+	Sbx__V1__PolicyGrant	*g;
+	const uint8_t		*pol;
+	size_t			 plen;
+	char			 hex[POLICY_HASH_HEX], err[128];
+	int			 ok;
+
+	if (sign_grant_policy_bytes(sp->grant.data, sp->grant.len, &pol,
+	    &plen, err, sizeof(err)) == -1)
+		return -1;
+	g = sbx__v1__policy_grant__unpack(NULL, sp->grant.len, sp->grant.data);
+	if (g == NULL)
+		return -1;
+	sign_bytes_hash(pol, plen, hex);
+	ok = g->policy_hash != NULL && strcmp(g->policy_hash, hex) == 0;
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	if (!ok)
+		log_warnx("sign: the policy's hash is not the hash of its "
+		    "bytes in the grant (not normalised?); not signed");
+	return ok ? 0 : -1;
+}
+
 /*
  * grant->key_id is pointed at key->key_id (see sign.h): the grant borrows
  * the string for as long as the key lives, so there is nothing new for
@@ -231,7 +259,8 @@ sign_grant(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
 	out->grant.len = sbx__v1__policy_grant__pack(grant, out->grant.data);
 	out->signature.data = xmalloc(crypto_sign_BYTES);
 	out->signature.len = crypto_sign_BYTES;
-	if (out->grant.len != len || crypto_sign_detached(out->signature.data,
+	if (out->grant.len != len || sign_grant_hash_ok(out) == -1 ||
+	    crypto_sign_detached(out->signature.data,
 	    NULL, out->grant.data, out->grant.len, key->sk) != 0) {
 		sign_signed_clear(out);
 		return -1;
@@ -261,14 +290,100 @@ sign_isotime(int64_t t, char *buf, size_t len)
 		snprintf(buf, len, "%lld", (long long)t);
 }
 
+/* One varint at *p (below end); -1 if it runs off the end or is over
+ * ten bytes. */
+static int
+sign_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 70; shift += 7) {
+		if (*p >= end)
+			return -1;
+		*v |= (uint64_t)(**p & 0x7f) << shift;
+		if ((*(*p)++ & 0x80) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int
+sign_grant_policy_bytes(const uint8_t *grant, size_t len, const uint8_t **pol,
+    size_t *plen, char *err, size_t errlen)
+{
+	const uint8_t	*p = grant, *end = grant + len;
+	uint64_t	 key, v;
+	int		 seen = 0;
+
+	*pol = NULL;
+	*plen = 0;
+	while (p < end) {
+		if (sign_varint(&p, end, &key) == -1 || key >> 3 == 0)
+			goto bad;
+		switch (key & 7) {
+		case 0:
+			if (sign_varint(&p, end, &v) == -1)
+				goto bad;
+			break;
+		case 1:
+			if (end - p < 8)
+				goto bad;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				goto bad;
+			p += 4;
+			break;
+		case 2:
+			if (sign_varint(&p, end, &v) == -1 ||
+			    v > (uint64_t)(end - p))
+				goto bad;
+			if (key >> 3 == 1) {
+				/* Decoders merge a repeated message field:
+				 * what they read would not be what is
+				 * hashed. */
+				if (seen++) {
+					snprintf(err, errlen, "grant carries "
+					    "its policy (field 1) twice");
+					return -1;
+				}
+				*pol = p;
+				*plen = (size_t)v;
+			}
+			p += v;
+			break;
+		default:
+			goto bad;
+		}
+	}
+	if (!seen) {
+		snprintf(err, errlen, "grant carries no policy");
+		return -1;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "grant is not a well-formed protobuf message");
+	return -1;
+}
+
+void
+sign_bytes_hash(const uint8_t *buf, size_t len, char hex[POLICY_HASH_HEX])
+{
+	unsigned char	 md[crypto_hash_sha256_BYTES];
+
+	crypto_hash_sha256(md, buf, len);
+	hex_encode(md, sizeof(md), hex);
+}
+
 Sbx__V1__PolicyGrant *
-sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
-    int64_t now, char *err, size_t errlen)
+sign_verify_bytes(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
+    char *err, size_t errlen)
 {
 	Sbx__V1__PolicyGrant	*g;
+	const uint8_t		*pol;
+	size_t			 plen;
 	char			 kid[SIGN_KEYID_HEX];
 	char			 hex[POLICY_HASH_HEX];
-	char			 when[64];
 
 	if (sign_init(err, errlen) == -1)
 		return NULL;
@@ -289,6 +404,9 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 	}
 
 	/* Only bytes policyd signed are decoded from here on. */
+	if (sign_grant_policy_bytes(sp->grant.data, sp->grant.len, &pol,
+	    &plen, err, errlen) == -1)
+		return NULL;
 	g = sbx__v1__policy_grant__unpack(NULL, sp->grant.len, sp->grant.data);
 	if (g == NULL) {
 		snprintf(err, errlen, "signed grant does not decode");
@@ -300,6 +418,47 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 		    "verifies with key %s", g->key_id ? g->key_id : "", kid);
 		goto fail;
 	}
+	if (g->policy == NULL) {
+		snprintf(err, errlen, "grant carries no policy");
+		goto fail;
+	}
+	/* The hash is over the policy's bytes as signed, never a
+	 * re-encoding: a field this build does not know is hashed too. */
+	sign_bytes_hash(pol, plen, hex);
+	if (g->policy_hash == NULL || strlen(g->policy_hash) != 64 ||
+	    sodium_memcmp(hex, g->policy_hash, 64) != 0) {
+		snprintf(err, errlen, "policy hash mismatch: the grant says "
+		    "%.64s, the policy hashes to %s",
+		    g->policy_hash ? g->policy_hash : "", hex);
+		goto fail;
+	}
+	return g;
+fail:
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	return NULL;
+}
+
+int
+sign_is_preview(const Sbx__V1__PolicyGrant *g)
+{
+	return g->execution_id != NULL && strncmp(g->execution_id,
+	    SIGN_PREVIEW_PREFIX, strlen(SIGN_PREVIEW_PREFIX)) == 0;
+}
+
+Sbx__V1__PolicyGrant *
+sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
+    int64_t now, char *err, size_t errlen)
+{
+	Sbx__V1__PolicyGrant	*g;
+	char			 when[64];
+
+	if ((g = sign_verify_bytes(pk, sp, err, errlen)) == NULL)
+		return NULL;
+	if (sign_is_preview(g)) {
+		snprintf(err, errlen, "grant for execution %.64s is a preview: "
+		    "it shows a policy and runs nothing", g->execution_id);
+		goto fail;
+	}
 	if (now >= g->expires_at) {
 		sign_isotime(g->expires_at, when, sizeof(when));
 		snprintf(err, errlen, "policy expired at %s", when);
@@ -309,21 +468,6 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 		sign_isotime(g->issued_at, when, sizeof(when));
 		snprintf(err, errlen, "policy is issued at %s, in the future "
 		    "(clock skew?)", when);
-		goto fail;
-	}
-	if (g->policy == NULL) {
-		snprintf(err, errlen, "grant carries no policy");
-		goto fail;
-	}
-	if (policy_hash(g->policy, hex) == -1) {
-		snprintf(err, errlen, "cannot hash the granted policy");
-		goto fail;
-	}
-	if (g->policy_hash == NULL || strlen(g->policy_hash) != 64 ||
-	    sodium_memcmp(hex, g->policy_hash, 64) != 0) {
-		snprintf(err, errlen, "policy hash mismatch: the grant says "
-		    "%.64s, the policy hashes to %s",
-		    g->policy_hash ? g->policy_hash : "", hex);
 		goto fail;
 	}
 	return g;

@@ -118,7 +118,7 @@ control_compile(struct control *ctl, struct frame_conn *c,
 		commit_rollout(pd->commit);
 		return;
 	}
-	if (run) {
+	if (run == COMPILE_RUN) {
 		if (launch_run(ctl->launch, c, req, task, &out, actor) == 0) {
 			compile_out_clear(&out);
 			return;
@@ -141,7 +141,10 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	rep.expires_at = out.expires_at;
 	env.body_case = SBX__V1__ENVELOPE__BODY_COMPILED;
 	env.compiled = &rep;
-	commit_hold(pd->commit, c, &env, HELD_EXECUTION, NULL, 1);
+	if (run == COMPILE_PREVIEW)
+		commit_hold(pd->commit, c, &env, HELD_OTHER, NULL, 0);
+	else
+		commit_hold(pd->commit, c, &env, HELD_EXECUTION, NULL, 1);
 	compile_out_clear(&out);
 }
 
@@ -550,7 +553,7 @@ control_run(struct control *ctl, struct frame_conn *c,
 		    "task.code: a run needs code");
 		return;
 	}
-	control_compile(ctl, c, req, t, 1);
+	control_compile(ctl, c, req, t, COMPILE_RUN);
 }
 
 /* The orchestrator socket's messages, and with admin the admin socket's. */
@@ -560,7 +563,8 @@ control_dispatch(struct control *ctl, struct frame_conn *c,
 {
 	switch (req->body_case) {
 	case SBX__V1__ENVELOPE__BODY_COMPILE:
-		control_compile(ctl, c, req, req->compile->task, 0);
+		control_compile(ctl, c, req, req->compile->task,
+		    req->compile->preview ? COMPILE_PREVIEW : COMPILE_ONLY);
 		return;
 	case SBX__V1__ENVELOPE__BODY_RUN:
 		control_run(ctl, c, req);
