@@ -215,30 +215,41 @@ sign_key_id(const unsigned char pk[32], char out[SIGN_KEYID_HEX])
 	hex_encode(pk, 8, out);
 }
 
-/* The policy_hash about to be signed is the hash of the policy's bytes
- * in the grant: what every verifier computes.  0, or -1. */
-static int
-sign_grant_hash_ok(const Sbx__V1__SignedPolicy *sp)
+/*
+ * The grant's bytes with the policy's canonical encoding as field 1 (the
+ * bytes policy_hash is the hash of), then the other fields as protobuf-c
+ * packs them.  Malloc'd; NULL if the policy cannot be encoded.
+ */
+static uint8_t *
+sign_grant_pack(Sbx__V1__PolicyGrant *grant, size_t *len)
 {
-	Sbx__V1__PolicyGrant	*g;
-	const uint8_t		*pol;
-	size_t			 plen;
-	char			 hex[POLICY_HASH_HEX], err[128];
-	int			 ok;
+	Sbx__V1__Policy	*pol = grant->policy;
+	uint8_t		*cb = NULL, *rest, *out;
+	size_t		 clen = 0, rlen, n = 0, v;
 
-	if (sign_grant_policy_bytes(sp->grant.data, sp->grant.len, &pol,
-	    &plen, err, sizeof(err)) == -1)
-		return -1;
-	g = sbx__v1__policy_grant__unpack(NULL, sp->grant.len, sp->grant.data);
-	if (g == NULL)
-		return -1;
-	sign_bytes_hash(pol, plen, hex);
-	ok = g->policy_hash != NULL && strcmp(g->policy_hash, hex) == 0;
-	sbx__v1__policy_grant__free_unpacked(g, NULL);
-	if (!ok)
-		log_warnx("sign: the policy's hash is not the hash of its "
-		    "bytes in the grant (not normalised?); not signed");
-	return ok ? 0 : -1;
+	if (pol != NULL && policy_canonical(pol, &cb, &clen) == -1)
+		return NULL;
+	grant->policy = NULL;
+	rlen = sbx__v1__policy_grant__get_packed_size(grant);
+	rest = xmalloc(rlen + 1);
+	sbx__v1__policy_grant__pack(grant, rest);
+	grant->policy = pol;
+	out = xmalloc(clen + 11 + rlen);
+	if (pol != NULL) {
+		out[n++] = 0x0a;
+		v = clen;
+		do {
+			out[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+			v >>= 7;
+		} while (v != 0);
+		memcpy(out + n, cb, clen);
+		n += clen;
+	}
+	memcpy(out + n, rest, rlen);
+	free(rest);
+	free(cb);
+	*len = n + rlen;
+	return out;
 }
 
 /*
@@ -254,13 +265,12 @@ sign_grant(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
 
 	sbx__v1__signed_policy__init(out);
 	grant->key_id = (char *)key->key_id;
-	len = sbx__v1__policy_grant__get_packed_size(grant);
-	out->grant.data = xmalloc(len);
-	out->grant.len = sbx__v1__policy_grant__pack(grant, out->grant.data);
+	if ((out->grant.data = sign_grant_pack(grant, &len)) == NULL)
+		return -1;
+	out->grant.len = len;
 	out->signature.data = xmalloc(crypto_sign_BYTES);
 	out->signature.len = crypto_sign_BYTES;
-	if (out->grant.len != len || sign_grant_hash_ok(out) == -1 ||
-	    crypto_sign_detached(out->signature.data,
+	if (crypto_sign_detached(out->signature.data,
 	    NULL, out->grant.data, out->grant.len, key->sk) != 0) {
 		sign_signed_clear(out);
 		return -1;

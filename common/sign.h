@@ -39,7 +39,8 @@ int		 sign_pubkey_reload(const char *pk_path, unsigned char pk[32]);
 void		 sign_key_id(const unsigned char pk[32],
 		    char out[SIGN_KEYID_HEX]);
 
-/* Fill grant->key_id, encode it, sign; out->grant and out->signature are
+/* Fill grant->key_id, encode it (the policy as its canonical encoding,
+ * so policy_hash() of it is the hash of its bytes in the grant), sign; out->grant and out->signature are
  * malloc'd (free with sign_signed_clear). 0 or -1.  grant->key_id is set
  * to point at key->key_id (borrowed: valid while the key lives, never
  * freed through the grant). */
