@@ -320,7 +320,7 @@ Test(vectors, receipt_with_another_grant_refused)
 	Sbx__V1__Receipt	*r;
 	struct sign_key		 key;
 	unsigned char		 pk[32], seed[32], *sk;
-	char			 err[512];
+	char			 err[512], *xid, *kid;
 
 	for (int i = 0; i < 32; i++)
 		seed[i] = (unsigned char)i;
@@ -333,10 +333,13 @@ Test(vectors, receipt_with_another_grant_refused)
 	sr = load_receipt(TD "receipt.bin");
 	r = receipt_verify(pk, sr, err, sizeof(err));
 	cr_assert_not_null(r, "%s", err);
+	xid = r->execution_id;
+	kid = r->key_id;
 	r->execution_id = "x-000000000000000000000002";
 	cr_assert_eq(receipt_sign(&key, r, &out), 0);
-	r->execution_id = NULL;
-	r->key_id = NULL;
+	/* The unpacked receipt owns its strings: give them back. */
+	r->execution_id = xid;
+	r->key_id = kid;
 	cr_assert_null(receipt_verify(pk, &out, err, sizeof(err)));
 	cr_assert(strstr(err, "carries the grant of") != NULL, "%s", err);
 	receipt_signed_clear(&out);
