@@ -19,7 +19,10 @@
  * gated's drops but "missing") are kept for its task with that record,
  * counted for the task's security review and shown to the approver of
  * its next capability request (capability.c).  control.c refuses a run
- * before anything is compiled when launchd-sbx is not configured.
+ * before anything is compiled when launchd-sbx is not configured.  The
+ * result goes out with policyd's signed receipt (receipt.c): the task,
+ * the execution, the exact grant sent to launchd-sbx, the exit status and
+ * each released output, never a receipt launchd-sbx sent.
  */
 #include <sys/queue.h>
 
