@@ -347,3 +347,37 @@ Test(vectors, receipt_with_another_grant_refused)
 	sbx__v1__signed_receipt__free_unpacked(sr, NULL);
 	sodium_free(sk);
 }
+
+/* The walk over a grant's top-level fields refuses what it cannot read
+ * to the end, and finds field 1 wherever it is. */
+Test(vectors, policy_bytes_walk)
+{
+	const uint8_t	*p;
+	size_t		 n;
+	char		 err[256];
+	static const uint8_t ok[] = { 0x12, 0x01, 'h', 0x0a, 0x02, 0x08,
+			    0x01, 0x38, 0x05 };
+	static const uint8_t trunc[] = { 0x0a, 0x05, 0x08 };
+	static const uint8_t group[] = { 0x0a, 0x00, 0x1b };
+	static const uint8_t field0[] = { 0x02, 0x00, 0x0a, 0x00 };
+	static const uint8_t none[] = { 0x12, 0x01, 'h' };
+	static const uint8_t longvarint[] = { 0x0a, 0x00, 0x08, 0xff, 0xff,
+			    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+			    0x01 };
+
+	cr_assert_eq(sign_grant_policy_bytes(ok, sizeof(ok), &p, &n, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(p, ok + 5);
+	cr_assert_eq(sign_grant_policy_bytes(trunc, sizeof(trunc), &p, &n,
+	    err, sizeof(err)), -1);
+	cr_assert_eq(sign_grant_policy_bytes(group, sizeof(group), &p, &n,
+	    err, sizeof(err)), -1);
+	cr_assert_eq(sign_grant_policy_bytes(field0, sizeof(field0), &p, &n,
+	    err, sizeof(err)), -1);
+	cr_assert_eq(sign_grant_policy_bytes(none, sizeof(none), &p, &n,
+	    err, sizeof(err)), -1);
+	cr_assert(strstr(err, "no policy") != NULL, "%s", err);
+	cr_assert_eq(sign_grant_policy_bytes(longvarint, sizeof(longvarint),
+	    &p, &n, err, sizeof(err)), -1);
+}
