@@ -1,8 +1,9 @@
 /*
  * receipt.c: signing and verifying execution receipts, with libsodium.
  *
- * Invariant: a receipt verifies only if policyd's key signed its exact
- * bytes, and the grant inside it verifies under the same key for the
+ * Invariant: a receipt verifies only if policyd's key signed
+ * RECEIPT_SIGN_CONTEXT followed by its exact bytes (never a grant's
+ * signature over the same bytes), and the grant inside it verifies under the same key for the
  * same task and execution with the same policy hash; receipt_match then
  * ties it to one result, so a receipt from another execution, or with
  * an output changed, is refused.
@@ -16,11 +17,27 @@
 #include "receipt.h"
 #include "util.h"
 
+/* RECEIPT_SIGN_CONTEXT then b: what a receipt's signature covers
+ * (malloc'd, *mlen bytes). */
+static uint8_t *
+receipt_message(const uint8_t *b, size_t len, size_t *mlen)
+{
+	uint8_t	*m;
+
+	*mlen = RECEIPT_SIGN_CONTEXT_LEN + len;
+	m = xmalloc(*mlen);
+	memcpy(m, RECEIPT_SIGN_CONTEXT, RECEIPT_SIGN_CONTEXT_LEN);
+	memcpy(m + RECEIPT_SIGN_CONTEXT_LEN, b, len);
+	return m;
+}
+
 int
 receipt_sign(const struct sign_key *key, Sbx__V1__Receipt *r,
     Sbx__V1__SignedReceipt *out)
 {
-	size_t	 len;
+	uint8_t	*m;
+	size_t	 len, mlen;
+	int	 rc;
 
 	sbx__v1__signed_receipt__init(out);
 	r->key_id = (char *)key->key_id;
@@ -29,9 +46,15 @@ receipt_sign(const struct sign_key *key, Sbx__V1__Receipt *r,
 	out->receipt.len = sbx__v1__receipt__pack(r, out->receipt.data);
 	out->signature.data = xmalloc(crypto_sign_BYTES);
 	out->signature.len = crypto_sign_BYTES;
-	if (out->receipt.len != len ||
-	    crypto_sign_detached(out->signature.data, NULL,
-	    out->receipt.data, out->receipt.len, key->sk) != 0) {
+	if (out->receipt.len != len) {
+		receipt_signed_clear(out);
+		return -1;
+	}
+	m = receipt_message(out->receipt.data, out->receipt.len, &mlen);
+	rc = crypto_sign_detached(out->signature.data, NULL, m, mlen,
+	    key->sk);
+	free(m);
+	if (rc != 0) {
 		receipt_signed_clear(out);
 		return -1;
 	}
@@ -62,6 +85,9 @@ receipt_verify(const unsigned char pk[32], const Sbx__V1__SignedReceipt *sr,
 	Sbx__V1__Receipt	*r;
 	Sbx__V1__PolicyGrant	*g = NULL;
 	char			 kid[SIGN_KEYID_HEX], gerr[256];
+	uint8_t			*m;
+	size_t			 mlen;
+	int			 rc;
 
 	if (sodium_init() < 0) {
 		snprintf(err, errlen, "libsodium does not initialise");
@@ -77,8 +103,10 @@ receipt_verify(const unsigned char pk[32], const Sbx__V1__SignedReceipt *sr,
 		    sr->signature.len, crypto_sign_BYTES);
 		return NULL;
 	}
-	if (crypto_sign_verify_detached(sr->signature.data, sr->receipt.data,
-	    sr->receipt.len, pk) != 0) {
+	m = receipt_message(sr->receipt.data, sr->receipt.len, &mlen);
+	rc = crypto_sign_verify_detached(sr->signature.data, m, mlen, pk);
+	free(m);
+	if (rc != 0) {
 		snprintf(err, errlen, "receipt signature does not verify");
 		return NULL;
 	}

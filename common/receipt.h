@@ -2,7 +2,8 @@
  * receipt.h: policyd's signed receipt of one execution (receipt.proto):
  * the task, the execution, the exact grant it ran under, its exit status
  * and each released output's name, type, size and SHA-256, signed with
- * the grant's key over the receipt's exact encoded bytes.
+ * the grant's key over RECEIPT_SIGN_CONTEXT followed by the receipt's
+ * exact encoded bytes.
  */
 #ifndef SBX_RECEIPT_H
 #define SBX_RECEIPT_H
@@ -12,6 +13,16 @@
 #include "sbx/v1/exec.pb-c.h"
 #include "sbx/v1/receipt.pb-c.h"
 #include "sign.h"
+
+/*
+ * Domain separation: the key that signs grants (over their bytes alone)
+ * signs a receipt over these 15 bytes, "sbx receipt v1" and a NUL, then
+ * the receipt's bytes.  A grant's bytes begin with a protobuf tag, never
+ * 0x73 ('s', field 14 as a group, which no grant carries), so neither
+ * signature verifies as the other (proto/README.md).
+ */
+#define RECEIPT_SIGN_CONTEXT		"sbx receipt v1"
+#define RECEIPT_SIGN_CONTEXT_LEN	sizeof(RECEIPT_SIGN_CONTEXT)
 
 /* Fill r->key_id (borrowed from key), encode, sign; out's bytes are
  * malloc'd (receipt_signed_clear).  0 or -1. */

@@ -62,6 +62,11 @@ const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
 
 // ---- exact bytes, signatures, receipts -------------------------------------
 
+// A receipt's signature is over these 15 bytes ("sbx receipt v1", NUL),
+// then the receipt's bytes; a grant's over its bytes alone
+// (proto/README.md, Receipts).
+const RECEIPT_CONTEXT = Buffer.from('sbx receipt v1\0', 'latin1');
+
 function varint(buf, i) {
   let v = 0n;
   for (let shift = 0n; shift < 70n; shift += 7n) {
@@ -171,7 +176,8 @@ function verifyGrant(pk, signed, now, allowPreview = false) {
 // it says what the result says.
 function verifyReceipt(pk, sr, result) {
   const rb = Buffer.from(sr.receipt || []);
-  if (!ed25519Verify(pk, rb, sr.signature)) {
+  if (!ed25519Verify(pk, Buffer.concat([RECEIPT_CONTEXT, rb]),
+      sr.signature)) {
     throw new Failure('receipt: signature does not verify');
   }
   const r = T.Receipt.decode(rb);

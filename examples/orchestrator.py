@@ -419,6 +419,10 @@ def scramble(policy):
 
 # ---- exact bytes, signatures, receipts (proto/README.md) ------------------
 
+# A receipt's signature is over these 15 bytes ("sbx receipt v1", NUL),
+# then the receipt's bytes; a grant's over its bytes alone.
+RECEIPT_CONTEXT = b"sbx receipt v1\0"
+
 def varint(buf, i):
     v = shift = 0
     while True:
@@ -524,7 +528,7 @@ def verify_receipt(pk, sr, result=None):
     (for the same task, execution and hash; its expiry is not checked, a
     receipt outlives it), and, given the ExecutionResult it came with,
     that it says what the result says.  Returns the Receipt."""
-    ok = ed25519_verify(pk, sr.receipt, sr.signature)
+    ok = ed25519_verify(pk, RECEIPT_CONTEXT + sr.receipt, sr.signature)
     if ok is None:
         raise Failure("no Ed25519 library: apt-get install python3-nacl")
     if not ok:

@@ -348,6 +348,74 @@ Test(vectors, receipt_with_another_grant_refused)
 	sodium_free(sk);
 }
 
+/*
+ * Domain separation: the one key signs grants over their bytes and
+ * receipts over RECEIPT_SIGN_CONTEXT followed by theirs, so neither
+ * signature stands for the other over the same bytes (both made here
+ * with the test-only seed).
+ */
+Test(vectors, grant_and_receipt_signatures_do_not_cross)
+{
+	Sbx__V1__SignedReceipt	*sr, asr, out;
+	Sbx__V1__SignedPolicy	*sp, asp;
+	Sbx__V1__Receipt	*r;
+	Sbx__V1__PolicyGrant	*g;
+	struct sign_key		 key;
+	unsigned char		 pk[32], seed[32], *sk, sig[64];
+	char			 err[512], *kid;
+
+	for (int i = 0; i < 32; i++)
+		seed[i] = (unsigned char)i;
+	cr_assert_geq(sodium_init(), 0);
+	sk = sodium_malloc(64);
+	crypto_sign_seed_keypair(pk, sk, seed);
+	memcpy(key.pk, pk, 32);
+	key.sk = sk;
+	sign_key_id(pk, key.key_id);
+
+	/* A valid receipt's bytes signed as a grant is (no context). */
+	sr = load_receipt(TD "receipt.bin");
+	crypto_sign_detached(sig, NULL, sr->receipt.data, sr->receipt.len, sk);
+	asr = *sr;
+	asr.signature.data = sig;
+	asr.signature.len = sizeof(sig);
+	r = receipt_verify(pk, &asr, err, sizeof(err));
+	if (r != NULL)
+		sbx__v1__receipt__free_unpacked(r, NULL);
+	cr_assert_null(r, "a grant-style signature verified as a receipt's");
+	cr_assert_str_eq(err, "receipt signature does not verify");
+
+	/* grant.bin's own signature, presented as a receipt's over the
+	 * grant's bytes. */
+	sp = load_signed(TD "grant.bin");
+	g = sign_verify_bytes(pk, sp, err, sizeof(err));
+	cr_assert_not_null(g, "%s", err);
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	sbx__v1__signed_receipt__init(&asr);
+	asr.receipt = sp->grant;
+	asr.signature = sp->signature;
+	cr_assert_null(receipt_verify(pk, &asr, err, sizeof(err)));
+	cr_assert_str_eq(err, "receipt signature does not verify");
+
+	/* The other way: receipt_sign's signature, presented as a grant's
+	 * over the same bytes. */
+	r = receipt_verify(pk, sr, err, sizeof(err));
+	cr_assert_not_null(r, "%s", err);
+	kid = r->key_id;
+	cr_assert_eq(receipt_sign(&key, r, &out), 0);
+	r->key_id = kid;	/* receipt_sign set it to key's */
+	sbx__v1__signed_policy__init(&asp);
+	asp.grant = out.receipt;
+	asp.signature = out.signature;
+	cr_assert_null(sign_verify_bytes(pk, &asp, err, sizeof(err)));
+	cr_assert_str_eq(err, "signature does not verify");
+	receipt_signed_clear(&out);
+	sbx__v1__receipt__free_unpacked(r, NULL);
+	sbx__v1__signed_policy__free_unpacked(sp, NULL);
+	sbx__v1__signed_receipt__free_unpacked(sr, NULL);
+	sodium_free(sk);
+}
+
 /* The walk over a grant's top-level fields refuses what it cannot read
  * to the end, and finds field 1 wherever it is. */
 Test(vectors, policy_bytes_walk)

@@ -39,6 +39,20 @@ putstr(const char *name, const char *s)
 	put(name, s, strlen(s));
 }
 
+/* A receipt's signature: over RECEIPT_SIGN_CONTEXT, then its bytes. */
+static void
+receipt_sig(unsigned char sig[64], const uint8_t *r, size_t rlen,
+    const unsigned char *s)
+{
+	uint8_t	*m;
+
+	m = xmalloc(RECEIPT_SIGN_CONTEXT_LEN + rlen);
+	memcpy(m, RECEIPT_SIGN_CONTEXT, RECEIPT_SIGN_CONTEXT_LEN);
+	memcpy(m + RECEIPT_SIGN_CONTEXT_LEN, r, rlen);
+	crypto_sign_detached(sig, NULL, m, RECEIPT_SIGN_CONTEXT_LEN + rlen, s);
+	free(m);
+}
+
 /* An encoded SignedPolicy over grant bytes g (signed with key s). */
 static uint8_t *
 signed_policy(const uint8_t *g, size_t glen, const unsigned char *s,
@@ -242,7 +256,7 @@ main(int argc, char *argv[])
 	rb = xmalloc(rlen);
 	sbx__v1__receipt__pack(&rc, rb);
 	sbx__v1__signed_receipt__init(&sr);
-	crypto_sign_detached(sig, NULL, rb, rlen, sk);
+	receipt_sig(sig, rb, rlen, sk);
 	sr.receipt.data = rb;
 	sr.receipt.len = rlen;
 	sr.signature.data = sig;
@@ -252,11 +266,11 @@ main(int argc, char *argv[])
 	sbx__v1__signed_receipt__pack(&sr, srb);
 	put("receipt.bin", srb, srlen);
 	/* Signed by another key. */
-	crypto_sign_detached(sig, NULL, rb, rlen, sk2);
+	receipt_sig(sig, rb, rlen, sk2);
 	sbx__v1__signed_receipt__pack(&sr, srb);
 	put("receipt-wrong-key.bin", srb, srlen);
 	/* The output's size changed after signing (42 -> 43). */
-	crypto_sign_detached(sig, NULL, rb, rlen, sk);
+	receipt_sig(sig, rb, rlen, sk);
 	ro.bytes = 43;
 	sbx__v1__receipt__pack(&rc, rb);
 	sbx__v1__signed_receipt__pack(&sr, srb);
