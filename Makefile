@@ -52,6 +52,7 @@ COMMON_SRCS += common/policy.c
 COMMON_SRCS += common/policy_yaml.c
 COMMON_SRCS += common/policy_diff.c
 COMMON_SRCS += common/sign.c
+COMMON_SRCS += common/receipt.c
 COMMON_SRCS += common/keyfile.c
 COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/auditq.c
@@ -203,7 +204,7 @@ GATED_LIB_SRCS = $(filter-out gated/gated.c,$(GATED_SRCS))
 # egressd's modules without main(), for unit tests and the fuzz target.
 EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
-.PHONY: all deps test test-suites test-unit test-golden test-scenario test-denial test-san bench fuzz \
+.PHONY: vectors all deps test test-suites test-unit test-golden test-scenario test-denial test-san bench fuzz \
         up down demo install clean proto image
 all: $(addprefix $(B)/bin/,$(PROGS)) $(B)/tests/spec_libc
 
@@ -359,6 +360,16 @@ $(B)/bin/probe: tests/probe/probe.c
 $(B)/bin/mkspec: $(call obj,tests/probe/mkspec.c) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Writes proto/testdata/ with a key for tests only: run it only when the
+# formats change, and commit what it writes (proto/README.md).
+$(B)/bin/vectorgen: $(call obj,tests/vectors/gen.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+
+vectors: $(B)/bin/vectorgen
+	@mkdir -p proto/testdata
+	$(B)/bin/vectorgen proto/testdata
 
 # Writes tests/golden/spec/ (tests/unit/spec_cases.h): run it only when the
 # spec is meant to change, and review the diff.

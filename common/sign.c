@@ -3,8 +3,10 @@
  *
  * Invariant: a daemon acts only on a grant whose exact encoded bytes carry
  * a valid signature from the configured key, that has not expired, and
- * whose policy hashes to the policy_hash that was signed.  The signature
- * covers the bytes as sent, so nothing is ever re-encoded before checking.
+ * whose policy bytes, as embedded in the grant, hash to the policy_hash
+ * that was signed.  The signature covers the bytes as sent and the hash
+ * covers the policy's bytes as sent, so nothing is ever re-encoded before
+ * checking: a field this build does not know changes neither.
  * The secret key lives only in guarded, read-only sodium_malloc memory;
  * every stack copy of key material is wiped before its frame goes away.
  */
@@ -214,6 +216,43 @@ sign_key_id(const unsigned char pk[32], char out[SIGN_KEYID_HEX])
 }
 
 /*
+ * The grant's bytes with the policy's canonical encoding as field 1 (the
+ * bytes policy_hash is the hash of), then the other fields as protobuf-c
+ * packs them.  Malloc'd; NULL if the policy cannot be encoded.
+ */
+static uint8_t *
+sign_grant_pack(Sbx__V1__PolicyGrant *grant, size_t *len)
+{
+	Sbx__V1__Policy	*pol = grant->policy;
+	uint8_t		*cb = NULL, *rest, *out;
+	size_t		 clen = 0, rlen, n = 0, v;
+
+	if (pol != NULL && policy_canonical(pol, &cb, &clen) == -1)
+		return NULL;
+	grant->policy = NULL;
+	rlen = sbx__v1__policy_grant__get_packed_size(grant);
+	rest = xmalloc(rlen + 1);
+	sbx__v1__policy_grant__pack(grant, rest);
+	grant->policy = pol;
+	out = xmalloc(clen + 11 + rlen);
+	if (pol != NULL) {
+		out[n++] = 0x0a;
+		v = clen;
+		do {
+			out[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+			v >>= 7;
+		} while (v != 0);
+		memcpy(out + n, cb, clen);
+		n += clen;
+	}
+	memcpy(out + n, rest, rlen);
+	free(rest);
+	free(cb);
+	*len = n + rlen;
+	return out;
+}
+
+/*
  * grant->key_id is pointed at key->key_id (see sign.h): the grant borrows
  * the string for as long as the key lives, so there is nothing new for
  * the caller to free.
@@ -226,12 +265,12 @@ sign_grant(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
 
 	sbx__v1__signed_policy__init(out);
 	grant->key_id = (char *)key->key_id;
-	len = sbx__v1__policy_grant__get_packed_size(grant);
-	out->grant.data = xmalloc(len);
-	out->grant.len = sbx__v1__policy_grant__pack(grant, out->grant.data);
+	if ((out->grant.data = sign_grant_pack(grant, &len)) == NULL)
+		return -1;
+	out->grant.len = len;
 	out->signature.data = xmalloc(crypto_sign_BYTES);
 	out->signature.len = crypto_sign_BYTES;
-	if (out->grant.len != len || crypto_sign_detached(out->signature.data,
+	if (crypto_sign_detached(out->signature.data,
 	    NULL, out->grant.data, out->grant.len, key->sk) != 0) {
 		sign_signed_clear(out);
 		return -1;
@@ -261,14 +300,100 @@ sign_isotime(int64_t t, char *buf, size_t len)
 		snprintf(buf, len, "%lld", (long long)t);
 }
 
+/* One varint at *p (below end); -1 if it runs off the end or is over
+ * ten bytes. */
+static int
+sign_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 70; shift += 7) {
+		if (*p >= end)
+			return -1;
+		*v |= (uint64_t)(**p & 0x7f) << shift;
+		if ((*(*p)++ & 0x80) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+int
+sign_grant_policy_bytes(const uint8_t *grant, size_t len, const uint8_t **pol,
+    size_t *plen, char *err, size_t errlen)
+{
+	const uint8_t	*p = grant, *end = grant + len;
+	uint64_t	 key, v;
+	int		 seen = 0;
+
+	*pol = NULL;
+	*plen = 0;
+	while (p < end) {
+		if (sign_varint(&p, end, &key) == -1 || key >> 3 == 0)
+			goto bad;
+		switch (key & 7) {
+		case 0:
+			if (sign_varint(&p, end, &v) == -1)
+				goto bad;
+			break;
+		case 1:
+			if (end - p < 8)
+				goto bad;
+			p += 8;
+			break;
+		case 5:
+			if (end - p < 4)
+				goto bad;
+			p += 4;
+			break;
+		case 2:
+			if (sign_varint(&p, end, &v) == -1 ||
+			    v > (uint64_t)(end - p))
+				goto bad;
+			if (key >> 3 == 1) {
+				/* Decoders merge a repeated message field:
+				 * what they read would not be what is
+				 * hashed. */
+				if (seen++) {
+					snprintf(err, errlen, "grant carries "
+					    "its policy (field 1) twice");
+					return -1;
+				}
+				*pol = p;
+				*plen = (size_t)v;
+			}
+			p += v;
+			break;
+		default:
+			goto bad;
+		}
+	}
+	if (!seen) {
+		snprintf(err, errlen, "grant carries no policy");
+		return -1;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "grant is not a well-formed protobuf message");
+	return -1;
+}
+
+void
+sign_bytes_hash(const uint8_t *buf, size_t len, char hex[POLICY_HASH_HEX])
+{
+	unsigned char	 md[crypto_hash_sha256_BYTES];
+
+	crypto_hash_sha256(md, buf, len);
+	hex_encode(md, sizeof(md), hex);
+}
+
 Sbx__V1__PolicyGrant *
-sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
-    int64_t now, char *err, size_t errlen)
+sign_verify_bytes(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
+    char *err, size_t errlen)
 {
 	Sbx__V1__PolicyGrant	*g;
+	const uint8_t		*pol;
+	size_t			 plen;
 	char			 kid[SIGN_KEYID_HEX];
 	char			 hex[POLICY_HASH_HEX];
-	char			 when[64];
 
 	if (sign_init(err, errlen) == -1)
 		return NULL;
@@ -289,6 +414,9 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 	}
 
 	/* Only bytes policyd signed are decoded from here on. */
+	if (sign_grant_policy_bytes(sp->grant.data, sp->grant.len, &pol,
+	    &plen, err, errlen) == -1)
+		return NULL;
 	g = sbx__v1__policy_grant__unpack(NULL, sp->grant.len, sp->grant.data);
 	if (g == NULL) {
 		snprintf(err, errlen, "signed grant does not decode");
@@ -300,6 +428,47 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 		    "verifies with key %s", g->key_id ? g->key_id : "", kid);
 		goto fail;
 	}
+	if (g->policy == NULL) {
+		snprintf(err, errlen, "grant carries no policy");
+		goto fail;
+	}
+	/* The hash is over the policy's bytes as signed, never a
+	 * re-encoding: a field this build does not know is hashed too. */
+	sign_bytes_hash(pol, plen, hex);
+	if (g->policy_hash == NULL || strlen(g->policy_hash) != 64 ||
+	    sodium_memcmp(hex, g->policy_hash, 64) != 0) {
+		snprintf(err, errlen, "policy hash mismatch: the grant says "
+		    "%.64s, the policy hashes to %s",
+		    g->policy_hash ? g->policy_hash : "", hex);
+		goto fail;
+	}
+	return g;
+fail:
+	sbx__v1__policy_grant__free_unpacked(g, NULL);
+	return NULL;
+}
+
+int
+sign_is_preview(const Sbx__V1__PolicyGrant *g)
+{
+	return g->execution_id != NULL && strncmp(g->execution_id,
+	    SIGN_PREVIEW_PREFIX, strlen(SIGN_PREVIEW_PREFIX)) == 0;
+}
+
+Sbx__V1__PolicyGrant *
+sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
+    int64_t now, char *err, size_t errlen)
+{
+	Sbx__V1__PolicyGrant	*g;
+	char			 when[64];
+
+	if ((g = sign_verify_bytes(pk, sp, err, errlen)) == NULL)
+		return NULL;
+	if (sign_is_preview(g)) {
+		snprintf(err, errlen, "grant for execution %.64s is a preview: "
+		    "it shows a policy and runs nothing", g->execution_id);
+		goto fail;
+	}
 	if (now >= g->expires_at) {
 		sign_isotime(g->expires_at, when, sizeof(when));
 		snprintf(err, errlen, "policy expired at %s", when);
@@ -309,21 +478,6 @@ sign_verify(const unsigned char pk[32], const Sbx__V1__SignedPolicy *sp,
 		sign_isotime(g->issued_at, when, sizeof(when));
 		snprintf(err, errlen, "policy is issued at %s, in the future "
 		    "(clock skew?)", when);
-		goto fail;
-	}
-	if (g->policy == NULL) {
-		snprintf(err, errlen, "grant carries no policy");
-		goto fail;
-	}
-	if (policy_hash(g->policy, hex) == -1) {
-		snprintf(err, errlen, "cannot hash the granted policy");
-		goto fail;
-	}
-	if (g->policy_hash == NULL || strlen(g->policy_hash) != 64 ||
-	    sodium_memcmp(hex, g->policy_hash, 64) != 0) {
-		snprintf(err, errlen, "policy hash mismatch: the grant says "
-		    "%.64s, the policy hashes to %s",
-		    g->policy_hash ? g->policy_hash : "", hex);
 		goto fail;
 	}
 	return g;

@@ -2,7 +2,7 @@
  * sign.h: policyd's Ed25519 signature over a PolicyGrant (libsodium).  The
  * signature covers the exact encoded bytes of the grant, so a verifier never
  * re-encodes.  Verification also checks the expiry and recomputes the
- * policy hash, so a daemon that acts on a policy trusts nothing unsigned.
+ * policy hash over the policy's bytes as embedded in the grant, so a daemon that acts on a policy trusts nothing unsigned.
  */
 #ifndef SBX_SIGN_H
 #define SBX_SIGN_H
@@ -39,13 +39,18 @@ int		 sign_pubkey_reload(const char *pk_path, unsigned char pk[32]);
 void		 sign_key_id(const unsigned char pk[32],
 		    char out[SIGN_KEYID_HEX]);
 
-/* Fill grant->key_id, encode it, sign; out->grant and out->signature are
+/* Fill grant->key_id, encode it (the policy as its canonical encoding,
+ * so policy_hash() of it is the hash of its bytes in the grant), sign; out->grant and out->signature are
  * malloc'd (free with sign_signed_clear). 0 or -1.  grant->key_id is set
  * to point at key->key_id (borrowed: valid while the key lives, never
  * freed through the grant). */
 int		 sign_grant(const struct sign_key *, Sbx__V1__PolicyGrant *,
 		    Sbx__V1__SignedPolicy *out);
 void		 sign_signed_clear(Sbx__V1__SignedPolicy *);
+
+/* Execution ids of preview grants (a compile that consumes no
+ * execution) start with this; sign_verify refuses them. */
+#define SIGN_PREVIEW_PREFIX	"preview-"
 
 /*
  * The public keys a verifier trusts: policyd's current key and, during a
@@ -73,12 +78,30 @@ Sbx__V1__PolicyGrant *sign_verify_trust(const struct sign_trust *,
 		    char *err, size_t errlen);
 
 /*
- * Verify the signature, decode the grant, refuse it if now >= expires_at
- * or if policy_hash does not match the policy, and return it (free with
+ * Verify the signature, decode the grant, refuse it if it is a preview,
+ * if now >= expires_at, or if policy_hash is not the SHA-256 of the
+ * policy's exact bytes in the grant, and return it (free with
  * sbx__v1__policy_grant__free_unpacked).  NULL with err set otherwise.
  */
 Sbx__V1__PolicyGrant *sign_verify(const unsigned char pk[32],
 		    const Sbx__V1__SignedPolicy *, int64_t now,
 		    char *err, size_t errlen);
+/* sign_verify without the clock and preview checks: the signature, the
+ * key id and the hash (a receipt's grant, long after it expired). */
+Sbx__V1__PolicyGrant *sign_verify_bytes(const unsigned char pk[32],
+		    const Sbx__V1__SignedPolicy *, char *err, size_t errlen);
+int		 sign_is_preview(const Sbx__V1__PolicyGrant *);
+/*
+ * The exact bytes of the policy (field 1) inside an encoded grant: *pol
+ * points into grant.  -1 with err if the grant is not well-formed at its
+ * top level, or carries field 1 never or twice (a decoder would merge
+ * the two; the hash would not be of what it read).
+ */
+int		 sign_grant_policy_bytes(const uint8_t *grant, size_t len,
+		    const uint8_t **pol, size_t *plen, char *err,
+		    size_t errlen);
+/* Lower-case hex SHA-256 of buf. */
+void		 sign_bytes_hash(const uint8_t *buf, size_t len,
+		    char hex[65]);
 
 #endif

@@ -15,13 +15,17 @@ length, then an encoded Envelope) and offers:
                         orchestrator's model turn would: TP, else the task
                         file's, else a new one; the result must bring the
                         same one back (every audit record and log line of
-                        the execution carries it too)
+                        the execution carries it too); the result's signed
+                        receipt is verified (--public-key)
   compile TASKFILE      compile only; print the policy hash
   verify-hash TASKFILE  compile, then recompute the policy hash here from
                         the returned Policy (normalised as proto/README.md
                         says) and check it equals policyd's; check the
                         signed grant (Ed25519 over the bytes as received,
                         with python3-nacl when it is installed)
+  vectors [DIR]         check the test vectors (proto/testdata): hashes
+                        over exact bytes, the grants and receipts that
+                        verify and those that must not
   request TASK_ID (--host H [--method M]... [--path P]... | --dataset D)
           --why TEXT [--source FILE]
                         file a capability request; print the decision
@@ -85,7 +89,7 @@ pb = exec_pb = pol_pb = task_pb = cap_pb = None
 
 def load_protos(path):
     """Import the modules protoc generated under PATH (sbx/v1/*_pb2.py)."""
-    global pb, exec_pb, pol_pb, task_pb, cap_pb
+    global pb, exec_pb, pol_pb, task_pb, cap_pb, rcpt_pb
     mod = os.path.join(path, "sbx", "v1", "envelope_pb2.py")
     if not os.path.isfile(mod):
         raise Failure("%s not found: generate the Python modules from the "
@@ -96,12 +100,12 @@ def load_protos(path):
     sys.path.insert(0, path)
     try:
         from sbx.v1 import (envelope_pb2, exec_pb2, policy_pb2, task_pb2,
-                            capability_pb2)
+                            capability_pb2, receipt_pb2)
     except ImportError as e:
         raise Failure("cannot import the generated modules from %s: %s "
                       "(is python3-protobuf installed?)" % (path, e))
     pb, exec_pb, pol_pb = envelope_pb2, exec_pb2, policy_pb2
-    task_pb, cap_pb = task_pb2, capability_pb2
+    task_pb, cap_pb, rcpt_pb = task_pb2, capability_pb2, receipt_pb2
 
 
 # ---- transport -------------------------------------------------------------
@@ -441,6 +445,236 @@ def connect(args, *needs):
     return conn
 
 
+# ---- exact bytes, signatures, receipts (proto/README.md) ------------------
+
+# A receipt's signature is over these 15 bytes ("sbx receipt v1", NUL),
+# then the receipt's bytes; a grant's over its bytes alone.
+RECEIPT_CONTEXT = b"sbx receipt v1\0"
+
+def varint(buf, i):
+    v = shift = 0
+    while True:
+        if i >= len(buf) or shift > 63:
+            raise Failure("grant: a varint runs off the end")
+        b = buf[i]
+        i += 1
+        v |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return v, i
+        shift += 7
+
+
+def grant_policy_bytes(grant):
+    """The exact bytes of the policy (field 1) inside the grant's bytes:
+    what policy_hash is the SHA-256 of.  Never a re-encoding, so a field
+    this client's generated code lacks is hashed as sent."""
+    i, found = 0, None
+    while i < len(grant):
+        key, i = varint(grant, i)
+        field, wt = key >> 3, key & 7
+        if field == 0:
+            raise Failure("grant: field number 0")
+        if wt == 0:
+            _, i = varint(grant, i)
+        elif wt == 1:
+            i += 8
+        elif wt == 5:
+            i += 4
+        elif wt == 2:
+            n, i = varint(grant, i)
+            if i + n > len(grant):
+                raise Failure("grant: a field runs off the end")
+            if field == 1:
+                if found is not None:
+                    raise Failure("grant: the policy (field 1) is there "
+                                  "twice")
+                found = grant[i:i + n]
+            i += n
+        else:
+            raise Failure("grant: wire type %d" % wt)
+        if i > len(grant):
+            raise Failure("grant: a field runs off the end")
+    if found is None:
+        raise Failure("grant: no policy")
+    return bytes(found)
+
+
+def ed25519_verify(pk, msg, sig):
+    """True or False; None when no Ed25519 library is installed
+    (python3-nacl, else python3-cryptography)."""
+    try:
+        import nacl.signing
+        import nacl.exceptions
+        try:
+            nacl.signing.VerifyKey(pk).verify(msg, sig)
+            return True
+        except (nacl.exceptions.BadSignatureError, ValueError):
+            return False
+    except ImportError:
+        pass
+    try:
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+            Ed25519PublicKey)
+        from cryptography.exceptions import InvalidSignature
+    except ImportError:
+        return None
+    try:
+        Ed25519PublicKey.from_public_bytes(pk).verify(sig, msg)
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+def verify_grant(pk, signed, now=None, allow_preview=False):
+    """Check a SignedPolicy as every daemon does: the signature over the
+    grant's bytes, the key id, the hash over the policy's bytes as sent,
+    not a preview, not expired (now None: the expiry is not checked).
+    Returns the decoded grant; raises Failure naming what is wrong."""
+    ok = ed25519_verify(pk, signed.grant, signed.signature)
+    if ok is None:
+        raise Failure("no Ed25519 library: apt-get install python3-nacl")
+    if not ok:
+        raise Failure("grant: signature does not verify")
+    g = pol_pb.PolicyGrant()
+    g.ParseFromString(signed.grant)
+    if g.key_id != pk[:8].hex():
+        raise Failure("grant: names key %s, verifies with %s"
+                      % (g.key_id, pk[:8].hex()))
+    h = hashlib.sha256(grant_policy_bytes(signed.grant)).hexdigest()
+    if h != g.policy_hash:
+        raise Failure("grant: says hash %s, its policy bytes hash to %s"
+                      % (g.policy_hash, h))
+    if g.execution_id.startswith("preview-") and not allow_preview:
+        raise Failure("grant: a preview (%s) runs nothing" % g.execution_id)
+    if now is not None and now >= g.expires_at:
+        raise Failure("grant: expired at %d" % g.expires_at)
+    return g
+
+
+def verify_receipt(pk, sr, result=None):
+    """Check a SignedReceipt: its signature and key id, the grant in it
+    (for the same task, execution and hash; its expiry is not checked, a
+    receipt outlives it), and, given the ExecutionResult it came with,
+    that it says what the result says.  Returns the Receipt."""
+    ok = ed25519_verify(pk, RECEIPT_CONTEXT + sr.receipt, sr.signature)
+    if ok is None:
+        raise Failure("no Ed25519 library: apt-get install python3-nacl")
+    if not ok:
+        raise Failure("receipt: signature does not verify")
+    r = rcpt_pb.Receipt()
+    r.ParseFromString(sr.receipt)
+    if r.key_id != pk[:8].hex():
+        raise Failure("receipt: names key %s, verifies with %s"
+                      % (r.key_id, pk[:8].hex()))
+    g = verify_grant(pk, r.grant)
+    if (g.task_id, g.execution_id, g.policy_hash) != (
+            r.task_id, r.execution_id, r.policy_hash):
+        raise Failure("receipt: carries the grant of another execution")
+    if result is None:
+        return r
+    if (r.task_id, r.execution_id) != (result.task_id, result.execution_id):
+        raise Failure("receipt: for execution %s, the result for %s"
+                      % (r.execution_id, result.execution_id))
+    if r.policy_hash != result.policy.hash:
+        raise Failure("receipt: policy %s, the result's %s"
+                      % (r.policy_hash, result.policy.hash))
+    if (r.exit_code, r.signal) != (result.exit_code, result.signal):
+        raise Failure("receipt: exit status differs from the result's")
+    mine = [(o.name, o.type, o.bytes, o.sha256) for o in r.outputs]
+    theirs = [(o.name, o.type, o.bytes, o.sha256) for o in result.outputs]
+    if mine != theirs:
+        raise Failure("receipt: outputs %r, the result's %r"
+                      % (mine, theirs))
+    return r
+
+
+def cmd_vectors(args):
+    """Check proto/testdata/ as every client must."""
+    d = args.dir
+    ok = [True]
+
+    def rd(name):
+        with open(os.path.join(d, name), "rb") as f:
+            return f.read()
+
+    def check(name, good, fn):
+        try:
+            fn()
+            res = True
+        except Failure as e:
+            res = False
+            why = str(e)
+        if res == good:
+            print("vector %s: %s" % (name, "verifies" if good else
+                                     "refused (%s)" % why))
+        else:
+            print("vector %s: WRONG (%s)" % (name, "refused: " + why
+                                            if good else "verified"))
+            ok[0] = False
+
+    pk = read_public_key(os.path.join(d, "test-signing.pub"))
+    other = read_public_key(os.path.join(d, "other-signing.pub"))
+    want = rd("policy.sha256").decode().strip()
+    if hashlib.sha256(rd("policy.bin")).hexdigest() != want:
+        print("vector policy.bin: WRONG hash")
+        ok[0] = False
+    else:
+        print("vector policy.bin: hash %s" % want)
+
+    def sp(name):
+        m = pol_pb.SignedPolicy()
+        m.ParseFromString(rd(name))
+        return m
+
+    def grant_is(name, h, key=pk):
+        g = verify_grant(key, sp(name))
+        if g.policy_hash != h:
+            raise Failure("hash %s, want %s" % (g.policy_hash, h))
+
+    uh = rd("policy-unknown-field.sha256").decode().strip()
+    check("grant.bin", True, lambda: grant_is("grant.bin", want))
+    # This client's Policy lacks field 99: an old client of that grant.
+    check("grant-unknown-field.bin", True,
+          lambda: grant_is("grant-unknown-field.bin", uh))
+    # Why the bytes: re-encoding what this client decoded would not give
+    # the signed hash (protobuf implementations drop unknown fields, or
+    # write them elsewhere).
+    g = pol_pb.PolicyGrant()
+    g.ParseFromString(sp("grant-unknown-field.bin").grant)
+    g.policy.DiscardUnknownFields()
+    if hashlib.sha256(g.policy.SerializeToString()).hexdigest() == uh:
+        print("vector grant-unknown-field.bin: WRONG (a re-encoding "
+              "hashes the same: the vector proves nothing)")
+        ok[0] = False
+    check("grant-wrong-key.bin", False,
+          lambda: grant_is("grant-wrong-key.bin", want))
+    check("grant.bin under other-signing.pub", False,
+          lambda: grant_is("grant.bin", want, other))
+    check("grant-policy-twice.bin", False,
+          lambda: grant_is("grant-policy-twice.bin", want))
+    check("grant-preview.bin", False,
+          lambda: grant_is("grant-preview.bin", want))
+
+    def rc(name, key=pk):
+        m = rcpt_pb.SignedReceipt()
+        m.ParseFromString(rd(name))
+        r = verify_receipt(key, m)
+        if r.policy_hash != want or len(r.outputs) != 1:
+            raise Failure("receipt: unexpected content")
+
+    check("receipt.bin", True, lambda: rc("receipt.bin"))
+    check("receipt-output-changed.bin", False,
+          lambda: rc("receipt-output-changed.bin"))
+    check("receipt-wrong-key.bin", False, lambda: rc("receipt-wrong-key.bin"))
+    check("receipt.bin under other-signing.pub", False,
+          lambda: rc("receipt.bin", other))
+    return EXIT_OK if ok[0] else EXIT_ERR
+
+
+def connect(args):
+    return Connection(args.socket, args.timeout)
+
+
 def compile_task(args):
     task = read_task(args.taskfile)
     req = exec_pb.CompileRequest()
@@ -516,6 +750,12 @@ def cmd_verify_hash(args):
     else:
         print("grant: hash %s, its policy hashes to %s: DIFFERENT"
               % (grant.policy_hash, gh))
+        ok = False
+    bh = hashlib.sha256(grant_policy_bytes(rep.signed.grant)).hexdigest()
+    if bh == grant.policy_hash:
+        print("grant: its policy bytes, as sent, hash to it")
+    else:
+        print("grant: its policy bytes hash to %s: DIFFERENT" % bh)
         ok = False
     if grant.expires_at <= int(time.time()):
         print("grant: expired at %d" % grant.expires_at)
@@ -612,6 +852,16 @@ def cmd_submit(args):
     finally:
         conn.close()
     print(json.dumps(result_json(r), indent=2))
+    if not r.HasField("receipt"):
+        raise Failure("the result carries no receipt")
+    pk = read_public_key(args.public_key)
+    if ed25519_verify(pk, b"", b"\0" * 64) is None:
+        warn("receipt: not verified (no Ed25519 library: apt-get install "
+             "python3-nacl)")
+    else:
+        rc = verify_receipt(pk, r.receipt, r)
+        warn("receipt: verified (key %s, grant for %s, %d outputs)"
+             % (rc.key_id, rc.execution_id, len(rc.outputs)))
     # sbx passes it through: anything else breaks the caller's trace.
     if r.traceparent != task.traceparent:
         raise Failure("the result's traceparent %r is not the one sent (%s)"
@@ -706,7 +956,15 @@ def main(argv):
     p.add_argument("--traceparent", default=None,
                    help="the W3C traceparent to send (default: the task "
                    "file's, else a new one)")
+    p.add_argument("--public-key", default=None,
+                   help="policyd's public key file, to verify the receipt "
+                   "(default $SBX_STATE/etc/policyd.pub)")
     p.set_defaults(fn=cmd_submit)
+    p = sub.add_parser("vectors", help="check the test vectors "
+                       "(proto/testdata)")
+    p.add_argument("dir", nargs="?",
+                   default=os.path.join(REPO, "proto", "testdata"))
+    p.set_defaults(fn=cmd_vectors)
     p = sub.add_parser("compile", help="compile a task, print its hash")
     p.add_argument("taskfile")
     p.set_defaults(fn=cmd_compile)

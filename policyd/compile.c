@@ -593,7 +593,10 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		return -1;
 	}
 
-	random_id("x", out->execution_id, sizeof(out->execution_id));
+	/* A preview's id says so inside the signed bytes: every daemon
+	 * refuses its grant (sign_verify). */
+	random_id(run == COMPILE_PREVIEW ? "preview" : "x", out->execution_id,
+	    sizeof(out->execution_id));
 	log_ctx_set(t->id, out->execution_id, out->hash, t->traceparent);
 	xasprintf(&out->template, "%s@%u", tm->name, tm->version);
 	out->issued_at = now_s();
@@ -623,12 +626,19 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		return compile_internal(t, err, "cannot sign the policy");
 	}
 
+	if (run == COMPILE_PREVIEW) {
+		/* Nothing recorded, nothing consumed, the task not bound. */
+		log_debug("task %s: preview %s policy %s hash %s", t->id,
+		    out->execution_id, out->template, out->hash);
+		return 0;
+	}
 	/* The audit record is the execution record: task, execution,
 	 * hash, template and time. */
 	xasprintf(&detail, "template %s", out->template);
 	store_add_execution(pd->store, t, known ? &bound : NULL,
 	    out->execution_id, out->hash, detail, actor,
-	    run ? (int64_t)(used >= budget ? 0 : budget - used) : -1);
+	    run == COMPILE_RUN ? (int64_t)(used >= budget ? 0 :
+	    budget - used) : -1);
 	free(detail);
 	log_debug("task %s: execution %s policy %s hash %s", t->id,
 	    out->execution_id, out->template, out->hash);

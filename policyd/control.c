@@ -234,7 +234,7 @@ control_compile(struct control *ctl, struct frame_conn *c,
 		commit_rollout(pd->commit);
 		return;
 	}
-	if (run) {
+	if (run == COMPILE_RUN) {
 		if (launch_run(ctl->launch, c, req, task, &out, actor) == 0) {
 			compile_out_clear(&out);
 			return;
@@ -257,7 +257,10 @@ control_compile(struct control *ctl, struct frame_conn *c,
 	rep.expires_at = out.expires_at;
 	env.body_case = SBX__V1__ENVELOPE__BODY_COMPILED;
 	env.compiled = &rep;
-	commit_hold(pd->commit, c, &env, HELD_EXECUTION, NULL, 1);
+	if (run == COMPILE_PREVIEW)
+		commit_hold(pd->commit, c, &env, HELD_OTHER, NULL, 0);
+	else
+		commit_hold(pd->commit, c, &env, HELD_EXECUTION, NULL, 1);
 	compile_out_clear(&out);
 }
 
@@ -703,7 +706,7 @@ control_run(struct control *ctl, struct frame_conn *c,
 		    "task.code: a run needs code");
 		return;
 	}
-	control_compile(ctl, c, req, t, 1);
+	control_compile(ctl, c, req, t, COMPILE_RUN);
 }
 
 /* KeyRequest: the key signing now, then the previous one if any. */
@@ -747,7 +750,8 @@ control_dispatch(struct control *ctl, struct frame_conn *c,
 {
 	switch (req->body_case) {
 	case SBX__V1__ENVELOPE__BODY_COMPILE:
-		control_compile(ctl, c, req, req->compile->task, 0);
+		control_compile(ctl, c, req, req->compile->task,
+		    req->compile->preview ? COMPILE_PREVIEW : COMPILE_ONLY);
 		return;
 	case SBX__V1__ENVELOPE__BODY_RUN:
 		control_run(ctl, c, req);

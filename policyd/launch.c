@@ -19,7 +19,10 @@
  * gated's drops but "missing") are kept for its task with that record,
  * counted for the task's security review and shown to the approver of
  * its next capability request (capability.c).  control.c refuses a run
- * before anything is compiled when launchd-sbx is not configured.
+ * before anything is compiled when launchd-sbx is not configured.  The
+ * result goes out with policyd's signed receipt (receipt.c): the task,
+ * the execution, the exact grant sent to launchd-sbx, the exit status and
+ * each released output, never a receipt launchd-sbx sent.
  */
 #include <sys/queue.h>
 
@@ -32,6 +35,7 @@
 
 #include "frame.h"
 #include "log.h"
+#include "receipt.h"
 #include "util.h"
 #include "policyd.h"
 
@@ -58,6 +62,9 @@ struct run {
 	char			 traceparent[TRACE_PARENT_LEN + 1];
 	uint8_t			*launch;	/* packed LaunchRequest frame */
 	size_t			 launch_len;
+	char			*tenant;
+	char			*user;
+	Sbx__V1__SignedPolicy	 signed_;	/* for the receipt */
 };
 
 struct launch {
@@ -75,6 +82,9 @@ launch_run_free(struct run *r)
 	free(r->task_id);
 	free(r->policy_name);
 	free(r->launch);
+	free(r->tenant);
+	free(r->user);
+	sign_signed_clear(&r->signed_);
 	free(r);
 }
 
@@ -197,9 +207,54 @@ launch_result_denials(const Sbx__V1__ExecutionResult *res, size_t *n)
 	return den;
 }
 
+/*
+ * Sign what policyd knows for certain about the run, once the result is
+ * in: its task and execution, the grant it ran under, the exit status
+ * and each released output.  Leaves out untouched (no receipt) if it
+ * cannot sign; the result still goes out.
+ */
+static void
+launch_receipt(struct run *r, const Sbx__V1__ExecutionResult *res,
+    Sbx__V1__SignedReceipt *out)
+{
+	Sbx__V1__Receipt	 rc;
+	Sbx__V1__ReceiptOutput	*ro;
+	Sbx__V1__ReceiptOutput	**rop;
+
+	sbx__v1__receipt__init(&rc);
+	rc.task_id = r->task_id;
+	rc.execution_id = r->execution_id;
+	rc.policy_hash = r->hash;
+	rc.grant = &r->signed_;
+	rc.exit_code = res->exit_code;
+	rc.signal = res->signal;
+	rc.issued_at = now_s();
+	rc.tenant = r->tenant;
+	rc.user = r->user;
+	ro = xcalloc(res->n_outputs + 1, sizeof(*ro));
+	rop = xcalloc(res->n_outputs + 1, sizeof(*rop));
+	for (size_t i = 0; i < res->n_outputs; i++) {
+		sbx__v1__receipt_output__init(&ro[i]);
+		ro[i].name = res->outputs[i]->name;
+		ro[i].type = res->outputs[i]->type;
+		ro[i].bytes = res->outputs[i]->bytes;
+		ro[i].sha256 = res->outputs[i]->sha256;
+		rop[i] = &ro[i];
+	}
+	rc.outputs = rop;
+	rc.n_outputs = res->n_outputs;
+	if (receipt_sign(r->lc->pd->key, &rc, out) == -1)
+		log_warnx("run %s of task %s: cannot sign its receipt",
+		    r->execution_id, r->task_id);
+	free(rop);
+	free(ro);
+}
+
 static void
 launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 {
+	Sbx__V1__SignedReceipt	 receipt;
+	Sbx__V1__SignedReceipt	*theirs;
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__PolicyRef	 ref;
 	struct store_denial	*den;
@@ -231,6 +286,11 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	/* Passed through as the orchestrator sent it, whatever launchd-sbx
 	 * said. */
 	res->traceparent = r->traceparent;
+	/* Only policyd's receipt, never one launchd-sbx made up. */
+	theirs = res->receipt;
+	sbx__v1__signed_receipt__init(&receipt);
+	launch_receipt(r, res, &receipt);
+	res->receipt = receipt.receipt.len > 0 ? &receipt : NULL;
 	frame_env_init(&env, r->request_id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_RESULT;
 	env.result = res;
@@ -255,6 +315,8 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	res->execution_id = NULL;
 	res->policy = NULL;
 	res->traceparent = NULL;
+	res->receipt = theirs;
+	receipt_signed_clear(&receipt);
 	commit_rollout(r->lc->pd->commit);
 }
 
@@ -435,6 +497,17 @@ launch_run_new(struct launch *lc, struct frame_conn *c,
 	r->state = RUN_WAITING;
 	r->request_id = req->request_id;
 	r->task_id = xstrdup(task->id);
+	r->tenant = xstrdup(task->tenant);
+	r->user = xstrdup(task->user);
+	sbx__v1__signed_policy__init(&r->signed_);
+	r->signed_.grant.len = out->signed_.grant.len;
+	r->signed_.grant.data = xmalloc(out->signed_.grant.len);
+	memcpy(r->signed_.grant.data, out->signed_.grant.data,
+	    out->signed_.grant.len);
+	r->signed_.signature.len = out->signed_.signature.len;
+	r->signed_.signature.data = xmalloc(out->signed_.signature.len);
+	memcpy(r->signed_.signature.data, out->signed_.signature.data,
+	    out->signed_.signature.len);
 	snprintf(r->execution_id, sizeof(r->execution_id), "%s",
 	    out->execution_id);
 	memcpy(r->hash, out->hash, sizeof(r->hash));

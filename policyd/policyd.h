@@ -513,9 +513,14 @@ Sbx__V1__Policy	*compile_policy_grants(const struct tmpl *,
  * The whole compile.  Adds the execution (and the task's binding if it is
  * new) or a denial event to the store's open batch; the caller commits
  * that before it replies.  0, or -1 with err.  An ERROR_INVALID or
- * ERROR_INTERNAL error records nothing.  run: the policy is for a launch,
- * whose egress allowance then counts against the task (store.c).
+ * ERROR_INTERNAL error records nothing.  run: COMPILE_RUN, the policy is
+ * for a launch, whose egress allowance then counts against the task
+ * (store.c); COMPILE_PREVIEW, a grant no daemon accepts, and nothing is
+ * recorded on success (the task stays unbound, no execution is spent).
  */
+#define COMPILE_ONLY		0
+#define COMPILE_RUN		1
+#define COMPILE_PREVIEW		2
 int		 compile_task(struct policyd *, const Sbx__V1__Task *,
 		    const char *actor, int run, struct compile_out *,
 		    Sbx__V1__Error *err);

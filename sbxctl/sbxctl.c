@@ -19,6 +19,8 @@
 #include "log.h"
 #include "name.h"
 #include "policy.h"
+#include "receipt.h"
+#include "sign.h"
 #include "util.h"
 #include "version.h"
 #include "yaml.h"
@@ -64,8 +66,9 @@ static const char usage_text[] =
 "usage: sbxctl [-hj] [-s state] [-S socket] [-A socket] [-L socket]\n"
 "              [-B socket] command [arg ...]\n"
 "       sbxctl --help | --version | help | command --help\n"
-"       sbxctl compile taskfile\n"
-"       sbxctl run taskfile\n"
+"       sbxctl compile [--preview] taskfile\n"
+"       sbxctl run [--receipt file] taskfile\n"
+"       sbxctl receipt verify [--key pubfile] file\n"
 "       sbxctl request task-id (--dataset D | --host H [--method M ...]\n"
 "              [--path P ...]) --why TEXT [--source FILE]\n"
 "       sbxctl dataset add name file\n"
@@ -316,8 +319,13 @@ ctl_compile(int argc, char **argv)
 	struct yerrs		 errs = { 0 };
 	int			 rc;
 
+	if (argc == 3 && strcmp(argv[1], "--preview") == 0) {
+		creq.preview = 1;
+		argv++;
+		argc--;
+	}
 	if (argc != 2)
-		return ctl_usage("compile takes one task file");
+		return ctl_usage("compile takes [--preview] and one task file");
 	if ((creq.task = parse_task_file(argv[1], &errs)) == NULL) {
 		ctl_print_yerrs(&errs);
 		yerrs_free(&errs);
@@ -344,16 +352,155 @@ ctl_compile(int argc, char **argv)
  * and the result comes back as one JSON object.  Exit 0 means it ran,
  * whatever the program's own exit code; refusals map as everywhere else.
  */
+/* The public key a receipt is checked with: keyfile, else the state
+ * directory's policyd.pub.  0, or -1 (said). */
+static int
+ctl_pubkey(const char *keyfile, unsigned char pk[32])
+{
+	char	*path, err[512];
+	int	 rc;
+
+	if (keyfile != NULL)
+		path = xstrdup(keyfile);
+	else
+		xasprintf(&path, "%s/etc/policyd.pub", ctl.state);
+	rc = sign_pubkey_load(path, pk, err, sizeof(err));
+	if (rc == -1)
+		log_warnx("%s", err);
+	free(path);
+	return rc;
+}
+
+static void
+ctl_print_receipt(FILE *f, const Sbx__V1__Receipt *r)
+{
+	fprintf(f, "receipt: verified (key %s)\n", r->key_id);
+	fprintf(f, "task: %s\nexecution: %s\ntenant: %s\nuser: %s\n",
+	    r->task_id, r->execution_id, r->tenant, r->user);
+	fprintf(f, "policy: %s\nexit: %d\nsignal: %d\nissued_at: %lld\n",
+	    r->policy_hash, r->exit_code, r->signal,
+	    (long long)r->issued_at);
+	for (size_t i = 0; i < r->n_outputs; i++)
+		fprintf(f, "output: %s %s %llu %s\n", r->outputs[i]->name,
+		    r->outputs[i]->type,
+		    (unsigned long long)r->outputs[i]->bytes,
+		    r->outputs[i]->sha256);
+}
+
+/*
+ * A run's receipt: verified with policyd's public key and matched to the
+ * result it came with; what it binds goes to stderr (stdout is the
+ * result's JSON); kept in file (an encoded SignedReceipt) if one is named.
+ * SBXCTL_OK or SBXCTL_ERR.
+ */
+static int
+ctl_run_receipt(const Sbx__V1__ExecutionResult *res, const char *file)
+{
+	Sbx__V1__Receipt	*r;
+	unsigned char		 pk[32];
+	char			 err[768];
+	uint8_t			*buf;
+	size_t			 len;
+	FILE			*f;
+
+	if (res->receipt == NULL) {
+		log_warnx("the result carries no receipt");
+		return SBXCTL_ERR;
+	}
+	/* No key here (another state directory, -S alone): said, and the
+	 * run still ran; a receipt that fails to verify is an error. */
+	if (ctl_pubkey(NULL, pk) == -1) {
+		log_warnx("receipt: not verified (no public key)");
+		return SBXCTL_OK;
+	}
+	if ((r = receipt_verify(pk, res->receipt, err, sizeof(err))) ==
+	    NULL || receipt_match(r, res, err, sizeof(err)) == -1) {
+		log_warnx("receipt: %s", err);
+		if (r != NULL)
+			sbx__v1__receipt__free_unpacked(r, NULL);
+		return SBXCTL_ERR;
+	}
+	ctl_print_receipt(stderr, r);
+	sbx__v1__receipt__free_unpacked(r, NULL);
+	if (file == NULL)
+		return SBXCTL_OK;
+	len = sbx__v1__signed_receipt__get_packed_size(res->receipt);
+	buf = xmalloc(len);
+	sbx__v1__signed_receipt__pack(res->receipt, buf);
+	if ((f = fopen(file, "wbx")) == NULL) {
+		log_warn("%s", file);
+		free(buf);
+		return SBXCTL_ERR;
+	}
+	if (fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+		log_warn("%s", file);
+		free(buf);
+		return SBXCTL_ERR;
+	}
+	free(buf);
+	return SBXCTL_OK;
+}
+
+/* sbxctl receipt verify [--key pubfile] file */
+static int
+ctl_receipt(int argc, char **argv)
+{
+	Sbx__V1__SignedReceipt	*sr;
+	Sbx__V1__Receipt	*r;
+	const char		*keyfile = NULL, *file = NULL;
+	unsigned char		 pk[32];
+	char			*buf, err[768];
+	size_t			 len;
+
+	if (argc == 5 && strcmp(argv[1], "verify") == 0 &&
+	    strcmp(argv[2], "--key") == 0) {
+		keyfile = argv[3];
+		file = argv[4];
+	} else if (argc == 3 && strcmp(argv[1], "verify") == 0)
+		file = argv[2];
+	else
+		return ctl_usage("receipt verify takes [--key pubfile] and "
+		    "one receipt file");
+	if (ctl_pubkey(keyfile, pk) == -1)
+		return SBXCTL_ERR;
+	if ((buf = read_file(file, 1024 * 1024, &len)) == NULL) {
+		log_warn("%s", file);
+		return SBXCTL_ERR;
+	}
+	sr = sbx__v1__signed_receipt__unpack(NULL, len, (uint8_t *)buf);
+	free(buf);
+	if (sr == NULL) {
+		log_warnx("%s: not an encoded SignedReceipt", file);
+		return SBXCTL_ERR;
+	}
+	r = receipt_verify(pk, sr, err, sizeof(err));
+	sbx__v1__signed_receipt__free_unpacked(sr, NULL);
+	if (r == NULL) {
+		log_warnx("%s: %s", file, err);
+		return SBXCTL_ERR;
+	}
+	ctl_print_receipt(stdout, r);
+	sbx__v1__receipt__free_unpacked(r, NULL);
+	return SBXCTL_OK;
+}
+
 static int
 ctl_run(int argc, char **argv)
 {
 	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
 	Sbx__V1__RunRequest	 rreq = SBX__V1__RUN_REQUEST__INIT;
 	struct yerrs		 errs = { 0 };
+	const char		*rfile = NULL;
 	int			 rc;
 
+	if (argc == 4 && strcmp(argv[1], "--receipt") == 0) {
+		rfile = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
 	if (argc != 2)
-		return ctl_usage("run takes one task file");
+		return ctl_usage("run takes [--receipt file] and one task "
+		    "file");
 	if ((rreq.task = parse_task_file(argv[1], &errs)) == NULL) {
 		ctl_print_yerrs(&errs);
 		yerrs_free(&errs);
@@ -374,8 +521,10 @@ ctl_run(int argc, char **argv)
 	if (rc != SBXCTL_OK)
 		return rc;
 	print_result(stdout, rep->result);
+	fflush(stdout);
+	rc = ctl_run_receipt(rep->result, rfile);
 	sbx__v1__envelope__free_unpacked(rep, NULL);
-	return SBXCTL_OK;
+	return rc;
 }
 
 /* ---- dataset, image (launchd-sbx's admin socket) ---- */
@@ -1220,6 +1369,8 @@ main(int argc, char **argv)
 		rc = ctl_compile(argc, argv);
 	else if (strcmp(argv[0], "run") == 0)
 		rc = ctl_run(argc, argv);
+	else if (strcmp(argv[0], "receipt") == 0)
+		rc = ctl_receipt(argc, argv);
 	else if (strcmp(argv[0], "request") == 0)
 		rc = cmd_request(argc, argv, ctl.orch_sock);
 	else if (strcmp(argv[0], "dataset") == 0)

@@ -1545,3 +1545,55 @@ Test(compile, rollout_assigns_by_task_id_records_it_and_counts_refusals)
 	rollout_close(pd.roll);
 	pd.roll = NULL;
 }
+
+/* A preview compiles the policy a compile would, records nothing (no
+ * execution, no binding, no audit record), and signs a grant whose
+ * execution id says preview, which sign_verify (every daemon) refuses. */
+Test(compile, preview_consumes_nothing_and_cannot_run)
+{
+	struct compile_out	 out, real;
+	Sbx__V1__Error		 err;
+	Sbx__V1__Task		 t;
+	Sbx__V1__PolicyGrant	*g;
+	Sbx__V1__AuditEvent	**ev;
+	char			 why[256];
+	size_t			 n;
+	int			 rc;
+
+	entitle("acme", "alice", (const char *[]){ "report-fixtures", NULL },
+	    NULL, NULL);
+	task_init(&t, "t-pv", "report", "acme", "alice", NULL);
+	/* More previews than executions_per_task (3). */
+	for (int i = 0; i < 5; i++) {
+		sbx__v1__error__init(&err);
+		rc = compile_task(&pd, &t, "uid:1000", COMPILE_PREVIEW, &out,
+		    &err);
+		cr_assert_eq(rc, 0, "preview %d: %s", i + 1, err.message);
+		cr_assert(strncmp(out.execution_id, "preview-", 8) == 0,
+		    "%s", out.execution_id);
+		cr_assert(!store_in_batch(pd.store) ||
+		    store_pending(pd.store) == 0, "a preview recorded");
+		if (store_in_batch(pd.store))
+			cr_assert_eq(store_commit(pd.store), 0);
+		g = sign_verify(pd.key->pk, &out.signed_, now_s(), why,
+		    sizeof(why));
+		cr_assert_null(g, "a preview grant verified for a run");
+		cr_assert(strstr(why, "preview") != NULL, "%s", why);
+		g = sign_verify_bytes(pd.key->pk, &out.signed_, why,
+		    sizeof(why));
+		cr_assert_not_null(g, "%s", why);
+		cr_assert_str_eq(g->policy_hash, out.hash);
+		sbx__v1__policy_grant__free_unpacked(g, NULL);
+		compile_out_clear(&out);
+	}
+	cr_assert_eq(store_executions_count(pd.store, "t-pv"), 0);
+	cr_assert_eq(audit_query(store_audit(pd.store), "t-pv", 0, &ev, &n),
+	    0);
+	cr_assert_eq(n, 0, "a preview left %zu audit records", n);
+	audit_events_free(ev, n);
+	/* A real compile after them is the task's first execution. */
+	cr_assert_eq(compile(&t, &real, &err), 0, "%s", err.message);
+	cr_assert(strncmp(real.execution_id, "x-", 2) == 0);
+	cr_assert_eq(store_executions_count(pd.store, "t-pv"), 1);
+	compile_out_clear(&real);
+}
