@@ -671,10 +671,6 @@ def cmd_vectors(args):
     return EXIT_OK if ok[0] else EXIT_ERR
 
 
-def connect(args):
-    return Connection(args.socket, args.timeout)
-
-
 def compile_task(args):
     task = read_task(args.taskfile)
     req = exec_pb.CompileRequest()
