@@ -64,26 +64,13 @@ err_has 'task_types\.roll-rise: rollout canary: template probe-rise has no versi
     "the refusal does not name the task type and the version"
 note "a rollout to probe-rise@7 (not loaded): refused, naming roll-rise and version 7"
 
-# start_policyd CONF: the deployment's policyd, on CONF.
-start_policyd() {
-	stop_daemon policyd
-	nohup "$SBX_BIN/policyd" -d -f "$1" </dev/null >/dev/null \
-	    2>>"$SBX_STATE/log/policyd.log" &
-	echo $! >"$SBX_STATE/policyd.pid"
-	_i=0
-	until ctl template list >/dev/null 2>&1; do
-		_i=$((_i + 1))
-		[ $_i -lt 100 ] || { tail -n 20 "$SBX_STATE/log/policyd.log"; fail "policyd did not start on $1"; }
-		sleep 0.1
-	done
-}
 restore() {
 	cleanup
 	stop_daemon policyd
 	daemon_up
 }
 trap restore EXIT
-start_policyd "$T/roll.yaml"
+restart_policyd "$T/roll.yaml"
 
 # bucket TYPE ID: rollout.c's, 0..99.
 bucket() {
@@ -215,7 +202,7 @@ expect_rc 2 "set-percent 101"
 err_has 'want a whole number from 0 to 100' "set-percent 101 is not range-checked"
 
 # ---- a restart keeps the halt ----
-start_policyd "$T/roll.yaml"
+restart_policyd "$T/roll.yaml"
 run ctl rollout status roll-rise
 out_has 'stable 1, canary 2 at 0% \(HALTED\)$' "the halt did not survive a restart"
 out_has '^  executions +[0-9]+ +3$' "the canary's count did not survive a restart"
@@ -275,7 +262,7 @@ note "SIGHUP with probe-fall@2 gone: refused, naming roll-fall and version 2"
 
 # ---- a different canary version in the configuration: a new rollout ----
 rconf "$T/swap.yaml" 2 1
-start_policyd "$T/swap.yaml"
+restart_policyd "$T/swap.yaml"
 run ctl rollout status roll-rise
 out_has '^rollout roll-rise: template probe-rise, stable 2, canary 1 at 50%$' \
     "a changed rollout did not start afresh at the configured percent"

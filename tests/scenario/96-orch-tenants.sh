@@ -71,19 +71,6 @@ allq() {
 run ctl entitlement add --tenant globex --user gina --dataset supplier-2026-q3
 expect_rc 0 "entitlement add globex/gina"
 
-# start_policyd CONF: the deployment's policyd, on CONF.
-start_policyd() {
-	stop_daemon policyd
-	nohup "$SBX_BIN/policyd" -d -f "$1" </dev/null >/dev/null \
-	    2>>"$SBX_STATE/log/policyd.log" &
-	echo $! >"$SBX_STATE/policyd.pid"
-	_i=0
-	until ctl template list >/dev/null 2>&1; do
-		_i=$((_i + 1))
-		[ $_i -lt 100 ] || { tail -n 20 "$SBX_STATE/log/policyd.log"; fail "policyd did not start on $1"; }
-		sleep 0.1
-	done
-}
 restore() {
 	ctl entitlement remove --tenant globex --user gina >/dev/null 2>&1 || true
 	for u in $ACME $NONE; do userdel "$u" >/dev/null 2>&1 || true; done
@@ -106,7 +93,7 @@ orchestrators:
   - {user: root, tenants: ["*"]}
 EOT
 grep -q "users: \[root, $ACME" "$conf" || { cat "$conf"; fail "the allowlist edit did not take"; }
-start_policyd "$conf"
+restart_policyd "$conf"
 
 # root ("*") binds a task to globex; acme's orchestrator one to acme.
 G=sc-orch-g-$$
