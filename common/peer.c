@@ -129,7 +129,18 @@ peer_credentials(int fd, struct ucred *out)
 	return 0;
 }
 
-static int
+int
+peer_uid_listed(const struct peer_allow *pa, uid_t uid)
+{
+	size_t	i;
+
+	for (i = 0; i < pa->nuids; i++)
+		if (pa->uids[i] == uid)
+			return 1;
+	return 0;
+}
+
+int
 peer_gid_listed(const struct peer_allow *pa, gid_t gid)
 {
 	size_t	i;
@@ -185,7 +196,6 @@ int
 peer_allowed(int fd, const struct peer_allow *pa, struct ucred *out)
 {
 	struct ucred	cred;
-	size_t		i;
 
 	if (out != NULL) {
 		/* Callers log these even on failure: make them recognisable. */
@@ -199,9 +209,8 @@ peer_allowed(int fd, const struct peer_allow *pa, struct ucred *out)
 		*out = cred;
 	if (pa == NULL)
 		return 0;
-	for (i = 0; i < pa->nuids; i++)
-		if (pa->uids[i] == cred.uid)
-			return 1;
+	if (peer_uid_listed(pa, cred.uid))
+		return 1;
 	if (pa->ngids == 0)
 		return 0;
 	if (peer_gid_listed(pa, cred.gid))

@@ -29,6 +29,11 @@ void	peer_allow_free(struct peer_allow *);
 /* The peer of a connected Unix socket. */
 int	peer_credentials(int fd, struct ucred *out);
 
+/* 1 if uid (gid) is on the list, else 0: for a peer known otherwise than
+ * by a Unix socket's credentials (scrape.c's TCP peers). */
+int	peer_uid_listed(const struct peer_allow *, uid_t);
+int	peer_gid_listed(const struct peer_allow *, gid_t);
+
 /* 1 if the peer's uid, primary gid or any supplementary gid is on the
  * list, 0 if not, -1 on error (treated as not allowed by callers). */
 int	peer_allowed(int fd, const struct peer_allow *, struct ucred *out);

@@ -42,6 +42,7 @@
 
 #include "config.h"
 #include "log.h"
+#include "peer.h"
 #include "scrape.h"
 #include "util.h"
 
@@ -164,18 +165,16 @@ scrape_allowed(const struct peer_allow *a, uid_t uid, gid_t *gid)
 	int		 ng = (int)(sizeof(groups) / sizeof(groups[0]));
 
 	*gid = (gid_t)-1;
-	for (size_t i = 0; i < a->nuids; i++)
-		if (a->uids[i] == uid)
-			return 1;
+	if (peer_uid_listed(a, uid))
+		return 1;
 	if (a->ngids == 0 || (pw = getpwuid(uid)) == NULL)
 		return 0;
 	*gid = pw->pw_gid;
 	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &ng) == -1)
 		ng = 1, groups[0] = pw->pw_gid;
 	for (int g = 0; g < ng; g++)
-		for (size_t i = 0; i < a->ngids; i++)
-			if (a->gids[i] == groups[g])
-				return 1;
+		if (peer_gid_listed(a, groups[g]))
+			return 1;
 	return 0;
 }
 
