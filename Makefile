@@ -89,6 +89,7 @@ SBXCTL_SRCS += sbxctl/canary.c
 SBXCTL_SRCS += sbxctl/canary_channel.c
 SBXCTL_SRCS += sbxctl/canary_probe.c
 SBXCTL_SRCS += sbxctl/metrics.c
+SBXCTL_SRCS += sbxctl/render.c
 
 LAUNCHD_SRCS  = launchd-sbx/launchd.c
 LAUNCHD_SRCS += launchd-sbx/parse.c

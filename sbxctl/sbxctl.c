@@ -67,6 +67,7 @@ static const char usage_text[] =
 "              [-B socket] command [arg ...]\n"
 "       sbxctl --help | --version | help | command --help\n"
 "       sbxctl compile [--preview] taskfile\n"
+"       sbxctl render k8s [-o yaml|json] [--key pubfile] taskfile\n"
 "       sbxctl run [--receipt file] taskfile\n"
 "       sbxctl receipt verify [--key pubfile] file\n"
 "       sbxctl request task-id (--dataset D | --host H [--method M ...]\n"
@@ -1367,6 +1368,8 @@ main(int argc, char **argv)
 
 	if (strcmp(argv[0], "compile") == 0)
 		rc = ctl_compile(argc, argv);
+	else if (strcmp(argv[0], "render") == 0)
+		rc = cmd_render(argc, argv, ctl.state, ctl.orch_sock, ctl.json);
 	else if (strcmp(argv[0], "run") == 0)
 		rc = ctl_run(argc, argv);
 	else if (strcmp(argv[0], "receipt") == 0)

@@ -51,6 +51,10 @@ int		 cmd_canary(int argc, char **argv, const char *state,
 /* request.c */
 int		 cmd_request(int argc, char **argv, const char *orch_sock);
 
+/* render.c */
+int		 cmd_render(int argc, char **argv, const char *state,
+		    const char *orch_sock, int json);
+
 /* metrics.c */
 void		 metrics_merge(FILE *, char *const *texts, size_t n);
 
