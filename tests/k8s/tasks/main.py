@@ -1,0 +1,2 @@
+# tests/k8s: the code a rendered pod runs.
+print("hello from a rendered pod")
