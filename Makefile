@@ -521,6 +521,13 @@ test-orchestrator: all $(PY_PB)
 test-ops: all $(PY_PB)
 	@tests/record ops$(SUITE_SFX) python3 tests/ops/run $(CURDIR)/$(B)/bin
 
+# Issue 17 item 4: `sbxctl render k8s` against a real policyd (as the
+# invoking user), its goldens, its refusals, and the schema check of what
+# it renders and of deploy/k8s/ (python3-kubernetes's models: no cluster).
+.PHONY: test-k8s
+test-k8s: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/mkspec $(PY_PB)
+	@tests/record k8s$(SUITE_SFX) python3 tests/k8s/run $(CURDIR)/$(B)/bin
+
 test-golden: $(B)/bin/policyd
 	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
 
@@ -596,6 +603,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-gate $(call RECORD_FAIL,gate)
 	@$(MAKE) --no-print-directory test-approve $(call RECORD_FAIL,approve)
 	@$(MAKE) --no-print-directory test-orchestrator $(call RECORD_FAIL,orchestrator)
+	@$(MAKE) --no-print-directory test-k8s $(call RECORD_FAIL,k8s)
 	$(if $(SUITE_SFX),@$(MAKE) --no-print-directory test-faults $(call RECORD_FAIL,faults))
 	$(if $(SUITE_SFX),,@$(MAKE) --no-print-directory test-compat $(call RECORD_FAIL,compat))
 
