@@ -193,6 +193,13 @@ render_check(struct render *r)
 	    (r->interp = render_interpreter(t->code_name)) == NULL)
 		return render_refuse(r, "code \"%s\" is neither .py nor .sh",
 		    t->code_name ? t->code_name : "");
+	/* The file's name is the ConfigMap's key: [-._a-zA-Z0-9]. */
+	if (strspn(t->code_name, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") !=
+	    strlen(t->code_name))
+		return render_refuse(r, "code file name \"%s\" is not a "
+		    "ConfigMap key: letters, digits, '-', '_' and '.'",
+		    t->code_name);
 	if (t->code.len > RENDER_CODE_MAX)
 		return render_refuse(r, "code %s is %zu bytes: a ConfigMap "
 		    "holds at most %d", t->code_name, t->code.len,
