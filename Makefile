@@ -143,6 +143,7 @@ EGRESSD_SRCS += egressd/proxy.c
 EGRESSD_SRCS += egressd/proxy_http.c
 EGRESSD_SRCS += egressd/proxy_tls.c
 EGRESSD_SRCS += egressd/proxy_peer.c
+EGRESSD_SRCS += egressd/proxy_handoff.c
 EGRESSD_SRCS += egressd/ca.c
 EGRESSD_SRCS += egressd/decide.c
 EGRESSD_SRCS += egressd/resolve.c
@@ -486,7 +487,7 @@ test-approve: $(B)/bin/approvald $(B)/bin/approvalctl $(B)/bin/fakepolicyd
 
 # egressd with real servers on loopback (root or not).
 .PHONY: test-egress
-test-egress: $(B)/bin/egressd $(B)/bin/egressclient
+test-egress: $(B)/bin/egressd $(B)/bin/egressclient $(B)/bin/sbx-init
 	@tests/record egress$(SUITE_SFX) tests/egress/run $(CURDIR)/$(B)/bin
 
 # egressd against three real servers (nginx, Node's http, Python's

@@ -246,12 +246,17 @@ control_metrics(const struct egressd *ed)
 	    "# HELP sbx_egressd_channels Channels open.\n"
 	    "# TYPE sbx_egressd_channels gauge\n"
 	    "sbx_egressd_channels %llu\n"
+	    "# HELP sbx_egressd_handoffs_total Client connections sbx-init "
+	    "handed over.\n"
+	    "# TYPE sbx_egressd_handoffs_total counter\n"
+	    "sbx_egressd_handoffs_total %llu\n"
 	    "# HELP sbx_egressd_denials_total Requests denied, by rule.\n"
 	    "# TYPE sbx_egressd_denials_total counter\n",
 	    (unsigned long long)m->requests, (unsigned long long)m->allowed,
 	    (unsigned long long)m->bytes_out, (unsigned long long)m->bytes_in,
 	    (unsigned long long)m->upstream_errors,
-	    (unsigned long long)m->channels_open);
+	    (unsigned long long)m->channels_open,
+	    (unsigned long long)m->handoffs);
 	for (int i = 0; i < EGRESS_NRULES; i++) {
 		xasprintf(&t, "%ssbx_egressd_denials_total{rule=\"%s\"} %llu\n",
 		    s, proxy_rule_name(i), (unsigned long long)m->denials[i]);

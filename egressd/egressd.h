@@ -385,6 +385,7 @@ struct egress_metrics {
 	uint64_t	 bytes_in;
 	uint64_t	 channels_open;
 	uint64_t	 upstream_errors;
+	uint64_t	 handoffs;	/* connections sbx-init handed over */
 	uint64_t	 denials[EGRESS_NRULES];
 };
 
@@ -495,6 +496,13 @@ struct channel {
 	uint32_t		 dn_count;
 	struct proxy_flood	*flood;
 	struct event		*flood_ev;
+	/* sbx-init's handoff connection (proxy_handoff.c): ho_seen once
+	 * the channel's first connection came; ho_fd and ho_ev while it
+	 * is waited for or serves; ho_on once it takes descriptors. */
+	int			 ho_seen;
+	int			 ho_on;
+	int			 ho_fd;
+	struct event		*ho_ev;
 };
 TAILQ_HEAD(channels, channel);
 
@@ -543,6 +551,8 @@ void		 proxy_deny_release(struct proxy_conn *);
 void		 proxy_deny(struct proxy_conn *, const char *rule, int status,
 		    const char *detail);
 void		 proxy_conn_free(struct proxy_conn *);
+/* Serve fd, a connection from the sandbox, as a proxy connection. */
+void		 proxy_conn_start(struct channel *, int fd);
 /* Callbacks and timeouts of the client side, after a TLS switch too. */
 void		 proxy_conn_setup(struct proxy_conn *);
 /* Resolve, check and dial the target (or reuse the connection). */
@@ -565,6 +575,17 @@ int		 proxy_peer_member(const char *dir, pid_t pid);
  * cgdir, with group gid unless it is root), else -1 with why. */
 int		 proxy_peer_check(const char *cgdir, gid_t gid, int fd,
 		    char *why, size_t whylen);
+
+/* ---- proxy_handoff.c: sbx-init hands its client connections over ---- */
+
+/* fd is the channel's first connection, peer checked: wait for its
+ * first byte, then serve it as the handoff connection or as an ordinary
+ * one.  Consumes fd. */
+void		 proxy_handoff_first(struct channel *, int fd);
+/* End the handoff connection, if any (the channel closes). */
+void		 proxy_handoff_close(struct channel *);
+/* 0 if fd is a connected TCP stream socket, else -1 with why. */
+int		 proxy_handoff_check_fd(int fd, char *why, size_t whylen);
 
 /* ---- proxy_tls.c ---- */
 

@@ -1425,7 +1425,6 @@ proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
     struct sockaddr *sa, int salen, void *arg)
 {
 	struct channel		*ch = arg;
-	struct proxy_conn	*c;
 	char			 detail[256];
 
 	(void)lev;
@@ -1438,6 +1437,28 @@ proxy_accept(struct evconnlistener *lev, evutil_socket_t fd,
 		proxy_audit_deny(ch, RULE_PEER, detail, NULL);
 		return;
 	}
+	/* The channel's first connection may be sbx-init's handoff
+	 * connection (proxy_handoff.c), which looks at its first byte
+	 * before it is either that or an ordinary connection. */
+	if (!ch->ho_seen) {
+		ch->ho_seen = 1;
+		proxy_handoff_first(ch, fd);
+		return;
+	}
+	proxy_conn_start(ch, fd);
+}
+
+/*
+ * Serve fd, a connection from the sandbox (accepted here after the peer
+ * check, or handed over by sbx-init), as a proxy connection: counted
+ * against max_conns_per_task like any other.
+ */
+void
+proxy_conn_start(struct channel *ch, int fd)
+{
+	struct proxy_conn	*c;
+	char			 detail[256];
+
 	c = xcalloc(1, sizeof(*c));
 	c->ch = ch;
 	c->alert_fd = -1;
@@ -1527,6 +1548,7 @@ proxy_channel_open(struct egressd *ed, Sbx__V1__PolicyGrant *g,
 
 	ch = xcalloc(1, sizeof(*ch));
 	ch->ed = ed;
+	ch->ho_fd = -1;
 	ch->grant = g;
 	ch->pol = g->policy;
 	/* max_out_kb is the task's: what its earlier executions spent,
@@ -1578,6 +1600,7 @@ proxy_channel_close(struct channel *ch)
 	proxy_flood_flush(ch);
 	if (ch->flood_ev != NULL)
 		event_free(ch->flood_ev);
+	proxy_handoff_close(ch);
 	while ((c = TAILQ_FIRST(&ch->conns)) != NULL)
 		proxy_conn_free(c);
 	while ((c = TAILQ_FIRST(&ch->refused)) != NULL)

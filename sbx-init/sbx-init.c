@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <sys/epoll.h>
@@ -34,10 +35,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/handoff.h"
 #include "../common/version.h"
 
 #define INIT_DEFAULT_SOCKET	"/run/sbx/egress.sock"
@@ -52,6 +55,7 @@
 #define INIT_EXIT_EXEC		127
 #define INIT_ARGV_MAX		(64 * 1024)	/* -a file size */
 #define INIT_ARGV_WORDS		256
+#define INIT_HELLO_MS		1000	/* egressd's answer to the hello */
 
 /* One direction of a relay: bytes read from one socket, not yet written. */
 struct init_buf {
@@ -99,6 +103,15 @@ static int		 init_verbose;
 static const char	*init_sockpath = INIT_DEFAULT_SOCKET;
 static const char	*init_capath = INIT_DEFAULT_CA;
 static int		 init_port = INIT_DEFAULT_PORT;
+
+/*
+ * The handoff connection (common/handoff.h): when egressd takes them,
+ * each accepted client connection goes to egressd as a descriptor and
+ * is closed here, so its bytes no longer pass through us.  -1 when egressd
+ * said no, or with -r; connections are then relayed.
+ */
+static int		 init_ho = -1;
+static bool		 init_relay_only;
 
 /* The signals passed on to the child; SIGCHLD is ours. */
 static const int	 init_fwd_signals[] = {
@@ -173,6 +186,8 @@ static void	init_fatal(const char *, ...)
 		    __attribute__((format(printf, 1, 2), noreturn));
 static int	init_loop(int, int, pid_t);
 static int	init_listen(void);
+static void	init_handoff_open(void);
+static bool	init_handoff(int);
 static void	init_set_maxrelays(void);
 static pid_t	init_spawn(char **);
 static void	init_child_env(void);
@@ -194,9 +209,9 @@ static int	init_kill_children(void);
 static void
 init_usage_to(FILE *f, int status)
 {
-	fprintf(f, "usage: sbx-init [-v] [-c cafile] [-p port] "
+	fprintf(f, "usage: sbx-init [-rv] [-c cafile] [-p port] "
 	    "[-s socket] -- program [arg ...]\n"
-	    "       sbx-init [-v] [-c cafile] [-p port] [-s socket] "
+	    "       sbx-init [-rv] [-c cafile] [-p port] [-s socket] "
 	    "[-w python3] -a argvfile\n"
 	    "       sbx-init --help | --version\n");
 	if (status == 0)
@@ -289,7 +304,7 @@ main(int argc, char *argv[])
 	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
 		init_fatal("prctl PR_SET_DUMPABLE: still dumpable");
 
-	while ((ch = getopt(argc, argv, "+a:c:p:s:vw:")) != -1) {
+	while ((ch = getopt(argc, argv, "+a:c:p:rs:vw:")) != -1) {
 		switch (ch) {
 		case 'a':
 			argvfile = optarg;
@@ -314,6 +329,9 @@ main(int argc, char *argv[])
 				errstr = "port must be a number from 1 to 65535";
 			else
 				init_port = (int)l;
+			break;
+		case 'r':
+			init_relay_only = true;
 			break;
 		case 's':
 			init_sockpath = optarg;
@@ -397,6 +415,12 @@ main(int argc, char *argv[])
 	if (access(init_sockpath, F_OK) == -1)
 		init_debug("%s: %s: proxy connections will be refused",
 		    init_sockpath, strerror(errno));
+	/*
+	 * Before the program exists: egressd grants the handoff only to
+	 * the channel's first connection, and that must be ours.
+	 */
+	else if (lfd != -1 && !init_relay_only)
+		init_handoff_open();
 
 	if (warm_pid > 0)
 		child = init_warm_go(warm_pid, warm_fd, warm, argv);
@@ -841,6 +865,8 @@ init_accept(int lfd)
 		}
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
 		    sizeof(one));
+		if (init_ho != -1 && init_handoff(fd))
+			continue;
 		r = &init_relays[i];
 		memset(r, 0, sizeof(*r));
 		r->r_tcp = fd;
@@ -862,6 +888,86 @@ init_accept(int lfd)
 		} else if (!init_relay_connect(r))
 			init_relay_close(r, true);
 	}
+}
+
+/*
+ * Offer egressd the handoff on a connection of its own.  The program does
+ * not run yet, so blocking here for the answer costs it nothing; any
+ * failure or a "no" means relaying, as before.
+ */
+static void
+init_handoff_open(void)
+{
+	struct sockaddr_un	 sun;
+	struct pollfd		 pfd;
+	unsigned char		 b = HANDOFF_HELLO;
+	int			 fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, init_sockpath, strlen(init_sockpath));
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    send(fd, &b, 1, MSG_NOSIGNAL) != 1)
+		goto relay;
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, INIT_HELLO_MS) != 1 || recv(fd, &b, 1, 0) != 1 ||
+	    b != HANDOFF_YES)
+		goto relay;
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) == -1)
+		goto relay;
+	init_ho = fd;
+	init_debug("egressd takes the connections: handing them over");
+	return;
+relay:
+	init_debug("no handoff: relaying connections");
+	close(fd);
+}
+
+/*
+ * Hand one accepted connection to egressd and close our copy: true if
+ * egressd has it.  A full handoff socket relays this one connection; a
+ * broken one (egressd closed it) relays every one from now on.
+ */
+static bool
+init_handoff(int fd)
+{
+	union {
+		struct cmsghdr	 h;
+		char		 buf[CMSG_SPACE(sizeof(int))];
+	}		 cm;
+	struct msghdr	 msg;
+	struct cmsghdr	*cmsg;
+	struct iovec	 iov;
+	unsigned char	 b = HANDOFF_CONN;
+
+	memset(&msg, 0, sizeof(msg));
+	memset(&cm, 0, sizeof(cm));
+	iov.iov_base = &b;
+	iov.iov_len = 1;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = cm.buf;
+	msg.msg_controllen = sizeof(cm.buf);
+	cmsg = CMSG_FIRSTHDR(&msg);
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+	if (sendmsg(init_ho, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) {
+		close(fd);
+		return true;
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+		init_debug("handoff: %s: relaying from now on",
+		    strerror(errno));
+		close(init_ho);
+		init_ho = -1;
+	}
+	return false;
 }
 
 /*

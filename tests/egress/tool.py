@@ -19,6 +19,17 @@
                                        GET URL, print "connect-refused
                                        errno N", "closed" (not a byte
                                        back) or "answered STATUS-LINE"
+  tool.py handoff SOCK STEP...         speak sbx-init's handoff protocol
+                                       on one connection to SOCK, one line
+                                       of output per step: hello (send the
+                                       hello, print the answer), get:URL (a
+                                       connected TCP socket handed over,
+                                       then GET URL on its other end: print
+                                       the status line), pipe, unix,
+                                       listen, unconnected (hand over such
+                                       a descriptor), two (two in one
+                                       message), nofd (the byte alone),
+                                       alive (is the connection still open)
 
 Upstream paths: /v1/rates (JSON), /v1/echo (the request's headers as
 JSON), /v1/redirect?to=URL (302), /v1/big?n=N (N bytes, Content-Length),
@@ -361,9 +372,100 @@ def cmd_journal(path, log):
             out.flush()
 
 
+def tcp_pair():
+    """A connected TCP pair on loopback: (client end, accepted end)."""
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    c = socket.create_connection(ls.getsockname())
+    a, _ = ls.accept()
+    ls.close()
+    return c, a
+
+
+def cmd_handoff(path, *steps):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(3)
+    s.connect(path)
+    for step in steps:
+        try:
+            out = handoff_step(s, step)
+        except OSError as e:
+            out = "error " + e.__class__.__name__
+        print(step.split(":", 1)[0], out, flush=True)
+
+
+def handoff_step(s, step):
+    if step == "hello":
+        s.sendall(b"\0")
+        try:
+            b = s.recv(64)
+        except socket.timeout:
+            return "timeout"
+        return "closed" if not b else "answer " + \
+            b.decode("latin-1").split("\r")[0]
+    if step == "alive":
+        time.sleep(0.3)
+        s.setblocking(False)
+        try:
+            b = s.recv(1)
+            return "closed" if not b else "data"
+        except BlockingIOError:
+            return "open"
+        except OSError:
+            return "closed"
+        finally:
+            s.settimeout(3)
+    if step.startswith("get:"):
+        c, a = tcp_pair()
+        socket.send_fds(s, [b"\1"], [a.fileno()])
+        a.close()
+        url = step[4:]
+        host = url.split("/")[2]
+        c.settimeout(5)
+        c.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close"
+                   "\r\n\r\n" % (url, host)).encode())
+        try:
+            b = c.recv(4096)
+        except socket.timeout:
+            return "timeout"
+        finally:
+            c.close()
+        return "closed" if not b else b.decode("latin-1").split("\r")[0]
+    held = []
+    if step == "pipe":
+        r, w = os.pipe()
+        held, fds, byte = [r, w], [r], b"\1"
+    elif step == "unix":
+        x, y = socket.socketpair()
+        held, fds, byte = [x, y], [x.fileno()], b"\1"
+    elif step == "listen":
+        x = socket.socket()
+        x.bind(("127.0.0.1", 0))
+        x.listen(1)
+        held, fds, byte = [x], [x.fileno()], b"\1"
+    elif step == "unconnected":
+        x = socket.socket()
+        held, fds, byte = [x], [x.fileno()], b"\1"
+    elif step == "two":
+        c1, a1 = tcp_pair()
+        c2, a2 = tcp_pair()
+        held, fds, byte = [c1, a1, c2, a2], [a1.fileno(), a2.fileno()], b"\1"
+    elif step == "nofd":
+        s.sendall(b"\1")
+        return "sent"
+    else:
+        raise SystemExit("handoff: unknown step " + step)
+    socket.send_fds(s, [byte], fds)
+    for h in held:
+        h.close() if hasattr(h, "close") else os.close(h)
+    return "sent"
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     args = sys.argv[2:]
     {"server": cmd_server, "bridge": cmd_bridge, "raw": cmd_raw,
      "tls": cmd_tls, "batch": cmd_batch, "dns": cmd_dns,
-     "ride": cmd_ride, "journal": cmd_journal}[cmd](*args)
+     "ride": cmd_ride, "journal": cmd_journal,
+     "handoff": cmd_handoff}[cmd](*args)

@@ -151,9 +151,19 @@ note "policy: $(entry allow | tr -s ' ')"
 
 fxlog=$SBX_STATE/log/fxapi.log
 fxbefore=$(wc -l <"$fxlog")
+# The example's tier is gvisor: egressd answers sbx-init's handoff offer
+# no, and every connection is relayed (tests/launch/run has runc's).
+handoffs() { ctl metrics --prometheus 2>/dev/null | sed -n 's/^sbx_egressd_handoffs_total //p'; }
+hbefore=$(handoffs)
 
 run ctl run "$T/task.yaml"
 expect_rc 0 "run of the HTTPS task"
+hafter=$(handoffs)
+if grep -q '^isolation: gvisor' "$SBX_STATE/templates/analytics-readonly.yaml" 2>/dev/null; then
+	[ -n "$hafter" ] && [ "$hafter" = "$hbefore" ] ||
+	    fail "egressd took connections from a gvisor sandbox ($hbefore -> $hafter)"
+	note "gvisor: no handoff, every connection relayed ($hafter handoffs)"
+fi
 cp "$T/out" "$T/run.json"
 jq -e . "$T/run.json" >/dev/null || { show; fail "run did not print JSON"; }
 plain_stdout "$T/run.json" >"$T/stdout"
