@@ -520,6 +520,36 @@ cap_grants_add_request(struct cap_grants *g,
 	return rc;
 }
 
+static int
+cap_fleet_add(void *arg, const char *ds, const uint8_t *rule, size_t len)
+{
+	struct cap_grants	*g = arg;
+
+	if (ds[0] != '\0') {
+		cap_grants_add_dataset(g, ds);
+		return 0;
+	}
+	if (rule == NULL)
+		return 0;
+	return cap_grants_add_rule(g, rule, len) == -1 ? -1 : 0;
+}
+
+/* A task's grants from every replica: the fleet's table (fleet.c). */
+static int
+cap_fleet_grants(struct capability *cap, const char *task_id,
+    struct cap_grants *g)
+{
+	char	 err[512];
+
+	if (fleet_grants(cap->pd->fleet, task_id, cap_fleet_add, g, err,
+	    sizeof(err)) == -1) {
+		log_warnx("task %s: grants: %s", task_id, err);
+		compile_grants_clear(g);
+		return -1;
+	}
+	return 0;
+}
+
 int
 capability_grants(struct capability *cap, const char *task_id,
     struct cap_grants *g)
@@ -529,6 +559,8 @@ capability_grants(struct capability *cap, const char *task_id,
 	int		 rc, ret = 0;
 
 	memset(g, 0, sizeof(*g));
+	if (cap->pd->fleet != NULL)
+		return cap_fleet_grants(cap, task_id, g);
 	if (cap->ngrants == 0)
 		return 0;
 	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
@@ -604,8 +636,16 @@ cap_recompile(struct policyd *pd, const char *task_id,
 		    "task %s: cannot read the entitlements", task_id);
 		return -1;
 	}
-	if ((pd->cap != NULL && capability_grants(pd->cap, task_id,
-	    &g) == -1) ||
+	if (pd->cap != NULL && pd->fleet != NULL &&
+	    capability_grants(pd->cap, task_id, &g) == -1) {
+		/* Fail closed: no grant without the fleet's. */
+		cap_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store is "
+		    "unavailable, nothing granted", task_id);
+		goto done;
+	}
+	if ((pd->cap != NULL && pd->fleet == NULL &&
+	    capability_grants(pd->cap, task_id, &g) == -1) ||
 	    (extra != NULL && cap_grants_add_request(&g, extra) == -1) ||
 	    store_task_datasets(pd->store, task_id, &ds, &nds) == -1) {
 		cap_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
@@ -797,7 +837,7 @@ cap_insert_grant(struct capability *cap, const Sbx__V1__CapabilityRequest
 {
 	sqlite3_stmt	*st = cap->st[ST_GRANT_INSERT];
 	uint8_t		*buf = NULL;
-	size_t		 len;
+	size_t		 len = 0;
 	int		 rc;
 
 	sqlite3_bind_text(st, 1, req->task_id, -1, SQLITE_STATIC);
@@ -813,6 +853,21 @@ cap_insert_grant(struct capability *cap, const Sbx__V1__CapabilityRequest
 	}
 	sqlite3_bind_int64(st, 5, now_ns());
 	rc = cap_step(cap, st);
+	/* In a fleet the grant is the database's too, committed before
+	 * this one's transaction: a failure there grants nothing. */
+	if (rc == 0 && cap->pd->fleet != NULL) {
+		char	 err[512];
+
+		if (fleet_grant_put(cap->pd->fleet, req->task_id,
+		    req->request_id, req->what_case ==
+		    SBX__V1__CAPABILITY_REQUEST__WHAT_DATASET ? req->dataset :
+		    "", buf, buf != NULL ? len : 0, cap->pd->conf->store_host,
+		    err, sizeof(err)) == -1) {
+			log_warnx("task %s: grant %s: %s", req->task_id,
+			    req->request_id, err);
+			rc = -1;
+		}
+	}
 	free(buf);
 	return rc;
 }

@@ -1,0 +1,479 @@
+/*
+ * fleet.c: the state a fleet of policyd replicas shares, in PostgreSQL
+ * (store: {backend: postgresql} in policyd.yaml).  Each host keeps its
+ * own policyd.db as before -- its audit chain, its batches, its view of
+ * the task -- and this file adds what must hold across hosts: a task's
+ * binding (tenant, user, type), its execution count against
+ * executions_per_task, its egress budget across executions (one row a
+ * run: granted, then spent), and the capability grants a recompile
+ * starts from.
+ *
+ * The invariant: no task gets more executions than its cap, whichever
+ * replicas compile it, and no run is granted egress another run of the
+ * task already holds.  fleet_reserve() does it in one transaction: the
+ * task's row locked (SELECT ... FOR UPDATE), the count raised only by a
+ * conditional UPDATE (executions < cap), the run's egress row inserted,
+ * then COMMIT with synchronous_commit on, before compile.c signs or
+ * replies.  A replica never decides from a count it read outside that
+ * lock.  Fail closed: a database that cannot be reached, or a statement
+ * that fails, refuses the compile or the grant with a clear error; the
+ * next call reconnects, so the daemon recovers when the database does.
+ * A reservation whose local commit then fails stays counted: more,
+ * never less (as store.c counts an unknown spend).
+ *
+ * The calls block the event loop for their round trips; conninfo is
+ * never logged (it may hold a password), only its host and database.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "util.h"
+#include "policyd.h"
+
+struct fleet {
+	char		*conninfo;
+	char		 where[256];	/* host and dbname, for messages */
+	PGconn		*conn;
+	int		 schema_ok;
+};
+
+static const char fleet_schema[] =
+    "SELECT pg_advisory_xact_lock(7415001);"
+    "CREATE TABLE IF NOT EXISTS sbx_tasks("
+    " task_id text PRIMARY KEY,"
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " type text NOT NULL,"
+    " executions bigint NOT NULL DEFAULT 0 CHECK (executions >= 0),"
+    " created timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE IF NOT EXISTS sbx_egress("
+    " execution_id text PRIMARY KEY,"
+    " task_id text NOT NULL REFERENCES sbx_tasks(task_id),"
+    " host text NOT NULL,"
+    " granted bigint NOT NULL,"
+    " spent bigint);"
+    "CREATE INDEX IF NOT EXISTS sbx_egress_task ON sbx_egress(task_id);"
+    "CREATE TABLE IF NOT EXISTS sbx_grants("
+    " task_id text NOT NULL,"
+    " request_id text NOT NULL,"
+    " dataset text NOT NULL DEFAULT '',"
+    " rule bytea,"
+    " host text NOT NULL,"
+    " created timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (task_id, request_id));";
+
+static void
+fleet_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+fleet_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* libpq's message without its trailing newline. */
+static const char *
+fleet_msg(struct fleet *f)
+{
+	static char	 buf[256];
+	size_t		 n;
+
+	snprintf(buf, sizeof(buf), "%s", f->conn != NULL ?
+	    PQerrorMessage(f->conn) : "not connected");
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return buf[0] != '\0' ? buf : "no message";
+}
+
+/* "host H dbname D" from conninfo, and nothing else of it. */
+static void
+fleet_where(struct fleet *f)
+{
+	PQconninfoOption	*o, *p;
+	const char		*host = NULL, *db = NULL;
+
+	snprintf(f->where, sizeof(f->where), "the fleet database");
+	if ((o = PQconninfoParse(f->conninfo, NULL)) == NULL)
+		return;
+	for (p = o; p->keyword != NULL; p++) {
+		if (strcmp(p->keyword, "host") == 0)
+			host = p->val;
+		else if (strcmp(p->keyword, "dbname") == 0)
+			db = p->val;
+	}
+	snprintf(f->where, sizeof(f->where), "the fleet database (host %s, "
+	    "dbname %s)", host != NULL ? host : "default", db != NULL ? db :
+	    "default");
+	PQconninfoFree(o);
+}
+
+int
+fleet_conninfo_ok(const char *conninfo, char *err, size_t errlen)
+{
+	PQconninfoOption	*o;
+	char			*msg = NULL;
+
+	if ((o = PQconninfoParse(conninfo, &msg)) == NULL) {
+		/* libpq's message names the keyword, never the value. */
+		fleet_err(err, errlen, "%s", msg != NULL ? msg :
+		    "does not parse");
+		if (msg != NULL) {
+			size_t	 n = strlen(err);
+
+			while (n > 0 && err[n - 1] == '\n')
+				err[--n] = '\0';
+		}
+		PQfreemem(msg);
+		return -1;
+	}
+	/* A config file is no place for a secret, and a message naming
+	 * the conninfo would carry it: libpq's passfile instead. */
+	for (PQconninfoOption *p = o; p->keyword != NULL; p++)
+		if (strcmp(p->keyword, "password") == 0 && p->val != NULL &&
+		    p->val[0] != '\0') {
+			fleet_err(err, errlen, "a password does not belong "
+			    "here: name a passfile readable by policyd's user "
+			    "only (passfile=PATH)");
+			PQconninfoFree(o);
+			return -1;
+		}
+	PQconninfoFree(o);
+	return 0;
+}
+
+struct fleet *
+fleet_open(const char *conninfo)
+{
+	struct fleet	*f;
+
+	f = xcalloc(1, sizeof(*f));
+	f->conninfo = xstrdup(conninfo);
+	fleet_where(f);
+	return f;
+}
+
+void
+fleet_close(struct fleet *f)
+{
+	if (f == NULL)
+		return;
+	if (f->conn != NULL)
+		PQfinish(f->conn);
+	/* The conninfo may hold a password. */
+	explicit_bzero(f->conninfo, strlen(f->conninfo));
+	free(f->conninfo);
+	free(f);
+}
+
+const char *
+fleet_where_str(const struct fleet *f)
+{
+	return f->where;
+}
+
+static int
+fleet_exec(struct fleet *f, const char *sql, char *err, size_t errlen)
+{
+	PGresult	*res;
+	int		 ok;
+
+	res = PQexec(f->conn, sql);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
+	    PQresultStatus(res) == PGRES_TUPLES_OK;
+	if (!ok)
+		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
+	PQclear(res);
+	return ok ? 0 : -1;
+}
+
+/* A connection that works, made or remade here.  0 or -1 with err. */
+static int
+fleet_conn(struct fleet *f, char *err, size_t errlen)
+{
+	const char	*kw[] = { "connect_timeout", "dbname", NULL };
+	const char	*val[] = { "5", f->conninfo, NULL };
+
+	if (f->conn != NULL && PQstatus(f->conn) == CONNECTION_OK &&
+	    PQtransactionStatus(f->conn) == PQTRANS_IDLE)
+		return 0;
+	if (f->conn != NULL) {
+		PQfinish(f->conn);
+		f->conn = NULL;
+	}
+	/* conninfo's own connect_timeout, if any, wins: it comes later. */
+	f->conn = PQconnectdbParams(kw, val, 1);
+	if (f->conn == NULL || PQstatus(f->conn) != CONNECTION_OK) {
+		fleet_err(err, errlen, "%s: unreachable: %s", f->where,
+		    fleet_msg(f));
+		if (f->conn != NULL)
+			PQfinish(f->conn);
+		f->conn = NULL;
+		return -1;
+	}
+	/* Durable before the reply; no statement waits for ever. */
+	if (fleet_exec(f, "SET synchronous_commit = on;"
+	    " SET statement_timeout = '10s'", err, errlen) == -1)
+		goto fail;
+	if (!f->schema_ok) {
+		if (fleet_exec(f, "BEGIN", err, errlen) == -1)
+			goto fail;
+		if (fleet_exec(f, fleet_schema, err, errlen) == -1 ||
+		    fleet_exec(f, "COMMIT", err, errlen) == -1) {
+			(void)fleet_exec(f, "ROLLBACK", NULL, 0);
+			goto fail;
+		}
+		f->schema_ok = 1;
+	}
+	log_info("connected to %s", f->where);
+	return 0;
+fail:
+	PQfinish(f->conn);
+	f->conn = NULL;
+	return -1;
+}
+
+static PGresult *
+fleet_query(struct fleet *f, const char *sql, int n, const char *const *v,
+    ExecStatusType want, char *err, size_t errlen)
+{
+	PGresult	*res;
+
+	res = PQexecParams(f->conn, sql, n, NULL, v, NULL, NULL, 0);
+	if (PQresultStatus(res) != want) {
+		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+static void
+fleet_rollback(struct fleet *f)
+{
+	PGresult	*res;
+
+	if (f->conn == NULL || PQstatus(f->conn) != CONNECTION_OK) {
+		if (f->conn != NULL)
+			PQfinish(f->conn);
+		f->conn = NULL;
+		return;
+	}
+	res = PQexec(f->conn, "ROLLBACK");
+	PQclear(res);
+	if (PQtransactionStatus(f->conn) != PQTRANS_IDLE) {
+		PQfinish(f->conn);
+		f->conn = NULL;
+	}
+}
+
+int
+fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
+    const char *execution_id, const char *host, uint32_t cap,
+    int64_t budget, struct fleet_res *out, char *err, size_t errlen)
+{
+	PGresult	*res = NULL;
+	char		 capbuf[16], granted[24];
+	const char	*v[5];
+	int64_t		 used, g;
+
+	memset(out, 0, sizeof(*out));
+	if (fleet_conn(f, err, errlen) == -1)
+		return -1;
+	if (fleet_exec(f, "BEGIN", err, errlen) == -1)
+		goto fail;
+	v[0] = t->id;
+	v[1] = t->tenant;
+	v[2] = t->user;
+	v[3] = t->type;
+	if ((res = fleet_query(f, "INSERT INTO sbx_tasks(task_id, tenant,"
+	    " usr, type) VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO"
+	    " NOTHING", 4, v, PGRES_COMMAND_OK, err, errlen)) == NULL)
+		goto fail;
+	PQclear(res);
+	/* The row is this transaction's until COMMIT: every replica's
+	 * reservation of the task waits here for the one before it. */
+	if ((res = fleet_query(f, "SELECT tenant, usr, type, executions FROM"
+	    " sbx_tasks WHERE task_id = $1 FOR UPDATE", 1, v,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	if (PQntuples(res) != 1) {
+		fleet_err(err, errlen, "%s: task %s: no row", f->where, t->id);
+		goto fail;
+	}
+	snprintf(out->tenant, sizeof(out->tenant), "%s", PQgetvalue(res, 0, 0));
+	snprintf(out->user, sizeof(out->user), "%s", PQgetvalue(res, 0, 1));
+	snprintf(out->type, sizeof(out->type), "%s", PQgetvalue(res, 0, 2));
+	out->executions = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+	PQclear(res);
+	res = NULL;
+	if (strcmp(out->tenant, t->tenant) != 0 ||
+	    strcmp(out->user, t->user) != 0 ||
+	    strcmp(out->type, t->type) != 0) {
+		fleet_rollback(f);
+		return FLEET_MISMATCH;
+	}
+	if ((res = fleet_query(f, "SELECT coalesce(sum(coalesce(spent,"
+	    " granted)), 0) FROM sbx_egress WHERE task_id = $1", 1, v,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	used = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	out->egress_used = used < 0 ? 0 : (uint64_t)used;
+	/* Conditional, so the cap holds even were the lock not there. */
+	snprintf(capbuf, sizeof(capbuf), "%u", cap);
+	v[1] = capbuf;
+	if ((res = fleet_query(f, "UPDATE sbx_tasks SET executions ="
+	    " executions + 1 WHERE task_id = $1 AND executions < $2::bigint"
+	    " RETURNING executions", 2, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL)
+		goto fail;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		fleet_rollback(f);
+		return FLEET_EXHAUSTED;
+	}
+	out->executions = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	if (budget >= 0) {
+		g = (int64_t)out->egress_used >= budget ? 0 :
+		    budget - (int64_t)out->egress_used;
+		snprintf(granted, sizeof(granted), "%lld", (long long)g);
+		v[0] = execution_id;
+		v[1] = t->id;
+		v[2] = host;
+		v[3] = granted;
+		if ((res = fleet_query(f, "INSERT INTO sbx_egress(execution_id,"
+		    " task_id, host, granted) VALUES ($1, $2, $3,"
+		    " $4::bigint)", 4, v, PGRES_COMMAND_OK, err,
+		    errlen)) == NULL)
+			goto fail;
+		PQclear(res);
+	}
+	res = NULL;
+	/* synchronous_commit is on: durable when COMMIT returns. */
+	if (fleet_exec(f, "COMMIT", err, errlen) == -1)
+		goto fail;
+	return FLEET_RESERVED;
+fail:
+	PQclear(res);
+	fleet_rollback(f);
+	return -1;
+}
+
+int
+fleet_spent(struct fleet *f, const char *execution_id, uint64_t spent)
+{
+	PGresult	*res;
+	char		 buf[24], err[512];
+	const char	*v[2];
+
+	if (fleet_conn(f, err, sizeof(err)) == -1) {
+		log_warnx("execution %s: spend not shipped: %s", execution_id,
+		    err);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(spent >
+	    INT64_MAX ? INT64_MAX : spent));
+	v[0] = execution_id;
+	v[1] = buf;
+	/* Only ever lowers a run's count to what it sent: a replayed or
+	 * late report cannot raise another's budget. */
+	if ((res = fleet_query(f, "UPDATE sbx_egress SET spent ="
+	    " least(granted, $2::bigint) WHERE execution_id = $1 AND spent"
+	    " IS NULL", 2, v, PGRES_COMMAND_OK, err, sizeof(err))) == NULL) {
+		log_warnx("execution %s: spend not shipped: %s", execution_id,
+		    err);
+		fleet_rollback(f);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_grant_put(struct fleet *f, const char *task_id,
+    const char *request_id, const char *dataset, const uint8_t *rule,
+    size_t len, const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[5];
+	int		 lens[5] = { 0, 0, 0, 0, 0 };
+	int		 fmts[5] = { 0, 0, 0, 1, 0 };
+
+	if (fleet_conn(f, err, errlen) == -1)
+		return -1;
+	v[0] = task_id;
+	v[1] = request_id;
+	v[2] = dataset != NULL ? dataset : "";
+	v[3] = (const char *)rule;
+	lens[3] = (int)len;
+	v[4] = host;
+	/* One statement: committed, durably, when it returns. */
+	res = PQexecParams(f->conn, "INSERT INTO sbx_grants(task_id,"
+	    " request_id, dataset, rule, host) VALUES ($1, $2, $3,"
+	    " $4::bytea, $5) ON CONFLICT (task_id, request_id) DO NOTHING",
+	    5, NULL, v, lens, fmts, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
+		PQclear(res);
+		fleet_rollback(f);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_grants(struct fleet *f, const char *task_id,
+    int (*fn)(void *, const char *, const uint8_t *, size_t), void *arg,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[1] = { task_id };
+	int		 i, rc = 0;
+
+	if (fleet_conn(f, err, errlen) == -1)
+		return -1;
+	/* Binary results: the rule is the AllowRule's packed bytes. */
+	res = PQexecParams(f->conn, "SELECT dataset, rule FROM sbx_grants"
+	    " WHERE task_id = $1 ORDER BY request_id", 1, NULL, v, NULL,
+	    NULL, 1);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
+		PQclear(res);
+		fleet_rollback(f);
+		return -1;
+	}
+	for (i = 0; i < PQntuples(res) && rc == 0; i++) {
+		char	*ds;
+		int	 dl = PQgetlength(res, i, 0);
+
+		ds = xmalloc((size_t)dl + 1);
+		memcpy(ds, PQgetvalue(res, i, 0), (size_t)dl);
+		ds[dl] = '\0';
+		if (PQgetisnull(res, i, 1))
+			rc = fn(arg, ds, NULL, 0);
+		else
+			rc = fn(arg, ds, (const uint8_t *)PQgetvalue(res, i, 1),
+			    (size_t)PQgetlength(res, i, 1));
+		free(ds);
+	}
+	if (rc != 0)
+		fleet_err(err, errlen, "%s: a grant of task %s does not "
+		    "decode", f->where, task_id);
+	PQclear(res);
+	return rc == 0 ? 0 : -1;
+}
