@@ -61,6 +61,7 @@ COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/auditq.c
 COMMON_SRCS += common/util.c
 COMMON_SRCS += common/config.c
+COMMON_SRCS += common/pg.c
 COMMON_SRCS += common/daemon.c
 COMMON_SRCS += common/admin.c
 COMMON_SRCS += common/scrape.c

@@ -861,7 +861,7 @@ cap_insert_grant(struct capability *cap, const Sbx__V1__CapabilityRequest
 		if (fleet_grant_put(cap->pd->fleet, req->task_id,
 		    req->request_id, req->what_case ==
 		    SBX__V1__CAPABILITY_REQUEST__WHAT_DATASET ? req->dataset :
-		    "", buf, buf != NULL ? len : 0, cap->pd->conf->store_host,
+		    "", buf, buf != NULL ? len : 0, cap->pd->conf->store.host,
 		    err, sizeof(err)) == -1) {
 			log_warnx("task %s: grant %s: %s", req->task_id,
 			    req->request_id, err);

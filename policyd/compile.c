@@ -533,7 +533,7 @@ compile_fleet(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	char			 ferr[512];
 
 	switch (fleet_reserve(pd->fleet, t, out->execution_id,
-	    pd->conf->store_host, out->policy->executions_per_task,
+	    pd->conf->store.host, out->policy->executions_per_task,
 	    run == COMPILE_RUN ? (int64_t)budget : -1, &fr, ferr,
 	    sizeof(ferr))) {
 	case FLEET_RESERVED:

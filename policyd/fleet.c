@@ -29,21 +29,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libpq-fe.h>
-
 #include "log.h"
+#include "pg.h"
 #include "util.h"
 #include "policyd.h"
 
 struct fleet {
-	char		*conninfo;
-	char		 where[256];	/* host and dbname, for messages */
-	PGconn		*conn;
-	int		 schema_ok;
+	struct pg	*pg;
 };
 
 static const char fleet_schema[] =
-    "SELECT pg_advisory_xact_lock(7415001);"
     "CREATE TABLE IF NOT EXISTS sbx_tasks("
     " task_id text PRIMARY KEY,"
     " tenant text NOT NULL,"
@@ -65,7 +60,20 @@ static const char fleet_schema[] =
     " rule bytea,"
     " host text NOT NULL,"
     " created timestamptz NOT NULL DEFAULT now(),"
-    " PRIMARY KEY (task_id, request_id));";
+    " PRIMARY KEY (task_id, request_id));"
+    /* Capability requests, so a decision reaches whichever replica
+     * the deciding approvald talks to; status moves from PENDING once. */
+    "CREATE TABLE IF NOT EXISTS sbx_cap_requests("
+    " request_id text PRIMARY KEY,"
+    " task_id text NOT NULL,"
+    " template text NOT NULL,"
+    " status integer NOT NULL,"
+    " reason text NOT NULL DEFAULT '',"
+    " approver text NOT NULL DEFAULT '',"
+    " decided_at bigint NOT NULL DEFAULT 0,"
+    " policy_hash text NOT NULL DEFAULT '',"
+    " request bytea NOT NULL,"
+    " host text NOT NULL);";
 
 static void
 fleet_err(char *err, size_t errlen, const char *fmt, ...)
@@ -76,82 +84,9 @@ fleet_err(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list	 ap;
 
-	if (err == NULL || errlen == 0)
-		return;
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-/* libpq's message without its trailing newline. */
-static const char *
-fleet_msg(struct fleet *f)
-{
-	static char	 buf[256];
-	size_t		 n;
-
-	snprintf(buf, sizeof(buf), "%s", f->conn != NULL ?
-	    PQerrorMessage(f->conn) : "not connected");
-	n = strlen(buf);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	return buf[0] != '\0' ? buf : "no message";
-}
-
-/* "host H dbname D" from conninfo, and nothing else of it. */
-static void
-fleet_where(struct fleet *f)
-{
-	PQconninfoOption	*o, *p;
-	const char		*host = NULL, *db = NULL;
-
-	snprintf(f->where, sizeof(f->where), "the fleet database");
-	if ((o = PQconninfoParse(f->conninfo, NULL)) == NULL)
-		return;
-	for (p = o; p->keyword != NULL; p++) {
-		if (strcmp(p->keyword, "host") == 0)
-			host = p->val;
-		else if (strcmp(p->keyword, "dbname") == 0)
-			db = p->val;
-	}
-	snprintf(f->where, sizeof(f->where), "the fleet database (host %s, "
-	    "dbname %s)", host != NULL ? host : "default", db != NULL ? db :
-	    "default");
-	PQconninfoFree(o);
-}
-
-int
-fleet_conninfo_ok(const char *conninfo, char *err, size_t errlen)
-{
-	PQconninfoOption	*o;
-	char			*msg = NULL;
-
-	if ((o = PQconninfoParse(conninfo, &msg)) == NULL) {
-		/* libpq's message names the keyword, never the value. */
-		fleet_err(err, errlen, "%s", msg != NULL ? msg :
-		    "does not parse");
-		if (msg != NULL) {
-			size_t	 n = strlen(err);
-
-			while (n > 0 && err[n - 1] == '\n')
-				err[--n] = '\0';
-		}
-		PQfreemem(msg);
-		return -1;
-	}
-	/* A config file is no place for a secret, and a message naming
-	 * the conninfo would carry it: libpq's passfile instead. */
-	for (PQconninfoOption *p = o; p->keyword != NULL; p++)
-		if (strcmp(p->keyword, "password") == 0 && p->val != NULL &&
-		    p->val[0] != '\0') {
-			fleet_err(err, errlen, "a password does not belong "
-			    "here: name a passfile readable by policyd's user "
-			    "only (passfile=PATH)");
-			PQconninfoFree(o);
-			return -1;
-		}
-	PQconninfoFree(o);
-	return 0;
 }
 
 struct fleet *
@@ -160,8 +95,7 @@ fleet_open(const char *conninfo)
 	struct fleet	*f;
 
 	f = xcalloc(1, sizeof(*f));
-	f->conninfo = xstrdup(conninfo);
-	fleet_where(f);
+	f->pg = pg_new(conninfo, fleet_schema);
 	return f;
 }
 
@@ -170,113 +104,14 @@ fleet_close(struct fleet *f)
 {
 	if (f == NULL)
 		return;
-	if (f->conn != NULL)
-		PQfinish(f->conn);
-	/* The conninfo may hold a password. */
-	explicit_bzero(f->conninfo, strlen(f->conninfo));
-	free(f->conninfo);
+	pg_free(f->pg);
 	free(f);
 }
 
 const char *
 fleet_where_str(const struct fleet *f)
 {
-	return f->where;
-}
-
-static int
-fleet_exec(struct fleet *f, const char *sql, char *err, size_t errlen)
-{
-	PGresult	*res;
-	int		 ok;
-
-	res = PQexec(f->conn, sql);
-	ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
-	    PQresultStatus(res) == PGRES_TUPLES_OK;
-	if (!ok)
-		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
-	PQclear(res);
-	return ok ? 0 : -1;
-}
-
-/* A connection that works, made or remade here.  0 or -1 with err. */
-static int
-fleet_conn(struct fleet *f, char *err, size_t errlen)
-{
-	const char	*kw[] = { "connect_timeout", "dbname", NULL };
-	const char	*val[] = { "5", f->conninfo, NULL };
-
-	if (f->conn != NULL && PQstatus(f->conn) == CONNECTION_OK &&
-	    PQtransactionStatus(f->conn) == PQTRANS_IDLE)
-		return 0;
-	if (f->conn != NULL) {
-		PQfinish(f->conn);
-		f->conn = NULL;
-	}
-	/* conninfo's own connect_timeout, if any, wins: it comes later. */
-	f->conn = PQconnectdbParams(kw, val, 1);
-	if (f->conn == NULL || PQstatus(f->conn) != CONNECTION_OK) {
-		fleet_err(err, errlen, "%s: unreachable: %s", f->where,
-		    fleet_msg(f));
-		if (f->conn != NULL)
-			PQfinish(f->conn);
-		f->conn = NULL;
-		return -1;
-	}
-	/* Durable before the reply; no statement waits for ever. */
-	if (fleet_exec(f, "SET synchronous_commit = on;"
-	    " SET statement_timeout = '10s'", err, errlen) == -1)
-		goto fail;
-	if (!f->schema_ok) {
-		if (fleet_exec(f, "BEGIN", err, errlen) == -1)
-			goto fail;
-		if (fleet_exec(f, fleet_schema, err, errlen) == -1 ||
-		    fleet_exec(f, "COMMIT", err, errlen) == -1) {
-			(void)fleet_exec(f, "ROLLBACK", NULL, 0);
-			goto fail;
-		}
-		f->schema_ok = 1;
-	}
-	log_info("connected to %s", f->where);
-	return 0;
-fail:
-	PQfinish(f->conn);
-	f->conn = NULL;
-	return -1;
-}
-
-static PGresult *
-fleet_query(struct fleet *f, const char *sql, int n, const char *const *v,
-    ExecStatusType want, char *err, size_t errlen)
-{
-	PGresult	*res;
-
-	res = PQexecParams(f->conn, sql, n, NULL, v, NULL, NULL, 0);
-	if (PQresultStatus(res) != want) {
-		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
-		PQclear(res);
-		return NULL;
-	}
-	return res;
-}
-
-static void
-fleet_rollback(struct fleet *f)
-{
-	PGresult	*res;
-
-	if (f->conn == NULL || PQstatus(f->conn) != CONNECTION_OK) {
-		if (f->conn != NULL)
-			PQfinish(f->conn);
-		f->conn = NULL;
-		return;
-	}
-	res = PQexec(f->conn, "ROLLBACK");
-	PQclear(res);
-	if (PQtransactionStatus(f->conn) != PQTRANS_IDLE) {
-		PQfinish(f->conn);
-		f->conn = NULL;
-	}
+	return pg_where(f->pg);
 }
 
 int
@@ -290,27 +125,27 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 	int64_t		 used, g;
 
 	memset(out, 0, sizeof(*out));
-	if (fleet_conn(f, err, errlen) == -1)
+	if (pg_ready(f->pg, err, errlen) == -1)
 		return -1;
-	if (fleet_exec(f, "BEGIN", err, errlen) == -1)
+	if (pg_exec(f->pg, "BEGIN", err, errlen) == -1)
 		goto fail;
 	v[0] = t->id;
 	v[1] = t->tenant;
 	v[2] = t->user;
 	v[3] = t->type;
-	if ((res = fleet_query(f, "INSERT INTO sbx_tasks(task_id, tenant,"
+	if ((res = pg_query(f->pg, "INSERT INTO sbx_tasks(task_id, tenant,"
 	    " usr, type) VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO"
 	    " NOTHING", 4, v, PGRES_COMMAND_OK, err, errlen)) == NULL)
 		goto fail;
 	PQclear(res);
 	/* The row is this transaction's until COMMIT: every replica's
 	 * reservation of the task waits here for the one before it. */
-	if ((res = fleet_query(f, "SELECT tenant, usr, type, executions FROM"
+	if ((res = pg_query(f->pg, "SELECT tenant, usr, type, executions FROM"
 	    " sbx_tasks WHERE task_id = $1 FOR UPDATE", 1, v,
 	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		goto fail;
 	if (PQntuples(res) != 1) {
-		fleet_err(err, errlen, "%s: task %s: no row", f->where, t->id);
+		fleet_err(err, errlen, "%s: task %s: no row", pg_where(f->pg), t->id);
 		goto fail;
 	}
 	snprintf(out->tenant, sizeof(out->tenant), "%s", PQgetvalue(res, 0, 0));
@@ -322,10 +157,10 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 	if (strcmp(out->tenant, t->tenant) != 0 ||
 	    strcmp(out->user, t->user) != 0 ||
 	    strcmp(out->type, t->type) != 0) {
-		fleet_rollback(f);
+		pg_rollback(f->pg);
 		return FLEET_MISMATCH;
 	}
-	if ((res = fleet_query(f, "SELECT coalesce(sum(coalesce(spent,"
+	if ((res = pg_query(f->pg, "SELECT coalesce(sum(coalesce(spent,"
 	    " granted)), 0) FROM sbx_egress WHERE task_id = $1", 1, v,
 	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		goto fail;
@@ -335,14 +170,14 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 	/* Conditional, so the cap holds even were the lock not there. */
 	snprintf(capbuf, sizeof(capbuf), "%u", cap);
 	v[1] = capbuf;
-	if ((res = fleet_query(f, "UPDATE sbx_tasks SET executions ="
+	if ((res = pg_query(f->pg, "UPDATE sbx_tasks SET executions ="
 	    " executions + 1 WHERE task_id = $1 AND executions < $2::bigint"
 	    " RETURNING executions", 2, v, PGRES_TUPLES_OK, err,
 	    errlen)) == NULL)
 		goto fail;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
-		fleet_rollback(f);
+		pg_rollback(f->pg);
 		return FLEET_EXHAUSTED;
 	}
 	out->executions = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -355,7 +190,7 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 		v[1] = t->id;
 		v[2] = host;
 		v[3] = granted;
-		if ((res = fleet_query(f, "INSERT INTO sbx_egress(execution_id,"
+		if ((res = pg_query(f->pg, "INSERT INTO sbx_egress(execution_id,"
 		    " task_id, host, granted) VALUES ($1, $2, $3,"
 		    " $4::bigint)", 4, v, PGRES_COMMAND_OK, err,
 		    errlen)) == NULL)
@@ -364,12 +199,12 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 	}
 	res = NULL;
 	/* synchronous_commit is on: durable when COMMIT returns. */
-	if (fleet_exec(f, "COMMIT", err, errlen) == -1)
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
 		goto fail;
 	return FLEET_RESERVED;
 fail:
 	PQclear(res);
-	fleet_rollback(f);
+	pg_rollback(f->pg);
 	return -1;
 }
 
@@ -380,7 +215,7 @@ fleet_spent(struct fleet *f, const char *execution_id, uint64_t spent)
 	char		 buf[24], err[512];
 	const char	*v[2];
 
-	if (fleet_conn(f, err, sizeof(err)) == -1) {
+	if (pg_ready(f->pg, err, sizeof(err)) == -1) {
 		log_warnx("execution %s: spend not shipped: %s", execution_id,
 		    err);
 		return -1;
@@ -391,12 +226,12 @@ fleet_spent(struct fleet *f, const char *execution_id, uint64_t spent)
 	v[1] = buf;
 	/* Only ever lowers a run's count to what it sent: a replayed or
 	 * late report cannot raise another's budget. */
-	if ((res = fleet_query(f, "UPDATE sbx_egress SET spent ="
+	if ((res = pg_query(f->pg, "UPDATE sbx_egress SET spent ="
 	    " least(granted, $2::bigint) WHERE execution_id = $1 AND spent"
 	    " IS NULL", 2, v, PGRES_COMMAND_OK, err, sizeof(err))) == NULL) {
 		log_warnx("execution %s: spend not shipped: %s", execution_id,
 		    err);
-		fleet_rollback(f);
+		pg_rollback(f->pg);
 		return -1;
 	}
 	PQclear(res);
@@ -413,7 +248,7 @@ fleet_grant_put(struct fleet *f, const char *task_id,
 	int		 lens[5] = { 0, 0, 0, 0, 0 };
 	int		 fmts[5] = { 0, 0, 0, 1, 0 };
 
-	if (fleet_conn(f, err, errlen) == -1)
+	if (pg_ready(f->pg, err, errlen) == -1)
 		return -1;
 	v[0] = task_id;
 	v[1] = request_id;
@@ -422,14 +257,14 @@ fleet_grant_put(struct fleet *f, const char *task_id,
 	lens[3] = (int)len;
 	v[4] = host;
 	/* One statement: committed, durably, when it returns. */
-	res = PQexecParams(f->conn, "INSERT INTO sbx_grants(task_id,"
+	res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_grants(task_id,"
 	    " request_id, dataset, rule, host) VALUES ($1, $2, $3,"
 	    " $4::bytea, $5) ON CONFLICT (task_id, request_id) DO NOTHING",
 	    5, NULL, v, lens, fmts, 0);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg), pg_msg(f->pg));
 		PQclear(res);
-		fleet_rollback(f);
+		pg_rollback(f->pg);
 		return -1;
 	}
 	PQclear(res);
@@ -445,16 +280,16 @@ fleet_grants(struct fleet *f, const char *task_id,
 	const char	*v[1] = { task_id };
 	int		 i, rc = 0;
 
-	if (fleet_conn(f, err, errlen) == -1)
+	if (pg_ready(f->pg, err, errlen) == -1)
 		return -1;
 	/* Binary results: the rule is the AllowRule's packed bytes. */
-	res = PQexecParams(f->conn, "SELECT dataset, rule FROM sbx_grants"
+	res = PQexecParams(pg_conn(f->pg), "SELECT dataset, rule FROM sbx_grants"
 	    " WHERE task_id = $1 ORDER BY request_id", 1, NULL, v, NULL,
 	    NULL, 1);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		fleet_err(err, errlen, "%s: %s", f->where, fleet_msg(f));
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg), pg_msg(f->pg));
 		PQclear(res);
-		fleet_rollback(f);
+		pg_rollback(f->pg);
 		return -1;
 	}
 	for (i = 0; i < PQntuples(res) && rc == 0; i++) {
@@ -473,7 +308,7 @@ fleet_grants(struct fleet *f, const char *task_id,
 	}
 	if (rc != 0)
 		fleet_err(err, errlen, "%s: a grant of task %s does not "
-		    "decode", f->where, task_id);
+		    "decode", pg_where(f->pg), task_id);
 	PQclear(res);
 	return rc == 0 ? 0 : -1;
 }

@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "util.h"
 #include "config.h"
 #include "yaml.h"
+#include "pg.h"
 #include "policyd.h"
 
 #define TTL_MIN		60
@@ -105,79 +105,24 @@ parse_approvald_free(void *conf)
 }
 
 /*
- * store: {backend: sqlite | postgresql, conninfo: STRING, host: NAME}.
- * sqlite (the default) keeps everything in policyd.db; postgresql also
- * keeps the state a fleet shares in the database conninfo names
- * (fleet.c).  host names this replica there (default: the host name).
- * conninfo is checked here but never echoed: it may hold a password.
+ * store: {backend: sqlite | postgresql, conninfo: STRING, host: NAME}
+ * (common/pg.c).  sqlite (the default) keeps everything in policyd.db;
+ * postgresql also keeps the state a fleet shares in the database conninfo
+ * names (fleet.c).  host names this replica there (default: the host
+ * name).  conninfo is checked but never echoed, and holds no password.
  */
-static const char *const store_keys[] = { "backend", "conninfo", "host",
-	NULL };
-
 static void
 parse_store(struct ydoc *doc, const struct ynode *n, const char *key,
     void *conf)
 {
-	struct policyd_conf	*c = conf;
-	const char		*b = NULL, *ci = NULL, *h = NULL;
-	char			 err[256], hn[256];
-
 	(void)key;
-	if (n == NULL)
-		return;
-	if (ymap_check(doc, n, "store", store_keys, NULL) != 0)
-		return;
-	if (yget_str(doc, ymap_get(n, "backend"), "store.backend", &b) == -1 ||
-	    yget_str(doc, ymap_get(n, "conninfo"), "store.conninfo",
-	    &ci) == -1 ||
-	    yget_str(doc, ymap_get(n, "host"), "store.host", &h) == -1)
-		return;
-	if (b == NULL || strcmp(b, "sqlite") == 0) {
-		if (ci != NULL)
-			yerr(doc, ymap_get(n, "conninfo"), "store.conninfo",
-			    "only for backend postgresql");
-		return;
-	}
-	if (strcmp(b, "postgresql") != 0) {
-		yerr(doc, ymap_get(n, "backend"), "store.backend",
-		    "\"%s\": sqlite or postgresql", b);
-		return;
-	}
-	if (ci == NULL) {
-		yerr(doc, n, "store.conninfo", "backend postgresql needs "
-		    "conninfo");
-		return;
-	}
-	if (fleet_conninfo_ok(ci, err, sizeof(err)) == -1) {
-		yerr(doc, ymap_get(n, "conninfo"), "store.conninfo", "%s",
-		    err);
-		return;
-	}
-	if (h == NULL) {
-		if (gethostname(hn, sizeof(hn)) == -1)
-			snprintf(hn, sizeof(hn), "localhost");
-		hn[sizeof(hn) - 1] = '\0';
-		h = hn;
-	}
-	if (!name_ok(h)) {
-		yerr(doc, ymap_get(n, "host"), "store.host", "not a name "
-		    "(letters, digits, '-', '_', '.')");
-		return;
-	}
-	c->store_pg = 1;
-	c->store_conninfo = xstrdup(ci);
-	c->store_host = xstrdup(h);
+	pg_store_parse(doc, n, &((struct policyd_conf *)conf)->store);
 }
 
 static void
 parse_store_free(void *conf)
 {
-	struct policyd_conf	*c = conf;
-
-	if (c->store_conninfo != NULL)
-		explicit_bzero(c->store_conninfo, strlen(c->store_conninfo));
-	free(c->store_conninfo);
-	free(c->store_host);
+	pg_store_free(&((struct policyd_conf *)conf)->store);
 }
 
 /*

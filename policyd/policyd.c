@@ -237,10 +237,10 @@ policyd_open(void *arg)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
 	/* The fleet's database is reached on first use, so a replica
 	 * starts (and refuses compiles) while it is down. */
-	if (pd->conf->store_pg) {
-		pd->fleet = fleet_open(pd->conf->store_conninfo);
+	if (pd->conf->store.pg) {
+		pd->fleet = fleet_open(pd->conf->store.conninfo);
 		log_info("store: postgresql, %s, as host %s",
-		    fleet_where_str(pd->fleet), pd->conf->store_host);
+		    fleet_where_str(pd->fleet), pd->conf->store.host);
 	}
 	if (capability_open(pd, err, sizeof(err)) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);

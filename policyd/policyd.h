@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "peer.h"
+#include "pg.h"
 #include "policy.h"
 #include "sign.h"
 #include "trace.h"
@@ -82,9 +83,7 @@ struct policyd_conf {
 	char			*approvald_socket;	/* NULL: no approver */
 	uid_t			 approvald_uid;	/* who must listen there */
 	uint32_t		 review_denials;	/* 0: never (store.c) */
-	int			 store_pg;	/* store.backend postgresql */
-	char			*store_conninfo;	/* never logged */
-	char			*store_host;	/* this replica's name */
+	struct pg_store		 store;		/* backend; never logged */
 	uint32_t		 roll_threshold;	/* thousandths; 0: never */
 	uint32_t		 roll_min_exec;	/* each side, before a halt */
 	/* orchestrators: (orch.c); unset: every peer of the orchestrator
@@ -193,9 +192,6 @@ struct fleet_res {
 
 #define RULE_STORE_UNAVAILABLE	"store-unavailable"
 
-/* conninfo parses (a message naming the key, never a value).  0 or -1. */
-int		 fleet_conninfo_ok(const char *conninfo, char *err,
-		    size_t errlen);
 /* Connects on first use, and again after a failure. */
 struct fleet	*fleet_open(const char *conninfo);
 void		 fleet_close(struct fleet *);
