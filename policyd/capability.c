@@ -895,6 +895,18 @@ cap_insert_request(struct capability *cap,
 	sqlite3_bind_text(st, 7, hash, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 8, buf, (int)len, SQLITE_STATIC);
 	rc = cap_step(cap, st);
+	/* In a fleet any replica may get its decision (fleet.c). */
+	if (rc == 0 && cap->pd->fleet != NULL) {
+		char	 err[512];
+
+		if (fleet_request_put(cap->pd->fleet, req->request_id,
+		    req->task_id, req->template_, status, reason, hash, buf,
+		    len, cap->pd->conf->store.host, err, sizeof(err)) == -1) {
+			log_warnx("capability request %s: %s",
+			    req->request_id, err);
+			rc = -1;
+		}
+	}
 	free(buf);
 	return rc;
 }
@@ -912,7 +924,29 @@ cap_update_request(struct capability *cap, const char *request_id,
 	sqlite3_bind_text(st, 4, approver, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, when);
 	sqlite3_bind_text(st, 6, hash, -1, SQLITE_STATIC);
-	return cap_step(cap, st);
+	if (cap_step(cap, st) == -1)
+		return -1;
+	/* In a fleet the request leaves PENDING there, once, whichever
+	 * replica gets there first; this one's transaction then fails. */
+	if (cap->pd->fleet != NULL) {
+		char	 err[512];
+
+		switch (fleet_request_decide(cap->pd->fleet, request_id,
+		    status, reason, approver, when, hash, err, sizeof(err))) {
+		case 1:
+			break;
+		case 0:
+			log_warnx("capability request %s: decided on another "
+			    "host first; this decision is not recorded",
+			    request_id);
+			return -1;
+		default:
+			log_warnx("capability request %s: %s", request_id,
+			    err);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static void
@@ -933,6 +967,40 @@ cap_col(sqlite3_stmt *st, int col)
 	return s != NULL ? s : "";
 }
 
+/* The fleet's copy, the one that counts when there is a fleet. */
+static int
+cap_fleet_row(struct capability *cap, const char *request_id,
+    struct cap_row *row)
+{
+	struct fleet_req	 fr;
+	char			 err[512];
+	int			 rc;
+
+	memset(row, 0, sizeof(*row));
+	if ((rc = fleet_request_get(cap->pd->fleet, request_id, &fr, err,
+	    sizeof(err))) != 1) {
+		if (rc == -1)
+			log_warnx("capability request %s: %s", request_id,
+			    err);
+		return rc;
+	}
+	snprintf(row->task_id, sizeof(row->task_id), "%s", fr.task_id);
+	snprintf(row->template, sizeof(row->template), "%s", fr.template);
+	row->status = fr.status;
+	row->reason = xstrdup(fr.reason);
+	row->approver = xstrdup(fr.approver);
+	row->decided_at = fr.decided_at;
+	snprintf(row->hash, sizeof(row->hash), "%s", fr.hash);
+	row->req = sbx__v1__capability_request__unpack(NULL, fr.body_len,
+	    fr.body);
+	free(fr.body);
+	if (row->req == NULL) {
+		cap_row_clear(row);
+		return -1;
+	}
+	return 1;
+}
+
 /* 1 found, 0 not, -1 error. */
 static int
 cap_row_get(struct capability *cap, const char *request_id,
@@ -941,6 +1009,8 @@ cap_row_get(struct capability *cap, const char *request_id,
 	sqlite3_stmt	*st = cap->rst[RST_REQ_GET];
 	int		 rc, ret;
 
+	if (cap->pd->fleet != NULL)
+		return cap_fleet_row(cap, request_id, row);
 	memset(row, 0, sizeof(*row));
 	sqlite3_bind_text(st, 1, request_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);

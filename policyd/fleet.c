@@ -312,3 +312,133 @@ fleet_grants(struct fleet *f, const char *task_id,
 	PQclear(res);
 	return rc == 0 ? 0 : -1;
 }
+
+int
+fleet_request_put(struct fleet *f, const char *request_id,
+    const char *task_id, const char *template, int status,
+    const char *reason, const char *hash, const uint8_t *body, size_t len,
+    const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 st[16], when[24];
+	const char	*v[9];
+	int		 lens[9] = { 0 }, fmts[9] = { 0 };
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(when, sizeof(when), "%lld", (long long)(status ==
+	    SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING ? 0 : now_s()));
+	v[0] = request_id;
+	v[1] = task_id;
+	v[2] = template;
+	v[3] = st;
+	v[4] = reason;
+	v[5] = when;
+	v[6] = hash;
+	v[7] = (const char *)body;
+	lens[7] = (int)len;
+	fmts[7] = 1;
+	v[8] = host;
+	res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_cap_requests("
+	    "request_id, task_id, template, status, reason, decided_at,"
+	    " policy_hash, request, host) VALUES ($1, $2, $3, $4::integer,"
+	    " $5, $6::bigint, $7, $8::bytea, $9)", 9, NULL, v, lens, fmts, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
+		    pg_msg(f->pg));
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_request_get(struct fleet *f, const char *request_id,
+    struct fleet_req *out, char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[1] = { request_id };
+	int		 n;
+
+	memset(out, 0, sizeof(*out));
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	/* Binary results: the integers in network order. */
+	res = PQexecParams(pg_conn(f->pg), "SELECT task_id, template,"
+	    " status::text, reason, approver, decided_at::text, policy_hash,"
+	    " request FROM sbx_cap_requests WHERE request_id = $1", 1, NULL,
+	    v, NULL, NULL, 1);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
+		    pg_msg(f->pg));
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	if ((n = PQntuples(res)) == 1) {
+		char	 buf[32];
+
+#define FLEET_COPY(dst, col) do {					\
+	int	 l_ = PQgetlength(res, 0, (col));			\
+	if ((size_t)l_ >= sizeof(dst))					\
+		l_ = (int)sizeof(dst) - 1;				\
+	memcpy((dst), PQgetvalue(res, 0, (col)), (size_t)l_);		\
+	(dst)[l_] = '\0';						\
+} while (0)
+		FLEET_COPY(out->task_id, 0);
+		FLEET_COPY(out->template, 1);
+		FLEET_COPY(buf, 2);
+		out->status = (int)strtol(buf, NULL, 10);
+		FLEET_COPY(out->reason, 3);
+		FLEET_COPY(out->approver, 4);
+		FLEET_COPY(buf, 5);
+		out->decided_at = strtoll(buf, NULL, 10);
+		FLEET_COPY(out->hash, 6);
+#undef FLEET_COPY
+		out->body_len = (size_t)PQgetlength(res, 0, 7);
+		out->body = xmalloc(out->body_len + 1);
+		memcpy(out->body, PQgetvalue(res, 0, 7), out->body_len);
+	}
+	PQclear(res);
+	return n == 1 ? 1 : 0;
+}
+
+int
+fleet_request_decide(struct fleet *f, const char *request_id, int status,
+    const char *reason, const char *approver, int64_t when,
+    const char *hash, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 st[16], pend[16], w[24];
+	const char	*v[7];
+	int		 n;
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(pend, sizeof(pend), "%d",
+	    SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING);
+	snprintf(w, sizeof(w), "%lld", (long long)when);
+	v[0] = request_id;
+	v[1] = st;
+	v[2] = reason;
+	v[3] = approver;
+	v[4] = w;
+	v[5] = hash;
+	v[6] = pend;
+	/* The one place a request leaves PENDING, whichever replica asks:
+	 * two approvers at two hosts cannot both decide it. */
+	if ((res = pg_query(f->pg, "UPDATE sbx_cap_requests SET status ="
+	    " $2::integer, reason = $3, approver = $4, decided_at ="
+	    " $5::bigint, policy_hash = $6 WHERE request_id = $1 AND status"
+	    " = $7::integer", 7, v, PGRES_COMMAND_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	n = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return n == 1 ? 1 : 0;
+}

@@ -222,6 +222,33 @@ int		 fleet_grants(struct fleet *, const char *task_id,
 		    int (*fn)(void *, const char *, const uint8_t *, size_t),
 		    void *arg, char *err, size_t errlen);
 
+/* A capability request as the fleet holds it (sbx_cap_requests). */
+struct fleet_req {
+	char	 task_id[129];
+	char	 template[160];
+	int	 status;
+	char	 reason[1024];
+	char	 approver[129];
+	int64_t	 decided_at;
+	char	 hash[65];
+	uint8_t	*body;		/* the packed request; malloc'd */
+	size_t	 body_len;
+};
+
+/* A request policyd recorded, for every replica.  0 or -1 with err. */
+int		 fleet_request_put(struct fleet *, const char *request_id,
+		    const char *task_id, const char *template, int status,
+		    const char *reason, const char *hash, const uint8_t *body,
+		    size_t len, const char *host, char *err, size_t errlen);
+/* 1 found (free out->body), 0 not, -1 with err. */
+int		 fleet_request_get(struct fleet *, const char *request_id,
+		    struct fleet_req *out, char *err, size_t errlen);
+/* Move a PENDING request to status, committed: 1 done, 0 it was not
+ * PENDING (decided elsewhere), -1 with err. */
+int		 fleet_request_decide(struct fleet *, const char *request_id,
+		    int status, const char *reason, const char *approver,
+		    int64_t when, const char *hash, char *err, size_t errlen);
+
 /* ---- store.c ---- */
 
 struct store;
