@@ -136,6 +136,7 @@ APPROVALD_SRCS  = approvald/approvald.c
 APPROVALD_SRCS += approvald/parse.c
 APPROVALD_SRCS += approvald/control.c
 APPROVALD_SRCS += approvald/queue.c
+APPROVALD_SRCS += approvald/queue_pg.c
 APPROVALD_SRCS += approvald/quote.c
 
 APPROVALCTL_SRCS  = approvalctl/approvalctl.c
@@ -259,11 +260,11 @@ $(B)/lib/libapprovald.a: $(call obj,$(APPROVALD_LIB_SRCS))
 
 $(B)/bin/approvald: $(call obj,approvald/approvald.c) $(B)/lib/libapprovald.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 $(B)/bin/approvalctl: $(call obj,$(APPROVALCTL_SRCS)) $(B)/lib/libapprovald.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 $(B)/lib/libgated.a: $(call obj,$(GATED_LIB_SRCS))
 	@mkdir -p $(dir $@)
