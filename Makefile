@@ -88,6 +88,7 @@ POLICYD_SRCS += policyd/fleet.c
 SBXCTL_SRCS  = sbxctl/sbxctl.c
 SBXCTL_SRCS += sbxctl/parse.c
 SBXCTL_SRCS += sbxctl/print.c
+SBXCTL_SRCS += sbxctl/fleet.c
 SBXCTL_SRCS += sbxctl/secret.c
 SBXCTL_SRCS += sbxctl/request.c
 SBXCTL_SRCS += sbxctl/canary.c
@@ -210,7 +211,7 @@ GATED_LIB_SRCS = $(filter-out gated/gated.c,$(GATED_SRCS))
 # egressd's modules without main(), for unit tests and the fuzz target.
 EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
-.PHONY: vectors all deps test test-suites test-fleet fleet-demo test-unit test-golden test-scenario test-denial test-san bench fuzz \
+.PHONY: vectors all deps test test-suites test-fleet fleet-demo fleet-down test-unit test-golden test-scenario test-denial test-san bench fuzz \
         up down demo install clean proto image
 all: $(addprefix $(B)/bin/,$(PROGS)) $(B)/tests/spec_libc
 
@@ -300,7 +301,7 @@ $(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
 $(call obj,sbxctl/canary.c): XCFLAGS += -DSBX_CANARY_DIR='"$(PREFIX)/share/sbx/canary"'
 $(B)/bin/sbxctl: $(call obj,$(SBXCTL_SRCS)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 # sbx-init runs inside images it did not build: one file, plain libc,
 # linked statically.  ASan cannot link statically, so SAN=1 builds it
@@ -701,6 +702,15 @@ down:
 demo: deps
 	@$(MAKE) --no-print-directory all $(AS_ROOT_IMAGE)
 	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-demo
+
+# Issue 17: two hosts of one fleet on this machine over a private
+# PostgreSQL cluster under $(SBX_STATE)/fleet (deploy/sbx-fleet-demo).
+fleet-demo: deps
+	@$(MAKE) --no-print-directory all $(AS_ROOT_IMAGE)
+	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-fleet-demo
+
+fleet-down:
+	@SBX_STATE=$(SBX_STATE) deploy/sbx-fleet-demo down
 
 # ---- sandbox images (deploy/images/README.md) ------------------------------
 # Reproducible OCI layouts under build/images/; needs root (mmdebstrap).

@@ -250,7 +250,8 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 	}
 	/* Durable before the reply; no statement waits for ever. */
 	if (pg_exec(p, "SET synchronous_commit = on;"
-	    " SET statement_timeout = '10s'", err, errlen) == -1)
+	    " SET statement_timeout = '10s';"
+	    " SET client_min_messages = warning", err, errlen) == -1)
 		goto fail;
 	if (!p->schema_ok && p->schema != NULL) {
 		if (pg_exec(p, "BEGIN", err, errlen) == -1)
@@ -261,7 +262,7 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 			goto fail;
 	}
 	p->schema_ok = 1;
-	log_info("connected to %s", p->where);
+	log_debug("connected to %s", p->where);
 	return 0;
 fail:
 	PQfinish(p->conn);
