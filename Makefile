@@ -532,7 +532,7 @@ test-ops: all $(PY_PB)
 # binding and grants hold across hosts, and an unreachable database
 # refuses (tests/fleet/run).  Skipped when PostgreSQL is not installed.
 .PHONY: test-fleet
-test-fleet: $(B)/bin/policyd $(B)/bin/sbxctl
+test-fleet: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/approvald $(B)/bin/approvalctl
 	@tests/record fleet$(SUITE_SFX) tests/fleet/run $(CURDIR)/$(B)/bin
 
 test-golden: $(B)/bin/policyd
