@@ -55,6 +55,21 @@ aqpg_str(PGresult *res, int row, int col)
 	return s;
 }
 
+/* As aqueue_item_free (queue.c, which calls this file, not back). */
+static void
+aqpg_free(Sbx__V1__CapabilityRequest *r, Sbx__V1__CapabilityDecision *d)
+{
+	if (r != NULL)
+		sbx__v1__capability_request__free_unpacked(r, NULL);
+	if (d == NULL)
+		return;
+	free(d->request_id);
+	free(d->reason);
+	free(d->approver);
+	free(d->policy_hash);
+	free(d);
+}
+
 /* Row row of an AQPG_SELECT result (binary), or -1 if it does not decode. */
 static int
 aqpg_row(PGresult *res, int row, Sbx__V1__CapabilityRequest **req,
@@ -156,7 +171,7 @@ aqueue_pg_get(struct pg *pg, const char *request_id,
 	else if (aqpg_row(res, 0, req, dec) == -1) {
 		snprintf(err, errlen, "request %s cannot be read from the "
 		    "queue", request_id);
-		aqueue_item_free(*req, *dec);
+		aqpg_free(*req, *dec);
 		*req = NULL;
 		*dec = NULL;
 		rc = -1;
@@ -226,7 +241,7 @@ aqueue_pg_list(struct pg *pg, int pending_only, Sbx__V1__ApprovalItems *it,
 			/* One damaged row must not hide the others. */
 			log_warnx("queue: a request in %s does not decode; "
 			    "skipped", pg_where(pg));
-			aqueue_item_free(r, NULL);
+			aqpg_free(r, NULL);
 			continue;
 		}
 		if (it->n_requests == cap) {
