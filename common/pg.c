@@ -95,16 +95,17 @@ pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 {
 	const char	*b = NULL, *ci = NULL, *h = NULL;
 	char		 err[256], hn[256];
+	int		 bad;
 
 	if (n == NULL)
 		return;
-	if (ymap_check(doc, n, "store", pg_store_keys, NULL) != 0)
-		return;
-	if (yget_str(doc, ymap_get(n, "backend"), "store.backend", &b) == -1 ||
-	    yget_str(doc, ymap_get(n, "conninfo"), "store.conninfo",
-	    &ci) == -1 ||
-	    yget_str(doc, ymap_get(n, "host"), "store.host", &h) == -1)
-		return;
+	/* Every mistake is reported, not only the first. */
+	bad = ymap_check(doc, n, "store", pg_store_keys, NULL) != 0;
+	bad |= yget_str(doc, ymap_get(n, "backend"), "store.backend",
+	    &b) == -1;
+	bad |= yget_str(doc, ymap_get(n, "conninfo"), "store.conninfo",
+	    &ci) == -1;
+	bad |= yget_str(doc, ymap_get(n, "host"), "store.host", &h) == -1;
 	if (b == NULL || strcmp(b, "sqlite") == 0) {
 		if (ci != NULL)
 			yerr(doc, ymap_get(n, "conninfo"), "store.conninfo",
@@ -114,17 +115,16 @@ pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 	if (strcmp(b, "postgresql") != 0) {
 		yerr(doc, ymap_get(n, "backend"), "store.backend",
 		    "\"%s\": sqlite or postgresql", b);
-		return;
+		bad = 1;
 	}
 	if (ci == NULL) {
 		yerr(doc, n, "store.conninfo", "backend postgresql needs "
 		    "conninfo");
-		return;
-	}
-	if (pg_conninfo_ok(ci, err, sizeof(err)) == -1) {
+		bad = 1;
+	} else if (pg_conninfo_ok(ci, err, sizeof(err)) == -1) {
 		yerr(doc, ymap_get(n, "conninfo"), "store.conninfo", "%s",
 		    err);
-		return;
+		bad = 1;
 	}
 	if (h == NULL) {
 		if (gethostname(hn, sizeof(hn)) == -1)
@@ -133,10 +133,12 @@ pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 		h = hn;
 	}
 	if (!name_ok(h)) {
-		yerr(doc, ymap_get(n, "host"), "store.host", "not a name "
-		    "(letters, digits, '-', '_', '.')");
-		return;
+		yerr(doc, ymap_get(n, "host"), "store.host", "\"%.64s\" is "
+		    "not a name (letters, digits, '-', '_', '.')", h);
+		bad = 1;
 	}
+	if (bad)
+		return;
 	s->pg = 1;
 	s->conninfo = xstrdup(ci);
 	s->host = xstrdup(h);
