@@ -107,6 +107,18 @@ aqpg_row(PGresult *res, int row, Sbx__V1__CapabilityRequest **req,
 	return 0;
 }
 
+/* pg_ready, its message saying what could not be done. */
+static int
+aqpg_ready(struct pg *pg, const char *what, char *err, size_t errlen)
+{
+	char	 e[400];
+
+	if (pg_ready(pg, e, sizeof(e)) == 0)
+		return 0;
+	snprintf(err, errlen, "the queue cannot be %s: %s", what, e);
+	return -1;
+}
+
 int
 aqueue_pg_add(struct pg *pg, const char *host,
     const Sbx__V1__CapabilityRequest *r, const uint8_t *body, size_t len,
@@ -118,7 +130,7 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	int		 lens[5] = { 0 }, fmts[5] = { 0 };
 	int		 n;
 
-	if (pg_ready(pg, err, errlen) == -1)
+	if (aqpg_ready(pg, "written", err, errlen) == -1)
 		return -1;
 	snprintf(when, sizeof(when), "%lld", (long long)now_ns());
 	v[0] = r->request_id;
@@ -155,7 +167,7 @@ aqueue_pg_get(struct pg *pg, const char *request_id,
 
 	*req = NULL;
 	*dec = NULL;
-	if (pg_ready(pg, err, errlen) == -1)
+	if (aqpg_ready(pg, "read", err, errlen) == -1)
 		return -1;
 	res = PQexecParams(pg_conn(pg), AQPG_SELECT "WHERE r.request_id = $1",
 	    1, NULL, v, NULL, NULL, 1);
@@ -190,7 +202,7 @@ aqueue_pg_decide(struct pg *pg, const char *host,
 	const char	*v[7];
 	int		 n;
 
-	if (pg_ready(pg, err, errlen) == -1)
+	if (aqpg_ready(pg, "written", err, errlen) == -1)
 		return -1;
 	snprintf(st, sizeof(st), "%d", (int)d->status);
 	snprintf(when, sizeof(when), "%lld", (long long)d->decided_at);
@@ -224,7 +236,7 @@ aqueue_pg_list(struct pg *pg, int pending_only, Sbx__V1__ApprovalItems *it,
 	size_t				 cap = 0;
 
 	sbx__v1__approval_items__init(it);
-	if (pg_ready(pg, err, errlen) == -1)
+	if (aqpg_ready(pg, "read", err, errlen) == -1)
 		return -1;
 	res = PQexecParams(pg_conn(pg), pending_only ?
 	    AQPG_SELECT "WHERE d.request_id IS NULL ORDER BY r.seq" :

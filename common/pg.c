@@ -6,6 +6,7 @@
  * a restart.  Never logs the conninfo (it may name a passfile, a user,
  * an application name): only its host and dbname.
  */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,10 +233,19 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 {
 	const char	*kw[] = { "connect_timeout", "dbname", NULL };
 	const char	*val[] = { "5", p->conninfo, NULL };
+	struct pollfd	 pfd;
 
+	/* An idle connection has nothing to read unless the server went
+	 * away since (a restart leaves its goodbye, or an end of file):
+	 * then it is made again now rather than fail the request. */
 	if (p->conn != NULL && PQstatus(p->conn) == CONNECTION_OK &&
-	    PQtransactionStatus(p->conn) == PQTRANS_IDLE)
-		return 0;
+	    PQtransactionStatus(p->conn) == PQTRANS_IDLE) {
+		pfd.fd = PQsocket(p->conn);
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (pfd.fd >= 0 && poll(&pfd, 1, 0) == 0)
+			return 0;
+	}
 	if (p->conn != NULL) {
 		PQfinish(p->conn);
 		p->conn = NULL;
@@ -270,6 +280,24 @@ fail:
 	PQfinish(p->conn);
 	p->conn = NULL;
 	return -1;
+}
+
+int
+pg_begin(struct pg *p, char *err, size_t errlen)
+{
+	if (pg_ready(p, err, errlen) == -1)
+		return -1;
+	if (pg_exec(p, "BEGIN", err, errlen) == 0)
+		return 0;
+	/* A connection the server dropped since its last use (a restart)
+	 * fails here, before anything was asked: one fresh try. */
+	if (PQstatus(p->conn) != CONNECTION_BAD)
+		return -1;
+	PQfinish(p->conn);
+	p->conn = NULL;
+	if (pg_ready(p, err, errlen) == -1)
+		return -1;
+	return pg_exec(p, "BEGIN", err, errlen);
 }
 
 PGresult *

@@ -42,6 +42,9 @@ const char	*pg_where(const struct pg *);
 /* A working connection, idle, made here if need be: 0, or -1 with err. */
 int		 pg_ready(struct pg *, char *err, size_t errlen);
 PGconn		*pg_conn(struct pg *);
+/* pg_ready, then BEGIN; a connection the server dropped while idle is
+ * made again once.  0 or -1 with err. */
+int		 pg_begin(struct pg *, char *err, size_t errlen);
 /* One statement (or several, without parameters).  0 or -1 with err. */
 int		 pg_exec(struct pg *, const char *sql, char *err,
 		    size_t errlen);

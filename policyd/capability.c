@@ -1240,9 +1240,12 @@ capability_decide(struct policyd *pd, Sbx__V1__CapabilityRequest *req,
 		free(detail);
 		free(reason);
 		free(tmplname);
-		cap_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "policyd.db: the request could not be recorded; nothing "
-		    "was granted");
+		cap_error(err, pd->fleet != NULL ?
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE :
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, pd->fleet != NULL ?
+		    RULE_STORE_UNAVAILABLE : "", "%s: the request could not "
+		    "be recorded; nothing was granted", pd->fleet != NULL ?
+		    "policyd.db or the fleet's store" : "policyd.db");
 		return -1;
 	}
 	if (status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_GRANTED)

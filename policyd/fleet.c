@@ -125,10 +125,10 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 	int64_t		 used, g;
 
 	memset(out, 0, sizeof(*out));
-	if (pg_ready(f->pg, err, errlen) == -1)
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
 		return -1;
-	if (pg_exec(f->pg, "BEGIN", err, errlen) == -1)
-		goto fail;
+	}
 	v[0] = t->id;
 	v[1] = t->tenant;
 	v[2] = t->user;
