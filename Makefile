@@ -17,6 +17,9 @@ PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  := $(shell pkg-config --libs criterion 2>/dev/null)
+# libpq: only the fleet's store (policyd, approvald, sbxctl) links it.
+PQ_CFLAGS  := $(shell pkg-config --cflags libpq 2>/dev/null)
+PQ_LIBS    := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
 
 WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wpointer-arith -Werror
@@ -34,7 +37,7 @@ XLDFLAGS :=
 endif
 
 GEN      := build/gen
-ALLCFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS)
+ALLCFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS)
 LDLIBS    = $(PKG_LIBS) -lpthread
 
 # ---- protocol ------------------------------------------------------------
@@ -58,6 +61,7 @@ COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/auditq.c
 COMMON_SRCS += common/util.c
 COMMON_SRCS += common/config.c
+COMMON_SRCS += common/pg.c
 COMMON_SRCS += common/daemon.c
 COMMON_SRCS += common/admin.c
 COMMON_SRCS += common/scrape.c
@@ -79,10 +83,12 @@ POLICYD_SRCS += policyd/entitle.c
 POLICYD_SRCS += policyd/compile.c
 POLICYD_SRCS += policyd/store.c
 POLICYD_SRCS += policyd/capability.c
+POLICYD_SRCS += policyd/fleet.c
 
 SBXCTL_SRCS  = sbxctl/sbxctl.c
 SBXCTL_SRCS += sbxctl/parse.c
 SBXCTL_SRCS += sbxctl/print.c
+SBXCTL_SRCS += sbxctl/fleet.c
 SBXCTL_SRCS += sbxctl/secret.c
 SBXCTL_SRCS += sbxctl/request.c
 SBXCTL_SRCS += sbxctl/canary.c
@@ -132,6 +138,7 @@ APPROVALD_SRCS  = approvald/approvald.c
 APPROVALD_SRCS += approvald/parse.c
 APPROVALD_SRCS += approvald/control.c
 APPROVALD_SRCS += approvald/queue.c
+APPROVALD_SRCS += approvald/queue_pg.c
 APPROVALD_SRCS += approvald/quote.c
 
 APPROVALCTL_SRCS  = approvalctl/approvalctl.c
@@ -206,7 +213,7 @@ GATED_LIB_SRCS = $(filter-out gated/gated.c,$(GATED_SRCS))
 # egressd's modules without main(), for unit tests and the fuzz target.
 EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
-.PHONY: vectors all deps test test-suites test-unit test-golden test-scenario test-denial test-san bench fuzz \
+.PHONY: vectors all deps test test-suites test-fleet fleet-demo fleet-down test-unit test-golden test-scenario test-denial test-san bench fuzz \
         up down demo install clean proto image
 all: $(addprefix $(B)/bin/,$(PROGS)) $(B)/tests/spec_libc
 
@@ -256,11 +263,11 @@ $(B)/lib/libapprovald.a: $(call obj,$(APPROVALD_LIB_SRCS))
 
 $(B)/bin/approvald: $(call obj,approvald/approvald.c) $(B)/lib/libapprovald.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 $(B)/bin/approvalctl: $(call obj,$(APPROVALCTL_SRCS)) $(B)/lib/libapprovald.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 $(B)/lib/libgated.a: $(call obj,$(GATED_LIB_SRCS))
 	@mkdir -p $(dir $@)
@@ -282,7 +289,7 @@ $(B)/bin/egressd: $(call obj,egressd/egressd.c) $(B)/lib/libegressd.a $(LIBCOMMO
 
 $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
@@ -296,7 +303,7 @@ $(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
 $(call obj,sbxctl/canary.c): XCFLAGS += -DSBX_CANARY_DIR='"$(PREFIX)/share/sbx/canary"'
 $(B)/bin/sbxctl: $(call obj,$(SBXCTL_SRCS)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
 
 # sbx-init runs inside images it did not build: one file, plain libc,
 # linked statically.  ASan cannot link statically, so SAN=1 builds it
@@ -336,7 +343,7 @@ TESTLIB_gated         = $(B)/lib/libgated.a
 .SECONDEXPANSION:
 $(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $$(TESTLIB_$$*) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(CRIT_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(PQ_LIBS) $(CRIT_LIBS)
 
 TEST_HELPERS = $(B)/bin/frameprobe
 TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
@@ -529,6 +536,14 @@ test-ops: all $(PY_PB)
 test-k8s: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/mkspec $(PY_PB)
 	@tests/record k8s$(SUITE_SFX) python3 tests/k8s/run $(CURDIR)/$(B)/bin
 
+# Issue 17: two policyd replicas over one private PostgreSQL cluster
+# (deploy/sbx-pg; no TCP, no system service): the execution cap, the
+# binding and grants hold across hosts, and an unreachable database
+# refuses (tests/fleet/run).  Skipped when PostgreSQL is not installed.
+.PHONY: test-fleet
+test-fleet: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/approvald $(B)/bin/approvalctl
+	@tests/record fleet$(SUITE_SFX) tests/fleet/run $(CURDIR)/$(B)/bin
+
 test-golden: $(B)/bin/policyd
 	@tests/record golden$(SUITE_SFX) tests/golden/run $(B)/bin/policyd
 
@@ -589,6 +604,7 @@ test-suites:
 	@$(MAKE) --no-print-directory test-unit $(call RECORD_FAIL,unit)
 	@$(MAKE) --no-print-directory test-golden $(call RECORD_FAIL,golden)
 	@$(MAKE) --no-print-directory test-scenario $(call RECORD_FAIL,scenario)
+	@$(MAKE) --no-print-directory test-fleet $(call RECORD_FAIL,fleet)
 	@$(MAKE) --no-print-directory test-denial $(call RECORD_FAIL,denial)
 	@$(MAKE) --no-print-directory test-init $(call RECORD_FAIL,init)
 	@$(MAKE) --no-print-directory test-layers $(call RECORD_FAIL,layers)
@@ -696,6 +712,15 @@ down:
 demo: deps
 	@$(MAKE) --no-print-directory all $(AS_ROOT_IMAGE)
 	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-demo
+
+# Issue 17: two hosts of one fleet on this machine over a private
+# PostgreSQL cluster under $(SBX_STATE)/fleet (deploy/sbx-fleet-demo).
+fleet-demo: deps
+	@$(MAKE) --no-print-directory all $(AS_ROOT_IMAGE)
+	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-fleet-demo
+
+fleet-down:
+	@SBX_STATE=$(SBX_STATE) deploy/sbx-fleet-demo down
 
 # ---- sandbox images (deploy/images/README.md) ------------------------------
 # Reproducible OCI layouts under build/images/; needs root (mmdebstrap).

@@ -30,6 +30,9 @@ approvald_open(void *arg)
 	if ((ad->queue = aqueue_open(APPROVALD_DB, err, sizeof(err))) == NULL)
 		fatalx("%s/%s: %s", ad->conf->common.state_dir, APPROVALD_DB,
 		    err);
+	if (ad->conf->store.pg)
+		aqueue_use_pg(ad->queue, ad->conf->store.conninfo,
+		    ad->conf->store.host);
 }
 
 static void

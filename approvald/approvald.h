@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "pg.h"
 
 #include "sbx/v1/envelope.pb-c.h"
 #include "sbx/v1/capability.pb-c.h"
@@ -69,6 +70,7 @@ struct approvald_conf {
 	struct cfg_sock		 console;
 	struct aapprover	*approvers;
 	size_t			 napprovers;
+	struct pg_store		 store;		/* never logged */
 };
 
 /* The keys of approvald.yaml, for the skeleton (daemon.h) and cfg_parse. */
@@ -126,6 +128,32 @@ void		 aqueue_items_clear(Sbx__V1__ApprovalItems *);
 int		 aqueue_audit_event(struct aqueue *, const char *actor,
 		    const char *action, const char *task_id, const char *hash,
 		    const char *rule, const char *detail);
+
+/* In a fleet (store.backend postgresql): the queue is the database's,
+ * the audit log stays this file's.  The connection is made on first use. */
+void		 aqueue_use_pg(struct aqueue *, const char *conninfo,
+		    const char *host);
+
+/* ---- queue_pg.c: the queue in the fleet's database ---- */
+
+struct pg;
+
+extern const char aqueue_pg_schema[];
+/* 1 added, 0 already there, -1 with err. */
+int		 aqueue_pg_add(struct pg *, const char *host,
+		    const Sbx__V1__CapabilityRequest *, const uint8_t *body,
+		    size_t len, char *err, size_t errlen);
+/* As aqueue_get. */
+int		 aqueue_pg_get(struct pg *, const char *request_id,
+		    Sbx__V1__CapabilityRequest **,
+		    Sbx__V1__CapabilityDecision **, char *err, size_t errlen);
+/* 1 recorded, 0 it was decided already (anywhere), -1 with err. */
+int		 aqueue_pg_decide(struct pg *, const char *host,
+		    const Sbx__V1__CapabilityDecision *, char *err,
+		    size_t errlen);
+/* As aqueue_list. */
+int		 aqueue_pg_list(struct pg *, int pending_only,
+		    Sbx__V1__ApprovalItems *, char *err, size_t errlen);
 
 /* ---- quote.c ---- */
 

@@ -194,6 +194,22 @@ static const struct cfg_key aparse_sockets[] = {
 	CFG_END
 };
 
+/* store: {backend, conninfo, host}: the queue in the fleet's database
+ * (queue_pg.c, common/pg.c). */
+static void
+aparse_store(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	(void)key;
+	pg_store_parse(doc, n, &((struct approvald_conf *)conf)->store);
+}
+
+static void
+aparse_store_free(void *conf)
+{
+	pg_store_free(&((struct approvald_conf *)conf)->store);
+}
+
 static const struct cfg_key aparse_keys[] = {
 	CFG_OWN("user", 0, aparse_user, NULL),
 	CFG_COMMON_STATE_DIR,
@@ -201,6 +217,7 @@ static const struct cfg_key aparse_keys[] = {
 	CFG_SUBMAP("policyd", CFG_REQUIRED, aparse_policyd),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, aparse_sockets),
 	CFG_OWN("approvers", 0, aparse_approvers, aparse_approvers_free),
+	CFG_OWN("store", 0, aparse_store, aparse_store_free),
 	CFG_END
 };
 

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "audit.h"
+#include "pg.h"
 #include "log.h"
 #include "policy.h"
 #include "util.h"
@@ -27,6 +28,8 @@
 struct aqueue {
 	sqlite3		*db;
 	struct audit	*audit;
+	struct pg	*pg;		/* NULL: the queue is db's */
+	char		*host;		/* this host, in the fleet */
 };
 
 static const char aqueue_schema[] =
@@ -83,10 +86,20 @@ fail:
 }
 
 void
+aqueue_use_pg(struct aqueue *q, const char *conninfo, const char *host)
+{
+	q->pg = pg_new(conninfo, aqueue_pg_schema);
+	q->host = xstrdup(host);
+	log_info("queue: %s, as host %s", pg_where(q->pg), host);
+}
+
+void
 aqueue_close(struct aqueue *q)
 {
 	if (q == NULL)
 		return;
+	pg_free(q->pg);
+	free(q->host);
 	audit_close(q->audit);
 	if (q->db != NULL)
 		sqlite3_close(q->db);
@@ -159,7 +172,7 @@ aqueue_add(struct aqueue *q, const Sbx__V1__CapabilityRequest *r,
 	char			*what;
 	int			 rc;
 
-	if ((rc = aqueue_exists(q, r->request_id)) != 0) {
+	if (q->pg == NULL && (rc = aqueue_exists(q, r->request_id)) != 0) {
 		if (rc == -1)
 			snprintf(err, errlen, "the queue cannot be read: %s",
 			    sqlite3_errmsg(q->db));
@@ -183,6 +196,19 @@ aqueue_add(struct aqueue *q, const Sbx__V1__CapabilityRequest *r,
 		free(body);
 		return -1;
 	}
+	/* In a fleet: the database's row, committed, between the two. */
+	if (q->pg != NULL) {
+		if ((rc = aqueue_pg_add(q->pg, q->host, r, body, len, err,
+		    errlen)) != 1) {
+			audit_event_clear(&ev);
+			(void)audit_rollback(q->audit);
+			free(body);
+			return rc;
+		}
+		if (audit_add(q->audit, &ev) == -1)
+			goto fail;
+		goto commit;
+	}
 	if (sqlite3_prepare_v2(q->db, "INSERT INTO requests (request_id, "
 	    "task_id, received_ns, body) VALUES (?, ?, ?, ?)", -1, &st,
 	    NULL) != SQLITE_OK)
@@ -197,6 +223,7 @@ aqueue_add(struct aqueue *q, const Sbx__V1__CapabilityRequest *r,
 	st = NULL;
 	if (audit_add(q->audit, &ev) == -1)
 		goto fail;
+commit:
 	if (audit_commit(q->audit) == -1) {
 		audit_event_clear(&ev);
 		snprintf(err, errlen, "the queue cannot be written: commit "
@@ -275,6 +302,8 @@ aqueue_get(struct aqueue *q, const char *request_id,
 
 	*req = NULL;
 	*dec = NULL;
+	if (q->pg != NULL)
+		return aqueue_pg_get(q->pg, request_id, req, dec, err, errlen);
 	if (sqlite3_prepare_v2(q->db, AQUEUE_SELECT "WHERE r.request_id = ?",
 	    -1, &st, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "the queue cannot be read: %s",
@@ -354,6 +383,18 @@ aqueue_decide(struct aqueue *q, const Sbx__V1__CapabilityDecision *d,
 		    d->request_id, capability_status_name(old->status), old->approver);
 		goto fail;
 	}
+	if (q->pg != NULL) {
+		/* Decided at another host since the check: its row won. */
+		if ((rc = aqueue_pg_decide(q->pg, q->host, d, err,
+		    errlen)) == 0) {
+			*rule = ARULE_DECIDED;
+			snprintf(err, errlen, "request %s was already decided "
+			    "at another host", d->request_id);
+		}
+		if (rc != 1)
+			goto fail;
+		goto audit;
+	}
 	if (sqlite3_prepare_v2(q->db, "INSERT INTO decisions (request_id, "
 	    "status, reason, approver, policy_hash, decided_at) VALUES "
 	    "(?, ?, ?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK)
@@ -370,6 +411,7 @@ aqueue_decide(struct aqueue *q, const Sbx__V1__CapabilityDecision *d,
 		goto sqlfail;
 	sqlite3_finalize(st);
 	st = NULL;
+audit:
 	snprintf(detail, sizeof(detail), "request %.64s %s by %.64s; policyd "
 	    "recorded it%s%.64s; reason: %.1024s", d->request_id,
 	    approved ? "approved" : "denied", d->approver,
@@ -411,6 +453,8 @@ aqueue_list(struct aqueue *q, int pending_only, Sbx__V1__ApprovalItems *it,
 	int				 rc;
 
 	sbx__v1__approval_items__init(it);
+	if (q->pg != NULL)
+		return aqueue_pg_list(q->pg, pending_only, it, err, errlen);
 	if (sqlite3_prepare_v2(q->db, pending_only ?
 	    AQUEUE_SELECT "WHERE d.request_id IS NULL ORDER BY r.seq" :
 	    AQUEUE_SELECT "ORDER BY r.seq", -1, &st, NULL) != SQLITE_OK) {

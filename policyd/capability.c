@@ -520,6 +520,36 @@ cap_grants_add_request(struct cap_grants *g,
 	return rc;
 }
 
+static int
+cap_fleet_add(void *arg, const char *ds, const uint8_t *rule, size_t len)
+{
+	struct cap_grants	*g = arg;
+
+	if (ds[0] != '\0') {
+		cap_grants_add_dataset(g, ds);
+		return 0;
+	}
+	if (rule == NULL)
+		return 0;
+	return cap_grants_add_rule(g, rule, len) == -1 ? -1 : 0;
+}
+
+/* A task's grants from every replica: the fleet's table (fleet.c). */
+static int
+cap_fleet_grants(struct capability *cap, const char *task_id,
+    struct cap_grants *g)
+{
+	char	 err[512];
+
+	if (fleet_grants(cap->pd->fleet, task_id, cap_fleet_add, g, err,
+	    sizeof(err)) == -1) {
+		log_warnx("task %s: grants: %s", task_id, err);
+		compile_grants_clear(g);
+		return -1;
+	}
+	return 0;
+}
+
 int
 capability_grants(struct capability *cap, const char *task_id,
     struct cap_grants *g)
@@ -529,6 +559,8 @@ capability_grants(struct capability *cap, const char *task_id,
 	int		 rc, ret = 0;
 
 	memset(g, 0, sizeof(*g));
+	if (cap->pd->fleet != NULL)
+		return cap_fleet_grants(cap, task_id, g);
 	if (cap->ngrants == 0)
 		return 0;
 	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
@@ -604,8 +636,16 @@ cap_recompile(struct policyd *pd, const char *task_id,
 		    "task %s: cannot read the entitlements", task_id);
 		return -1;
 	}
-	if ((pd->cap != NULL && capability_grants(pd->cap, task_id,
-	    &g) == -1) ||
+	if (pd->cap != NULL && pd->fleet != NULL &&
+	    capability_grants(pd->cap, task_id, &g) == -1) {
+		/* Fail closed: no grant without the fleet's. */
+		cap_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store is "
+		    "unavailable, nothing granted", task_id);
+		goto done;
+	}
+	if ((pd->cap != NULL && pd->fleet == NULL &&
+	    capability_grants(pd->cap, task_id, &g) == -1) ||
 	    (extra != NULL && cap_grants_add_request(&g, extra) == -1) ||
 	    store_task_datasets(pd->store, task_id, &ds, &nds) == -1) {
 		cap_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
@@ -797,7 +837,7 @@ cap_insert_grant(struct capability *cap, const Sbx__V1__CapabilityRequest
 {
 	sqlite3_stmt	*st = cap->st[ST_GRANT_INSERT];
 	uint8_t		*buf = NULL;
-	size_t		 len;
+	size_t		 len = 0;
 	int		 rc;
 
 	sqlite3_bind_text(st, 1, req->task_id, -1, SQLITE_STATIC);
@@ -813,6 +853,21 @@ cap_insert_grant(struct capability *cap, const Sbx__V1__CapabilityRequest
 	}
 	sqlite3_bind_int64(st, 5, now_ns());
 	rc = cap_step(cap, st);
+	/* In a fleet the grant is the database's too, committed before
+	 * this one's transaction: a failure there grants nothing. */
+	if (rc == 0 && cap->pd->fleet != NULL) {
+		char	 err[512];
+
+		if (fleet_grant_put(cap->pd->fleet, req->task_id,
+		    req->request_id, req->what_case ==
+		    SBX__V1__CAPABILITY_REQUEST__WHAT_DATASET ? req->dataset :
+		    "", buf, buf != NULL ? len : 0, cap->pd->conf->store.host,
+		    err, sizeof(err)) == -1) {
+			log_warnx("task %s: grant %s: %s", req->task_id,
+			    req->request_id, err);
+			rc = -1;
+		}
+	}
 	free(buf);
 	return rc;
 }
@@ -840,6 +895,18 @@ cap_insert_request(struct capability *cap,
 	sqlite3_bind_text(st, 7, hash, -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 8, buf, (int)len, SQLITE_STATIC);
 	rc = cap_step(cap, st);
+	/* In a fleet any replica may get its decision (fleet.c). */
+	if (rc == 0 && cap->pd->fleet != NULL) {
+		char	 err[512];
+
+		if (fleet_request_put(cap->pd->fleet, req->request_id,
+		    req->task_id, req->template_, status, reason, hash, buf,
+		    len, cap->pd->conf->store.host, err, sizeof(err)) == -1) {
+			log_warnx("capability request %s: %s",
+			    req->request_id, err);
+			rc = -1;
+		}
+	}
 	free(buf);
 	return rc;
 }
@@ -857,7 +924,29 @@ cap_update_request(struct capability *cap, const char *request_id,
 	sqlite3_bind_text(st, 4, approver, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, when);
 	sqlite3_bind_text(st, 6, hash, -1, SQLITE_STATIC);
-	return cap_step(cap, st);
+	if (cap_step(cap, st) == -1)
+		return -1;
+	/* In a fleet the request leaves PENDING there, once, whichever
+	 * replica gets there first; this one's transaction then fails. */
+	if (cap->pd->fleet != NULL) {
+		char	 err[512];
+
+		switch (fleet_request_decide(cap->pd->fleet, request_id,
+		    status, reason, approver, when, hash, err, sizeof(err))) {
+		case 1:
+			break;
+		case 0:
+			log_warnx("capability request %s: decided on another "
+			    "host first; this decision is not recorded",
+			    request_id);
+			return -1;
+		default:
+			log_warnx("capability request %s: %s", request_id,
+			    err);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static void
@@ -878,6 +967,40 @@ cap_col(sqlite3_stmt *st, int col)
 	return s != NULL ? s : "";
 }
 
+/* The fleet's copy, the one that counts when there is a fleet. */
+static int
+cap_fleet_row(struct capability *cap, const char *request_id,
+    struct cap_row *row)
+{
+	struct fleet_req	 fr;
+	char			 err[512];
+	int			 rc;
+
+	memset(row, 0, sizeof(*row));
+	if ((rc = fleet_request_get(cap->pd->fleet, request_id, &fr, err,
+	    sizeof(err))) != 1) {
+		if (rc == -1)
+			log_warnx("capability request %s: %s", request_id,
+			    err);
+		return rc;
+	}
+	snprintf(row->task_id, sizeof(row->task_id), "%s", fr.task_id);
+	snprintf(row->template, sizeof(row->template), "%s", fr.template);
+	row->status = fr.status;
+	row->reason = xstrdup(fr.reason);
+	row->approver = xstrdup(fr.approver);
+	row->decided_at = fr.decided_at;
+	snprintf(row->hash, sizeof(row->hash), "%s", fr.hash);
+	row->req = sbx__v1__capability_request__unpack(NULL, fr.body_len,
+	    fr.body);
+	free(fr.body);
+	if (row->req == NULL) {
+		cap_row_clear(row);
+		return -1;
+	}
+	return 1;
+}
+
 /* 1 found, 0 not, -1 error. */
 static int
 cap_row_get(struct capability *cap, const char *request_id,
@@ -886,6 +1009,8 @@ cap_row_get(struct capability *cap, const char *request_id,
 	sqlite3_stmt	*st = cap->rst[RST_REQ_GET];
 	int		 rc, ret;
 
+	if (cap->pd->fleet != NULL)
+		return cap_fleet_row(cap, request_id, row);
 	memset(row, 0, sizeof(*row));
 	sqlite3_bind_text(st, 1, request_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
@@ -1115,9 +1240,12 @@ capability_decide(struct policyd *pd, Sbx__V1__CapabilityRequest *req,
 		free(detail);
 		free(reason);
 		free(tmplname);
-		cap_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
-		    "policyd.db: the request could not be recorded; nothing "
-		    "was granted");
+		cap_error(err, pd->fleet != NULL ?
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE :
+		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, pd->fleet != NULL ?
+		    RULE_STORE_UNAVAILABLE : "", "%s: the request could not "
+		    "be recorded; nothing was granted", pd->fleet != NULL ?
+		    "policyd.db or the fleet's store" : "policyd.db");
 		return -1;
 	}
 	if (status == SBX__V1__CAPABILITY_STATUS__CAPABILITY_GRANTED)

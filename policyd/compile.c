@@ -517,6 +517,56 @@ compile_internal(const Sbx__V1__Task *t, Sbx__V1__Error *err,
 	return -1;
 }
 
+/*
+ * Reserve the execution in the fleet's database (fleet.c): the cap and
+ * the binding hold across replicas there, whatever this host's
+ * policyd.db says.  *used becomes what the task's runs used fleet-wide.
+ * An unreachable database refuses the compile (fail closed); a refusal
+ * is recorded like any other.  0, or -1 with err and out cleared.
+ */
+static int
+compile_fleet(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
+    const struct tmpl *tm, int run, uint64_t budget, uint64_t *used,
+    struct compile_out *out, Sbx__V1__Error *err)
+{
+	struct fleet_res	 fr;
+	char			 ferr[512];
+
+	switch (fleet_reserve(pd->fleet, t, out->execution_id,
+	    pd->conf->store.host, out->policy->executions_per_task,
+	    run == COMPILE_RUN ? (int64_t)budget : -1, &fr, ferr,
+	    sizeof(ferr))) {
+	case FLEET_RESERVED:
+		*used = fr.egress_used;
+		return 0;
+	case FLEET_EXHAUSTED:
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_LIMIT,
+		    RULE_EXHAUSTED, "task %s has used its %u execution%s "
+		    "across the fleet (executions_per_task of %s@%u)", t->id,
+		    out->policy->executions_per_task,
+		    out->policy->executions_per_task == 1 ? "" : "s",
+		    tm->name, tm->version);
+		break;
+	case FLEET_MISMATCH:
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+		    RULE_TASK_MISMATCH, "task %s was compiled for %s/%s type "
+		    "%s in the fleet; this request says %s/%s type %s", t->id,
+		    fr.tenant, fr.user, fr.type, t->tenant, t->user, t->type);
+		break;
+	default:
+		log_warnx("task %s: %s", t->id, ferr);
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store is "
+		    "unavailable, nothing compiled: %s", t->id, ferr);
+		/* An outage is not the template's: no rollout counts it. */
+		tm = NULL;
+		break;
+	}
+	compile_deny(pd, t, actor, tm, out->hash, err);
+	compile_out_clear(out);
+	return -1;
+}
+
 int
 compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
     int run, struct compile_out *out, Sbx__V1__Error *err)
@@ -562,10 +612,19 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL)
 		return compile_internal(t, err,
 		    "cannot read the entitlements");
-	/* Only a bound task can have grants. */
-	if (known && pd->cap != NULL && pd->grants != NULL &&
-	    pd->grants(pd->cap, t->id, &grants) == -1)
-		return compile_internal(t, err, "cannot read the grants");
+	/* Only a bound task can have grants; in a fleet it may have been
+	 * bound, and granted, on another host. */
+	if ((known || pd->fleet != NULL) && pd->cap != NULL && pd->grants != NULL &&
+	    pd->grants(pd->cap, t->id, &grants) == -1) {
+		if (pd->fleet == NULL)
+			return compile_internal(t, err,
+			    "cannot read the grants");
+		/* Fail closed, and say why (the error is logged). */
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store is "
+		    "unavailable, nothing compiled", t->id);
+		return -1;
+	}
 	out->policy = compile_policy_grants(tm, t, eff, &grants, err);
 	compile_grants_clear(&grants);
 	if (out->policy == NULL) {
@@ -598,6 +657,17 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	random_id(run == COMPILE_PREVIEW ? "preview" : "x", out->execution_id,
 	    sizeof(out->execution_id));
 	log_ctx_set(t->id, out->execution_id, out->hash, t->traceparent);
+	budget = (uint64_t)(out->policy->network != NULL &&
+	    out->policy->network->max_out_kb != 0 ?
+	    out->policy->network->max_out_kb : POLICY_DEFAULT_MAX_OUT_KB) *
+	    1024;
+	used = known ? bound.egress_used : 0;
+	/* In a fleet the count and the budget are the database's: the
+	 * execution is reserved there, committed, before it is signed. */
+	if (pd->fleet != NULL && run != COMPILE_PREVIEW &&
+	    compile_fleet(pd, t, actor, tm, run, budget, &used, out,
+	    err) == -1)
+		return -1;
 	xasprintf(&out->template, "%s@%u", tm->name, tm->version);
 	out->issued_at = now_s();
 	out->expires_at = out->issued_at + pd->ttl;
@@ -614,11 +684,6 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	 * not known, were allowed) is signed in, and egressd lets this one
 	 * send only the rest.  A run's rest is counted as spent until its
 	 * result says what it sent. */
-	budget = (uint64_t)(out->policy->network != NULL &&
-	    out->policy->network->max_out_kb != 0 ?
-	    out->policy->network->max_out_kb : POLICY_DEFAULT_MAX_OUT_KB) *
-	    1024;
-	used = known ? bound.egress_used : 0;
 	grant.egress_spent = used;
 	out->egress_spent = used;
 	if (sign_grant(pd->key, &grant, &out->signed_) == -1) {

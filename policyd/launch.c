@@ -132,6 +132,8 @@ launch_run_nothing_ran(struct run *r)
 {
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
 	    r->hash, 1, 0, NULL, 0, r->actor);
+	if (r->lc->pd->fleet != NULL)
+		(void)fleet_spent(r->lc->pd->fleet, r->execution_id, 0);
 }
 
 /* Add rule at boundary to den (of *n, room for max) unless it is there:
@@ -303,6 +305,11 @@ launch_run_result(struct run *r, Sbx__V1__ExecutionResult *res)
 	store_add_egress(r->lc->pd->store, r->task_id, r->execution_id,
 	    r->hash, known, known ? res->usage->egress_bytes_out : 0, den,
 	    nden, r->actor);
+	/* The fleet's copy too (fleet.c); a failure leaves the run counted
+	 * as all it was allowed. */
+	if (known && r->lc->pd->fleet != NULL)
+		(void)fleet_spent(r->lc->pd->fleet, r->execution_id,
+		    res->usage->egress_bytes_out);
 	/* Counted for its template version, and its rollout checked. */
 	rollout_count(r->lc->pd->roll, r->task_id, r->execution_id, r->hash,
 	    r->policy_name, r->policy_version, den, nden);

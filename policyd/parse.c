@@ -15,6 +15,7 @@
 #include "util.h"
 #include "config.h"
 #include "yaml.h"
+#include "pg.h"
 #include "policyd.h"
 
 #define TTL_MIN		60
@@ -101,6 +102,27 @@ parse_approvald_free(void *conf)
 	struct policyd_conf	*c = conf;
 
 	free(c->approvald_socket);
+}
+
+/*
+ * store: {backend: sqlite | postgresql, conninfo: STRING, host: NAME}
+ * (common/pg.c).  sqlite (the default) keeps everything in policyd.db;
+ * postgresql also keeps the state a fleet shares in the database conninfo
+ * names (fleet.c).  host names this replica there (default: the host
+ * name).  conninfo is checked but never echoed, and holds no password.
+ */
+static void
+parse_store(struct ydoc *doc, const struct ynode *n, const char *key,
+    void *conf)
+{
+	(void)key;
+	pg_store_parse(doc, n, &((struct policyd_conf *)conf)->store);
+}
+
+static void
+parse_store_free(void *conf)
+{
+	pg_store_free(&((struct policyd_conf *)conf)->store);
 }
 
 /*
@@ -428,6 +450,7 @@ static const struct cfg_key parse_keys[] = {
 	CFG_SUBMAP("launchd", 0, parse_launchd),
 	CFG_OWN("approvald", 0, parse_approvald, parse_approvald_free),
 	CFG_SUBMAP("security_review", 0, parse_review),
+	CFG_OWN("store", 0, parse_store, parse_store_free),
 	CFG_OWN("rollout", 0, parse_roll, NULL),
 	CFG_OWN("orchestrators", 0, parse_orchs, parse_orchs_free),
 	CFG_END

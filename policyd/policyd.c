@@ -235,6 +235,13 @@ policyd_open(void *arg)
 	    entitle_use_reader(pd->ent, store_reader(pd->store), err,
 	    sizeof(err)) == -1)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
+	/* The fleet's database is reached on first use, so a replica
+	 * starts (and refuses compiles) while it is down. */
+	if (pd->conf->store.pg) {
+		pd->fleet = fleet_open(pd->conf->store.conninfo);
+		log_info("store: postgresql, %s, as host %s",
+		    fleet_where_str(pd->fleet), pd->conf->store.host);
+	}
 	if (capability_open(pd, err, sizeof(err)) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
 	policyd_pin(pd);
@@ -276,6 +283,7 @@ policyd_close(void *arg)
 	rollout_close(pd->roll);
 	entitle_close(pd->ent);
 	store_close(pd->store);
+	fleet_close(pd->fleet);
 	sign_key_free(pd->key);
 }
 

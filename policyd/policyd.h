@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "peer.h"
+#include "pg.h"
 #include "policy.h"
 #include "sign.h"
 #include "trace.h"
@@ -82,6 +83,7 @@ struct policyd_conf {
 	char			*approvald_socket;	/* NULL: no approver */
 	uid_t			 approvald_uid;	/* who must listen there */
 	uint32_t		 review_denials;	/* 0: never (store.c) */
+	struct pg_store		 store;		/* backend; never logged */
 	uint32_t		 roll_threshold;	/* thousandths; 0: never */
 	uint32_t		 roll_min_exec;	/* each side, before a halt */
 	/* orchestrators: (orch.c); unset: every peer of the orchestrator
@@ -170,6 +172,82 @@ size_t		 template_active_for(const struct tmpl_registry *,
 		    const struct tmpl *, const char ***out);
 /* The -n -v listing. */
 void		 template_print(const struct tmpl_registry *);
+
+/* ---- fleet.c: what a fleet's replicas share, in PostgreSQL ---- */
+
+struct fleet;
+
+/* What fleet_reserve() found and did. */
+struct fleet_res {
+	char	 tenant[129];	/* the task's binding */
+	char	 user[129];
+	char	 type[129];
+	int64_t	 executions;	/* after this one, if reserved */
+	uint64_t egress_used;	/* by the task's runs before this one */
+};
+
+#define FLEET_RESERVED	1
+#define FLEET_EXHAUSTED	2
+#define FLEET_MISMATCH	3
+
+#define RULE_STORE_UNAVAILABLE	"store-unavailable"
+
+/* Connects on first use, and again after a failure. */
+struct fleet	*fleet_open(const char *conninfo);
+void		 fleet_close(struct fleet *);
+const char	*fleet_where_str(const struct fleet *);
+/*
+ * Bind task t (first use) and count one execution against cap, and with
+ * budget >= 0 grant the run budget less what the task's runs used, in one
+ * committed transaction.  FLEET_RESERVED, FLEET_EXHAUSTED (out->executions
+ * is the count), FLEET_MISMATCH (out names the binding), or -1 with err:
+ * nothing reserved, or not known to be.
+ */
+int		 fleet_reserve(struct fleet *, const Sbx__V1__Task *t,
+		    const char *execution_id, const char *host, uint32_t cap,
+		    int64_t budget, struct fleet_res *out, char *err,
+		    size_t errlen);
+/* A run's spend, now known.  0 or -1 (logged; the run stays counted as
+ * all it was granted). */
+int		 fleet_spent(struct fleet *, const char *execution_id,
+		    uint64_t spent);
+/* A grant (dataset, or an AllowRule's packed bytes), committed. */
+int		 fleet_grant_put(struct fleet *, const char *task_id,
+		    const char *request_id, const char *dataset,
+		    const uint8_t *rule, size_t len, const char *host,
+		    char *err, size_t errlen);
+/* fn(arg, dataset ("" for a rule), rule, len) for each grant of task_id;
+ * fn's nonzero stops.  0 or -1 with err. */
+int		 fleet_grants(struct fleet *, const char *task_id,
+		    int (*fn)(void *, const char *, const uint8_t *, size_t),
+		    void *arg, char *err, size_t errlen);
+
+/* A capability request as the fleet holds it (sbx_cap_requests). */
+struct fleet_req {
+	char	 task_id[129];
+	char	 template[160];
+	int	 status;
+	char	 reason[1024];
+	char	 approver[129];
+	int64_t	 decided_at;
+	char	 hash[65];
+	uint8_t	*body;		/* the packed request; malloc'd */
+	size_t	 body_len;
+};
+
+/* A request policyd recorded, for every replica.  0 or -1 with err. */
+int		 fleet_request_put(struct fleet *, const char *request_id,
+		    const char *task_id, const char *template, int status,
+		    const char *reason, const char *hash, const uint8_t *body,
+		    size_t len, const char *host, char *err, size_t errlen);
+/* 1 found (free out->body), 0 not, -1 with err. */
+int		 fleet_request_get(struct fleet *, const char *request_id,
+		    struct fleet_req *out, char *err, size_t errlen);
+/* Move a PENDING request to status, committed: 1 done, 0 it was not
+ * PENDING (decided elsewhere), -1 with err. */
+int		 fleet_request_decide(struct fleet *, const char *request_id,
+		    int status, const char *reason, const char *approver,
+		    int64_t when, const char *hash, char *err, size_t errlen);
 
 /* ---- store.c ---- */
 
@@ -453,6 +531,7 @@ struct policyd {
 	unsigned char		 prev_pk[32];
 	int			 has_prev;
 	struct store		*store;
+	struct fleet		*fleet;		/* NULL: not in a fleet */
 	struct pin		*pin;		/* template versions' hashes */
 	struct entitle		*ent;
 	struct event_base	*base;

@@ -87,7 +87,8 @@ static const char usage_text[] =
 "       sbxctl template show name[@version]\n"
 "       sbxctl template diff a b\n"
 "       sbxctl audit task-id\n"
-"       sbxctl audit verify\n"
+"       sbxctl audit verify [--fleet [--stale seconds]]\n"
+"       sbxctl audit ship --host name\n"
 "       sbxctl metrics [--prometheus]\n"
 "       sbxctl rollout status [type]\n"
 "       sbxctl rollout promote|halt type\n"
@@ -1081,8 +1082,56 @@ ctl_audit(int argc, char **argv)
 	size_t			 nreps, nev = 0;
 	int			 rc, broken = 0;
 
+	const char		*conninfo = getenv("SBX_STORE_CONNINFO");
+	Sbx__V1__AuditEvent	**fev = NULL;
+	size_t			 nfev = 0;
+
+	/* A fleet (README "Running a fleet"): the chains shipped to its
+	 * database, checked from there; this host's, shipped there. */
+	if (argc >= 3 && strcmp(argv[1], "verify") == 0 &&
+	    strcmp(argv[2], "--fleet") == 0) {
+		long long	 stale = 3600;
+		char		*end;
+
+		if (argc == 5 && strcmp(argv[3], "--stale") == 0) {
+			stale = strtoll(argv[4], &end, 10);
+			if (*end != '\0' || stale < 0)
+				return ctl_usage("--stale takes seconds");
+		} else if (argc != 3)
+			return ctl_usage("audit verify --fleet [--stale "
+			    "seconds]");
+		return fleet_verify(conninfo, stale);
+	}
+	if (argc == 4 && strcmp(argv[1], "ship") == 0 &&
+	    strcmp(argv[2], "--host") == 0) {
+		q.task_id = (char *)"";
+		q.limit = 0;
+		req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+		req.audit_query = &q;
+		rc = ctl_audit_each(&req, SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS,
+		    &reps, &nreps);
+		for (size_t i = 0; i < nreps; i++) {
+			Sbx__V1__AuditRecords	*r = reps[i]->audit_records;
+
+			ev = xreallocarray(ev, nev + r->n_events + 1,
+			    sizeof(*ev));
+			for (size_t k = 0; k < r->n_events; k++)
+				ev[nev++] = r->events[k];
+		}
+		/* What did answer is shipped; a daemon that did not is an
+		 * error all the same. */
+		if (nev > 0) {
+			int	 r2 = fleet_ship(conninfo, argv[3], ev, nev);
+
+			if (rc == SBXCTL_OK)
+				rc = r2;
+		}
+		free(ev);
+		goto done;
+	}
 	if (argc != 2)
-		return ctl_usage("audit takes a task id, or verify");
+		return ctl_usage("audit takes a task id, verify [--fleet], or "
+		    "ship --host name");
 	if (strcmp(argv[1], "verify") == 0) {
 		req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY;
 		req.audit_verify = &v;
@@ -1114,6 +1163,37 @@ ctl_audit(int argc, char **argv)
 		for (size_t k = 0; k < r->n_events; k++)
 			ev[nev++] = r->events[k];
 	}
+	/* In a fleet, every host's shipped records of the task, named
+	 * host/daemon, in place of this host's own (shipped or not yet). */
+	if (conninfo != NULL && *conninfo != '\0') {
+		int	 r2 = fleet_task(conninfo, argv[1], &fev, &nfev);
+
+		if (r2 != SBXCTL_OK)
+			rc = r2;
+		else if (nfev > 0) {
+			size_t	 keep = 0;
+
+			/* This host's records that were shipped are there
+			 * once, under host/daemon. */
+			for (size_t i = 0; i < nev; i++) {
+				int	 dup = 0;
+
+				for (size_t k = 0; k < nfev && !dup; k++)
+					dup = ev[i]->hash.len ==
+					    fev[k]->hash.len &&
+					    ev[i]->hash.len > 0 &&
+					    memcmp(ev[i]->hash.data,
+					    fev[k]->hash.data,
+					    ev[i]->hash.len) == 0;
+				if (!dup)
+					ev[keep++] = ev[i];
+			}
+			nev = keep;
+			ev = xreallocarray(ev, nev + nfev + 1, sizeof(*ev));
+			for (size_t k = 0; k < nfev; k++)
+				ev[nev++] = fev[k];
+		}
+	}
 	if (nev > 0)
 		qsort(ev, nev, sizeof(*ev), ctl_event_cmp);
 	if (rc == SBXCTL_OK || nev > 0)
@@ -1121,6 +1201,7 @@ ctl_audit(int argc, char **argv)
 	if (rc == SBXCTL_OK && nev == 0)
 		log_warnx("no audit records for task %s", argv[1]);
 	free(ev);
+	fleet_task_free(fev, nfev);
  done:
 	for (size_t i = 0; i < nreps; i++)
 		sbx__v1__envelope__free_unpacked(reps[i], NULL);

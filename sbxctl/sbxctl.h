@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sbx/v1/audit.pb-c.h"
 #include "sbx/v1/envelope.pb-c.h"
 
 #define SBXCTL_OK		0
@@ -54,6 +55,14 @@ int		 cmd_request(int argc, char **argv, const char *orch_sock);
 /* render.c */
 int		 cmd_render(int argc, char **argv, const char *state,
 		    const char *orch_sock, int json);
+
+/* fleet.c: the audit chains shipped to a fleet's database */
+int		 fleet_ship(const char *conninfo, const char *host,
+		    Sbx__V1__AuditEvent *const *, size_t);
+int		 fleet_verify(const char *conninfo, int64_t stale);
+int		 fleet_task(const char *conninfo, const char *task_id,
+		    Sbx__V1__AuditEvent ***, size_t *);
+void		 fleet_task_free(Sbx__V1__AuditEvent **, size_t);
 
 /* metrics.c */
 void		 metrics_merge(FILE *, char *const *texts, size_t n);

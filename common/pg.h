@@ -1,0 +1,61 @@
+/*
+ * pg.h: the fleet's PostgreSQL connection (libpq), as policyd and
+ * approvald use it when store.backend is postgresql: one blocking
+ * connection made on first use and remade after a failure, with
+ * synchronous_commit on (a commit is durable when it returns), a
+ * statement timeout, and the daemon's tables created under an advisory
+ * lock (replicas may start together).  The conninfo is never logged: it
+ * is known by its host and dbname alone (pg_where), and a password in it
+ * is refused (libpq's passfile holds one).
+ */
+#ifndef SBX_PG_H
+#define SBX_PG_H
+
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+struct ydoc;
+struct ynode;
+
+/* store: {backend: sqlite | postgresql, conninfo: STRING, host: NAME}. */
+struct pg_store {
+	int	 pg;		/* backend postgresql */
+	char	*conninfo;
+	char	*host;		/* this replica's name in the fleet */
+};
+
+void		 pg_store_parse(struct ydoc *, const struct ynode *,
+		    struct pg_store *);
+void		 pg_store_free(struct pg_store *);
+/* conninfo parses and holds no password.  0 or -1 with err. */
+int		 pg_conninfo_ok(const char *conninfo, char *err,
+		    size_t errlen);
+
+struct pg;
+
+/* schema: SQL run once a process, in a transaction, under the lock. */
+struct pg	*pg_new(const char *conninfo, const char *schema);
+void		 pg_free(struct pg *);
+/* "the fleet database (host H, dbname D)". */
+const char	*pg_where(const struct pg *);
+/* A working connection, idle, made here if need be: 0, or -1 with err. */
+int		 pg_ready(struct pg *, char *err, size_t errlen);
+PGconn		*pg_conn(struct pg *);
+/* pg_ready, then BEGIN; a connection the server dropped while idle is
+ * made again once.  0 or -1 with err. */
+int		 pg_begin(struct pg *, char *err, size_t errlen);
+/* One statement (or several, without parameters).  0 or -1 with err. */
+int		 pg_exec(struct pg *, const char *sql, char *err,
+		    size_t errlen);
+/* PQexecParams, text parameters and results; NULL with err unless the
+ * status is want. */
+PGresult	*pg_query(struct pg *, const char *sql, int n,
+		    const char *const *v, ExecStatusType want, char *err,
+		    size_t errlen);
+/* End a failed transaction, dropping a connection that cannot. */
+void		 pg_rollback(struct pg *);
+/* libpq's last message, one line. */
+const char	*pg_msg(struct pg *);
+
+#endif

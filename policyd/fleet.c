@@ -1,0 +1,444 @@
+/*
+ * fleet.c: the state a fleet of policyd replicas shares, in PostgreSQL
+ * (store: {backend: postgresql} in policyd.yaml).  Each host keeps its
+ * own policyd.db as before -- its audit chain, its batches, its view of
+ * the task -- and this file adds what must hold across hosts: a task's
+ * binding (tenant, user, type), its execution count against
+ * executions_per_task, its egress budget across executions (one row a
+ * run: granted, then spent), and the capability grants a recompile
+ * starts from.
+ *
+ * The invariant: no task gets more executions than its cap, whichever
+ * replicas compile it, and no run is granted egress another run of the
+ * task already holds.  fleet_reserve() does it in one transaction: the
+ * task's row locked (SELECT ... FOR UPDATE), the count raised only by a
+ * conditional UPDATE (executions < cap), the run's egress row inserted,
+ * then COMMIT with synchronous_commit on, before compile.c signs or
+ * replies.  A replica never decides from a count it read outside that
+ * lock.  Fail closed: a database that cannot be reached, or a statement
+ * that fails, refuses the compile or the grant with a clear error; the
+ * next call reconnects, so the daemon recovers when the database does.
+ * A reservation whose local commit then fails stays counted: more,
+ * never less (as store.c counts an unknown spend).
+ *
+ * The calls block the event loop for their round trips; conninfo is
+ * never logged (it may hold a password), only its host and database.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "pg.h"
+#include "util.h"
+#include "policyd.h"
+
+struct fleet {
+	struct pg	*pg;
+};
+
+static const char fleet_schema[] =
+    "CREATE TABLE IF NOT EXISTS sbx_tasks("
+    " task_id text PRIMARY KEY,"
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " type text NOT NULL,"
+    " executions bigint NOT NULL DEFAULT 0 CHECK (executions >= 0),"
+    " created timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE IF NOT EXISTS sbx_egress("
+    " execution_id text PRIMARY KEY,"
+    " task_id text NOT NULL REFERENCES sbx_tasks(task_id),"
+    " host text NOT NULL,"
+    " granted bigint NOT NULL,"
+    " spent bigint);"
+    "CREATE INDEX IF NOT EXISTS sbx_egress_task ON sbx_egress(task_id);"
+    "CREATE TABLE IF NOT EXISTS sbx_grants("
+    " task_id text NOT NULL,"
+    " request_id text NOT NULL,"
+    " dataset text NOT NULL DEFAULT '',"
+    " rule bytea,"
+    " host text NOT NULL,"
+    " created timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (task_id, request_id));"
+    /* Capability requests, so a decision reaches whichever replica
+     * the deciding approvald talks to; status moves from PENDING once. */
+    "CREATE TABLE IF NOT EXISTS sbx_cap_requests("
+    " request_id text PRIMARY KEY,"
+    " task_id text NOT NULL,"
+    " template text NOT NULL,"
+    " status integer NOT NULL,"
+    " reason text NOT NULL DEFAULT '',"
+    " approver text NOT NULL DEFAULT '',"
+    " decided_at bigint NOT NULL DEFAULT 0,"
+    " policy_hash text NOT NULL DEFAULT '',"
+    " request bytea NOT NULL,"
+    " host text NOT NULL);";
+
+static void
+fleet_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+fleet_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+struct fleet *
+fleet_open(const char *conninfo)
+{
+	struct fleet	*f;
+
+	f = xcalloc(1, sizeof(*f));
+	f->pg = pg_new(conninfo, fleet_schema);
+	return f;
+}
+
+void
+fleet_close(struct fleet *f)
+{
+	if (f == NULL)
+		return;
+	pg_free(f->pg);
+	free(f);
+}
+
+const char *
+fleet_where_str(const struct fleet *f)
+{
+	return pg_where(f->pg);
+}
+
+int
+fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
+    const char *execution_id, const char *host, uint32_t cap,
+    int64_t budget, struct fleet_res *out, char *err, size_t errlen)
+{
+	PGresult	*res = NULL;
+	char		 capbuf[16], granted[24];
+	const char	*v[5];
+	int64_t		 used, g;
+
+	memset(out, 0, sizeof(*out));
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	v[0] = t->id;
+	v[1] = t->tenant;
+	v[2] = t->user;
+	v[3] = t->type;
+	if ((res = pg_query(f->pg, "INSERT INTO sbx_tasks(task_id, tenant,"
+	    " usr, type) VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO"
+	    " NOTHING", 4, v, PGRES_COMMAND_OK, err, errlen)) == NULL)
+		goto fail;
+	PQclear(res);
+	/* The row is this transaction's until COMMIT: every replica's
+	 * reservation of the task waits here for the one before it. */
+	if ((res = pg_query(f->pg, "SELECT tenant, usr, type, executions FROM"
+	    " sbx_tasks WHERE task_id = $1 FOR UPDATE", 1, v,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	if (PQntuples(res) != 1) {
+		fleet_err(err, errlen, "%s: task %s: no row", pg_where(f->pg), t->id);
+		goto fail;
+	}
+	snprintf(out->tenant, sizeof(out->tenant), "%s", PQgetvalue(res, 0, 0));
+	snprintf(out->user, sizeof(out->user), "%s", PQgetvalue(res, 0, 1));
+	snprintf(out->type, sizeof(out->type), "%s", PQgetvalue(res, 0, 2));
+	out->executions = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+	PQclear(res);
+	res = NULL;
+	if (strcmp(out->tenant, t->tenant) != 0 ||
+	    strcmp(out->user, t->user) != 0 ||
+	    strcmp(out->type, t->type) != 0) {
+		pg_rollback(f->pg);
+		return FLEET_MISMATCH;
+	}
+	if ((res = pg_query(f->pg, "SELECT coalesce(sum(coalesce(spent,"
+	    " granted)), 0) FROM sbx_egress WHERE task_id = $1", 1, v,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
+		goto fail;
+	used = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	out->egress_used = used < 0 ? 0 : (uint64_t)used;
+	/* Conditional, so the cap holds even were the lock not there. */
+	snprintf(capbuf, sizeof(capbuf), "%u", cap);
+	v[1] = capbuf;
+	if ((res = pg_query(f->pg, "UPDATE sbx_tasks SET executions ="
+	    " executions + 1 WHERE task_id = $1 AND executions < $2::bigint"
+	    " RETURNING executions", 2, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL)
+		goto fail;
+	if (PQntuples(res) != 1) {
+		PQclear(res);
+		pg_rollback(f->pg);
+		return FLEET_EXHAUSTED;
+	}
+	out->executions = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	if (budget >= 0) {
+		g = (int64_t)out->egress_used >= budget ? 0 :
+		    budget - (int64_t)out->egress_used;
+		snprintf(granted, sizeof(granted), "%lld", (long long)g);
+		v[0] = execution_id;
+		v[1] = t->id;
+		v[2] = host;
+		v[3] = granted;
+		if ((res = pg_query(f->pg, "INSERT INTO sbx_egress(execution_id,"
+		    " task_id, host, granted) VALUES ($1, $2, $3,"
+		    " $4::bigint)", 4, v, PGRES_COMMAND_OK, err,
+		    errlen)) == NULL)
+			goto fail;
+		PQclear(res);
+	}
+	res = NULL;
+	/* synchronous_commit is on: durable when COMMIT returns. */
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
+		goto fail;
+	return FLEET_RESERVED;
+fail:
+	PQclear(res);
+	pg_rollback(f->pg);
+	return -1;
+}
+
+int
+fleet_spent(struct fleet *f, const char *execution_id, uint64_t spent)
+{
+	PGresult	*res;
+	char		 buf[24], err[512];
+	const char	*v[2];
+
+	if (pg_ready(f->pg, err, sizeof(err)) == -1) {
+		log_warnx("execution %s: spend not shipped: %s", execution_id,
+		    err);
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(spent >
+	    INT64_MAX ? INT64_MAX : spent));
+	v[0] = execution_id;
+	v[1] = buf;
+	/* Only ever lowers a run's count to what it sent: a replayed or
+	 * late report cannot raise another's budget. */
+	if ((res = pg_query(f->pg, "UPDATE sbx_egress SET spent ="
+	    " least(granted, $2::bigint) WHERE execution_id = $1 AND spent"
+	    " IS NULL", 2, v, PGRES_COMMAND_OK, err, sizeof(err))) == NULL) {
+		log_warnx("execution %s: spend not shipped: %s", execution_id,
+		    err);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_grant_put(struct fleet *f, const char *task_id,
+    const char *request_id, const char *dataset, const uint8_t *rule,
+    size_t len, const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[5];
+	int		 lens[5] = { 0, 0, 0, 0, 0 };
+	int		 fmts[5] = { 0, 0, 0, 1, 0 };
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	v[0] = task_id;
+	v[1] = request_id;
+	v[2] = dataset != NULL ? dataset : "";
+	v[3] = (const char *)rule;
+	lens[3] = (int)len;
+	v[4] = host;
+	/* One statement: committed, durably, when it returns. */
+	res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_grants(task_id,"
+	    " request_id, dataset, rule, host) VALUES ($1, $2, $3,"
+	    " $4::bytea, $5) ON CONFLICT (task_id, request_id) DO NOTHING",
+	    5, NULL, v, lens, fmts, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg), pg_msg(f->pg));
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_grants(struct fleet *f, const char *task_id,
+    int (*fn)(void *, const char *, const uint8_t *, size_t), void *arg,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[1] = { task_id };
+	int		 i, rc = 0;
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	/* Binary results: the rule is the AllowRule's packed bytes. */
+	res = PQexecParams(pg_conn(f->pg), "SELECT dataset, rule FROM sbx_grants"
+	    " WHERE task_id = $1 ORDER BY request_id", 1, NULL, v, NULL,
+	    NULL, 1);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg), pg_msg(f->pg));
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	for (i = 0; i < PQntuples(res) && rc == 0; i++) {
+		char	*ds;
+		int	 dl = PQgetlength(res, i, 0);
+
+		ds = xmalloc((size_t)dl + 1);
+		memcpy(ds, PQgetvalue(res, i, 0), (size_t)dl);
+		ds[dl] = '\0';
+		if (PQgetisnull(res, i, 1))
+			rc = fn(arg, ds, NULL, 0);
+		else
+			rc = fn(arg, ds, (const uint8_t *)PQgetvalue(res, i, 1),
+			    (size_t)PQgetlength(res, i, 1));
+		free(ds);
+	}
+	if (rc != 0)
+		fleet_err(err, errlen, "%s: a grant of task %s does not "
+		    "decode", pg_where(f->pg), task_id);
+	PQclear(res);
+	return rc == 0 ? 0 : -1;
+}
+
+int
+fleet_request_put(struct fleet *f, const char *request_id,
+    const char *task_id, const char *template, int status,
+    const char *reason, const char *hash, const uint8_t *body, size_t len,
+    const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 st[16], when[24];
+	const char	*v[9];
+	int		 lens[9] = { 0 }, fmts[9] = { 0 };
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(when, sizeof(when), "%lld", (long long)(status ==
+	    SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING ? 0 : now_s()));
+	v[0] = request_id;
+	v[1] = task_id;
+	v[2] = template;
+	v[3] = st;
+	v[4] = reason;
+	v[5] = when;
+	v[6] = hash;
+	v[7] = (const char *)body;
+	lens[7] = (int)len;
+	fmts[7] = 1;
+	v[8] = host;
+	res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_cap_requests("
+	    "request_id, task_id, template, status, reason, decided_at,"
+	    " policy_hash, request, host) VALUES ($1, $2, $3, $4::integer,"
+	    " $5, $6::bigint, $7, $8::bytea, $9)", 9, NULL, v, lens, fmts, 0);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
+		    pg_msg(f->pg));
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_request_get(struct fleet *f, const char *request_id,
+    struct fleet_req *out, char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[1] = { request_id };
+	int		 n;
+
+	memset(out, 0, sizeof(*out));
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	/* Binary results: the integers in network order. */
+	res = PQexecParams(pg_conn(f->pg), "SELECT task_id, template,"
+	    " status::text, reason, approver, decided_at::text, policy_hash,"
+	    " request FROM sbx_cap_requests WHERE request_id = $1", 1, NULL,
+	    v, NULL, NULL, 1);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
+		    pg_msg(f->pg));
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
+	}
+	if ((n = PQntuples(res)) == 1) {
+		char	 buf[32];
+
+#define FLEET_COPY(dst, col) do {					\
+	int	 l_ = PQgetlength(res, 0, (col));			\
+	if ((size_t)l_ >= sizeof(dst))					\
+		l_ = (int)sizeof(dst) - 1;				\
+	memcpy((dst), PQgetvalue(res, 0, (col)), (size_t)l_);		\
+	(dst)[l_] = '\0';						\
+} while (0)
+		FLEET_COPY(out->task_id, 0);
+		FLEET_COPY(out->template, 1);
+		FLEET_COPY(buf, 2);
+		out->status = (int)strtol(buf, NULL, 10);
+		FLEET_COPY(out->reason, 3);
+		FLEET_COPY(out->approver, 4);
+		FLEET_COPY(buf, 5);
+		out->decided_at = strtoll(buf, NULL, 10);
+		FLEET_COPY(out->hash, 6);
+#undef FLEET_COPY
+		out->body_len = (size_t)PQgetlength(res, 0, 7);
+		out->body = xmalloc(out->body_len + 1);
+		memcpy(out->body, PQgetvalue(res, 0, 7), out->body_len);
+	}
+	PQclear(res);
+	return n == 1 ? 1 : 0;
+}
+
+int
+fleet_request_decide(struct fleet *f, const char *request_id, int status,
+    const char *reason, const char *approver, int64_t when,
+    const char *hash, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 st[16], pend[16], w[24];
+	const char	*v[7];
+	int		 n;
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	snprintf(st, sizeof(st), "%d", status);
+	snprintf(pend, sizeof(pend), "%d",
+	    SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING);
+	snprintf(w, sizeof(w), "%lld", (long long)when);
+	v[0] = request_id;
+	v[1] = st;
+	v[2] = reason;
+	v[3] = approver;
+	v[4] = w;
+	v[5] = hash;
+	v[6] = pend;
+	/* The one place a request leaves PENDING, whichever replica asks:
+	 * two approvers at two hosts cannot both decide it. */
+	if ((res = pg_query(f->pg, "UPDATE sbx_cap_requests SET status ="
+	    " $2::integer, reason = $3, approver = $4, decided_at ="
+	    " $5::bigint, policy_hash = $6 WHERE request_id = $1 AND status"
+	    " = $7::integer", 7, v, PGRES_COMMAND_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	n = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return n == 1 ? 1 : 0;
+}
