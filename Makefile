@@ -439,7 +439,8 @@ test-spec: $(B)/bin/probe $(B)/bin/mkspec
 # launchd-sbx through its sockets with runc (and runsc when present); root.
 .PHONY: test-launch
 # sbx-init runs inside the sandbox, so always the static one from build/bin.
-test-launch: $(B)/bin/launchd-sbx $(B)/bin/launchclient $(B)/bin/probe \
+test-launch: $(B)/bin/launchd-sbx $(B)/bin/sbx-monitor $(B)/bin/launchclient \
+    $(B)/bin/probe \
     $(B)/bin/gated $(B)/bin/egressd $(B)/bin/egressclient $(B)/bin/sbx-init
 	@tests/record launch$(SUITE_SFX) env SBX_INIT=$(CURDIR)/build/bin/sbx-init \
 	    tests/launch/run $(B)/bin

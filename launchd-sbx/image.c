@@ -7,7 +7,7 @@
  * state_dir/cache/<hex>/rootfs (umoci, or tar for a single-layer image
  * without a ref name), every mount point the spec needs is created in it,
  * and the directory is renamed into place, so a cache entry exists only
- * complete.  The rootfs is mounted read-only and shared between
+ * complete; a rootfs holding a FIFO or a socket is refused.  The rootfs is mounted read-only and shared between
  * executions: the mount points exist so the runtime never writes into it.
  * The launcher unpacks as its own user when it is not root (umoci
  * --rootless, tar --no-same-owner): the files are then the launcher's,
@@ -28,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -311,6 +312,49 @@ image_mountpoints_make(const char *rootfs, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * A FIFO or a socket in a rootfs that sandboxes share would be a channel
+ * between them: a FIFO on a read-only mount still opens for writing, and
+ * a pool entry's runsc opens host FIFOs (mon_ops.c).  Such an image is
+ * refused; device nodes are left to the device cgroup and gVisor.  nftw
+ * has no argument for its callback: the child is single-threaded.
+ */
+static char	image_special_path[PATH_MAX];
+static size_t	image_special_root;
+
+static int
+image_special_cb(const char *path, const struct stat *st, int flag,
+    struct FTW *ftw)
+{
+	(void)flag;
+	(void)ftw;
+	if (!S_ISFIFO(st->st_mode) && !S_ISSOCK(st->st_mode))
+		return 0;
+	bufprintf(image_special_path, sizeof(image_special_path), "%s%s",
+	    path[image_special_root] == '/' ? "" : "/",
+	    path + image_special_root);
+	return S_ISFIFO(st->st_mode) ? 1 : 2;
+}
+
+static int
+image_no_special(const char *rootfs, char *err, size_t errlen)
+{
+	int	 rc;
+
+	image_special_root = strlen(rootfs);
+	if ((rc = nftw(rootfs, image_special_cb, 32, FTW_PHYS | FTW_MOUNT)) ==
+	    0)
+		return 0;
+	if (rc == -1)
+		bufprintf(err, errlen, "image: reading %s: %s", rootfs,
+		    strerror(errno));
+	else
+		bufprintf(err, errlen, "image: %s is a %s, a channel between "
+		    "the sandboxes that share the image", image_special_path,
+		    rc == 1 ? "FIFO" : "socket");
+	return -1;
+}
+
 static int
 image_unpack(struct launchd *ld, const char *layout, const char *hex,
     const json_t *manifest, const char *cache, char *err, size_t errlen)
@@ -367,7 +411,8 @@ image_unpack(struct launchd *ld, const char *layout, const char *hex,
 			goto bad;
 		}
 	}
-	if (image_mountpoints_make(rootfs, err, errlen) == -1)
+	if (image_mountpoints_make(rootfs, err, errlen) == -1 ||
+	    image_no_special(rootfs, err, errlen) == -1)
 		goto bad;
 	if (rename(tmp, cache) == -1) {
 		bufprintf(err, errlen, "rename %s: %s", cache, strerror(errno));
@@ -406,8 +451,10 @@ image_child(struct launchd *ld, const char *hex, int fd)
 		if (image_unpack(ld, layout, hex, m, cache, err,
 		    sizeof(err)) == -1)
 			goto out;
-	} else if (image_mountpoints_make(rootfs, err, sizeof(err)) == -1) {
-		/* A cache from an older version may lack a mount point. */
+	} else if (image_mountpoints_make(rootfs, err, sizeof(err)) == -1 ||
+	    image_no_special(rootfs, err, sizeof(err)) == -1) {
+		/* A cache from an older version may lack a mount point, and
+		 * was not checked for FIFOs. */
 		goto out;
 	}
 	rc = 0;

@@ -692,12 +692,20 @@ mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	const struct mon_cmd	*r = a->body;
 	const struct mon_tier	*t = &m->tiers[s->tier];
 	char			 bundle[PATH_MAX], pidf[PATH_MAX];
-	const char *const	 create[] = { "create", "--bundle", bundle,
-	    "--pid-file", pidf, s->id, NULL };
+	/*
+	 * A pool entry's sbx-init opens its assignment FIFO in run/, which
+	 * runsc's gofer refuses (EPERM) unless told to open host FIFOs:
+	 * only a pool entry's create is told so (create, not create + 1).
+	 * Its mounts hold no host FIFO but its own: SEAL allows only files
+	 * and directories in /in and /code, image.c refuses a rootfs with
+	 * one, and a FIFO it makes in /scratch is its own.
+	 */
+	const char *const	 create[] = { "--host-fifo=open", "create",
+	    "--bundle", bundle, "--pid-file", pidf, s->id, NULL };
 	const char *const	 start[] = { "start", s->id, NULL };
 	const char *const	 killw[] = { "kill", "--all", s->id, "KILL", NULL };
 	const char *const	 del[] = { "delete", "--force", s->id, NULL };
-	const char *const	*words[] = { NULL, create, start, killw, del };
+	const char *const	*words[] = { NULL, create + 1, start, killw, del };
 	const char *const	*w;
 	struct mon_run		*run = NULL;
 	struct stat		 st;
@@ -721,14 +729,16 @@ mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		    "running", s->id, MON_CMDS_MAX);
 	mon_fmt(bundle, sizeof(bundle), "%s/x-%s", m->rundir, s->id);
 	mon_fmt(pidf, sizeof(pidf), "%s/pid", bundle);
-	w = words[r->verb];	/* monitor.c's table let only these through */
+	/* monitor.c's table let only these verbs through */
+	w = r->verb == MON_CREATE && (s->state & ST_POOL) &&
+	    t->flavor == SPEC_RUNSC ? create : words[r->verb];
 	if ((pid = mon_spawn(m, r->tier, w, a->nfds == 2 ? a->fds[0] : -1,
 	    a->nfds == 2 ? a->fds[1] : -1, r->nice)) == -1)
 		return mon_err(a, errno, "CMD %s: fork", s->id);
 	*run = (struct mon_run){ .pid = pid, .verb = r->verb,
 	    .slot = (size_t)(s - m->slots), .gen = s->gen,
 	    .deadline = mon_now() + CMD_NS };
-	log_debug("%s %s: %s pid %ld", w[0], s->id, t->path, (long)pid);
+	log_debug("%s %s: %s pid %ld", w[w == create], s->id, t->path, (long)pid);
 	a->value = pid;
 	return MON_ANSWERED;
 }

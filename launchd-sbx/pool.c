@@ -30,8 +30,13 @@
  * the policy's identity (name, version, hash) is not in a pooled spec: its
  * annotations name the pool entry and key instead, and the audit record
  * of the launch ties the execution and its policy hash to that entry.
- * Pool entries exist only for runc-flavoured runtimes (runsc's gofer
- * serves a bind mount as it was at create time).
+ * Entries exist for runc and runsc.  Under runsc the staging is served
+ * by its gofer, which revalidates bind mounts (--file-access-mounts's
+ * default, shared), so what a launch stages after the create is what
+ * the sandbox sees; but the gofer refuses to open a host FIFO (EPERM)
+ * unless runsc runs with --host-fifo=open, which the monitor adds to a
+ * pool entry's create alone (mon_ops.c says why that opens nothing
+ * else).
  *
  * Keys are configured (pool.keys), or, with only a global pool.size,
  * learned: a launch that finds no key teaches its own (image, tier and
@@ -416,7 +421,7 @@ pool_fill(struct launchd *ld)
 	}
 }
 
-/* Pool entries only for an available runc-flavoured runtime. */
+/* Pool entries only for an available runc or runsc runtime. */
 static int
 pool_tier_ok(const struct launchd *ld, int tier)
 {
@@ -425,7 +430,8 @@ pool_tier_ok(const struct launchd *ld, int tier)
 	if (tier <= 0 || tier >= LAUNCHD_NTIERS)
 		return 0;
 	rt = &ld->conf->runtimes[tier];
-	return rt->path != NULL && rt->available && rt->flavor == SPEC_RUNC;
+	return rt->path != NULL && rt->available &&
+	    (rt->flavor == SPEC_RUNC || rt->flavor == SPEC_RUNSC);
 }
 
 void

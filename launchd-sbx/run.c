@@ -383,8 +383,8 @@ run_stage(struct run *r, const char **rule, char *err, size_t errlen)
 }
 
 /*
- * Start a pool entry: its sbx-init waits in open(2) on run/argv, a FIFO.
- * Written in one go: NUL-terminated strings, NAME=VALUE entries, an empty
+ * Start a pool entry: its sbx-init waits in open(2) on run/argv, a FIFO,
+ * which is unlinked once open.  Written in one go: NUL-terminated strings, NAME=VALUE entries, an empty
  * string, then the argv (sbx-init -a).  Returns 0, 1 when sbx-init is not
  * reading yet (try again), -1 on an error (errno).
  */
@@ -407,6 +407,13 @@ run_write_argv(struct run *r)
 		free(buf);
 		return errno == ENXIO ? 1 : -1;
 	}
+	/*
+	 * sbx-init has it open: the name goes before the program can exist,
+	 * or a program that opens every file under /run (a secrets scan)
+	 * would block on the FIFO for good.  run/ is still ours.
+	 */
+	if (unlink(path) == -1)
+		log_warn("pool entry %s: unlink %s", r->id, path);
 	/* Under PIPE_BUF (ids are short names): one atomic write. */
 	w = write(fd, buf, (size_t)n);
 	free(buf);
