@@ -107,6 +107,7 @@ LAUNCHD_SRCS += launchd-sbx/client.c
 LAUNCHD_SRCS += launchd-sbx/egress_client.c
 LAUNCHD_SRCS += launchd-sbx/gate_client.c
 LAUNCHD_SRCS += launchd-sbx/mon_client.c
+LAUNCHD_SRCS += launchd-sbx/microvm.c
 
 # sbx-monitor: launchd-sbx's root half (launchd-sbx/monitor.h).  It links
 # libc alone -- these sources and no -l, no library archive -- so a call
@@ -190,6 +191,7 @@ LAUNCHD_LIB_SRCS += launchd-sbx/seccomp.c
 LAUNCHD_LIB_SRCS += launchd-sbx/jsonw.c
 LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
 LAUNCHD_LIB_SRCS += launchd-sbx/mon_client.c
+LAUNCHD_LIB_SRCS += launchd-sbx/microvm.c
 
 # brokerd's modules without main(), for unit tests.
 BROKERD_LIB_SRCS = $(filter-out brokerd/brokerd.c,$(BROKERD_SRCS))
@@ -282,9 +284,11 @@ $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMO
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The microvm tier reads the guest's output archive with libarchive.
+LAUNCHD_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null)
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
 
 $(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
 	@mkdir -p $(dir $@)
@@ -325,6 +329,7 @@ TESTLIB_launchd_parse = $(B)/lib/liblaunchd.a
 TESTLIB_mon_client    = $(B)/lib/liblaunchd.a
 TESTLIB_spec          = $(B)/lib/liblaunchd.a
 TESTLIB_spec_golden   = $(B)/lib/liblaunchd.a
+TESTLIB_microvm       = $(B)/lib/liblaunchd.a
 TESTLIB_brokerd       = $(B)/lib/libbrokerd.a
 TESTLIB_approvald     = $(B)/lib/libapprovald.a
 TESTLIB_decide        = $(B)/lib/libegressd.a
