@@ -208,7 +208,7 @@ EGRESSD_LIB_SRCS = $(filter-out egressd/egressd.c,$(EGRESSD_SRCS))
 
 .PHONY: vectors all deps test test-suites test-unit test-golden test-scenario test-denial test-san bench fuzz \
         up down demo install clean proto image
-all: $(addprefix $(B)/bin/,$(PROGS)) $(B)/tests/spec_libc
+all: $(addprefix $(B)/bin/,$(PROGS)) $(B)/tests/spec_libc $(B)/bin/sbx-vminit
 
 proto: $(PB_C)
 
@@ -313,6 +313,21 @@ $(B)/bin/sbx-init: sbx-init/sbx-init.c common/version.h
 	@mkdir -p $(dir $@)
 	$(CC) $(SBXINIT_CFLAGS) $(SBXINIT_LDFLAGS) -o $@ sbx-init/sbx-init.c
 
+# sbx-vminit: PID 1 of a microvm guest (its initramfs's /init), static
+# like sbx-init and for the same reason; never sanitized (it runs in the
+# guest, whose kernel has no sanitizer runtime to offer it).
+$(B)/bin/sbx-vminit: sbx-init/guest.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ sbx-init/guest.c
+
+# ---- the microvm tier's kernel and initramfs (deploy/microvm/build) ------
+# Debian's cloud kernel, unpacked under build/vm (never installed into the
+# host's /boot), and an initramfs of sbx-vminit, sbx-init and the virtio
+# modules, made reproducibly.
+vm: build/vm/initrd.img
+build/vm/initrd.img: build/bin/sbx-vminit build/bin/sbx-init deploy/microvm/build
+	@deploy/microvm/build $(CURDIR)/build/vm build/bin/sbx-vminit build/bin/sbx-init
+
 # ---- tests ---------------------------------------------------------------
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(wildcard tests/unit/*_test.c))
 
@@ -361,6 +376,11 @@ $(B)/bin/frameprobe: $(call obj,tests/scenario/frameprobe.c) $(LIBCOMMON)
 $(B)/bin/probe: tests/probe/probe.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ $<
+
+TEST_HELPERS += $(B)/bin/vmrun
+$(B)/bin/vmrun: $(call obj,tests/microvm/vmrun.c) $(B)/lib/liblaunchd.a $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
 
 $(B)/bin/mkspec: $(call obj,tests/probe/mkspec.c) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)

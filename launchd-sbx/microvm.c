@@ -273,8 +273,8 @@ microvm_argv(const struct microvm_params *p, char **av, char *buf,
 		 */
 		microvm_add(&a, "-netdev");
 		microvm_add(&a, "user,id=net0,restrict=on,ipv6=off,net=%s,"
-		    "host=%s,dns=0.0.0.0,guestfwd=tcp:%s:%d-cmd:%s "
-		    "STDIO UNIX-CONNECT:%s", MICROVM_NET, MICROVM_HOST,
+		    "host=%s,dns=%s,guestfwd=tcp:%s:%d-cmd:%s "
+		    "STDIO UNIX-CONNECT:%s", MICROVM_NET, MICROVM_HOST, MICROVM_DNS,
 		    MICROVM_PROXY, MICROVM_PROXY_PORT, p->fwd,
 		    p->egress_sock);
 		microvm_add(&a, "-device");

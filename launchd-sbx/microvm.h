@@ -19,6 +19,7 @@ enum microvm_accel {
 /* The guest's fixed addresses (QEMU user networking, restrict=on). */
 #define MICROVM_NET		"10.0.2.0/24"
 #define MICROVM_HOST		"10.0.2.2"
+#define MICROVM_DNS		"10.0.2.3"	/* unanswered: restrict=on */
 #define MICROVM_GUEST		"10.0.2.15"
 #define MICROVM_PROXY		"10.0.2.100"
 #define MICROVM_PROXY_PORT	3128

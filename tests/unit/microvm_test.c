@@ -472,7 +472,7 @@ Test(microvm, argv_one_restricted_nic)
 	cr_assert(argv_has(av, "user,id=net0,restrict=on,"));
 	cr_assert(argv_has(av, "guestfwd=tcp:10.0.2.100:3128-cmd:"
 	    "/usr/bin/socat STDIO UNIX-CONNECT:/run/sbx/x/egress.sock"));
-	cr_assert(argv_has(av, "dns=0.0.0.0"));
+	cr_assert(argv_has(av, "dns=10.0.2.3,"));
 	cr_assert(!argv_has(av, "hostfwd"));
 	/* No directory shared with the host, no monitor, no stdio. */
 	cr_assert(!argv_has(av, "9p"));
