@@ -240,12 +240,17 @@ microvm_argv(const struct microvm_params *p, char **av, char *buf,
 	microvm_add(&a, "%u", cpus);
 	microvm_add(&a, "-m");
 	microvm_add(&a, "%u", p->memory_mb);
-	/* seccomp on QEMU itself; spawn stays allowed for the guestfwd
-	 * forwarder alone (the guest cannot name what it runs). */
+	/*
+	 * seccomp on QEMU itself.  With a NIC, spawn stays allowed for the
+	 * guestfwd forwarder alone (the guest cannot name what it runs),
+	 * and so does elevateprivileges: the forwarder inherits the filter,
+	 * and socat dies under it.  QEMU runs unprivileged with
+	 * no_new_privs either way, so it has nothing to elevate to.
+	 */
 	microvm_add(&a, "-sandbox");
-	microvm_add(&a, "on,obsolete=deny,elevateprivileges=deny,"
-	    "spawn=%s,resourcecontrol=deny",
-	    p->egress_sock != NULL ? "allow" : "deny");
+	microvm_add(&a, "on,obsolete=deny,resourcecontrol=deny,%s",
+	    p->egress_sock != NULL ? "spawn=allow" :
+	    "elevateprivileges=deny,spawn=deny");
 	microvm_add(&a, "-kernel");
 	microvm_add(&a, "%s", p->kernel);
 	microvm_add(&a, "-initrd");

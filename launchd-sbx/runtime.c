@@ -298,9 +298,22 @@ runtime_check(struct launchd *ld)
 			    parse_tier_name(t), rt->path);
 			continue;
 		}
-		if (t == SBX__V1__ISOLATION__ISOLATION_MICROVM &&
-		    runtime_check_vm(rt) == -1)
+		if (t == SBX__V1__ISOLATION__ISOLATION_MICROVM) {
+			if (runtime_check_vm(rt) == -1)
+				continue;
+			/*
+			 * Its kernel, initramfs and accelerator pass; the
+			 * launch path (images by descriptor, QEMU through
+			 * the monitor, the archive into scratch) is not in
+			 * run.c yet, so the tier stays refused rather than
+			 * handed to the OCI path it does not fit.
+			 */
+			log_warnx("tier microvm unavailable: %s, accel %s: "
+			    "checked, but launches through launchd-sbx are "
+			    "not built yet", rt->path,
+			    microvm_accel_name(rt->accel));
 			continue;
+		}
 		/* Without it runsc ignores the spec's seccomp profile
 		 * without a word: the tier would not enforce the policy. */
 		if (rt->flavor == SPEC_RUNSC) {

@@ -508,7 +508,7 @@ Test(microvm, argv_no_network_no_nic)
 	    sizeof(err)), 0, "%s", err);
 	cr_assert_eq(argv_count(av, "-netdev"), 0);
 	cr_assert(!argv_has(av, "virtio-net"));
-	cr_assert(argv_has(av, "spawn=deny"));
+	cr_assert(argv_has(av, "elevateprivileges=deny,spawn=deny"));
 	cr_assert(argv_has(av, "sbx.net=0"));
 }
 
