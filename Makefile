@@ -705,6 +705,13 @@ bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 	@bench/run $(CURDIR)/$(B)/bin
 	@bench/run_egress $(CURDIR)/$(B)/bin
 	@bench/load_bench $(CURDIR)/$(B)/bin
+	@$(MAKE) --no-print-directory bench-microvm
+
+# The microvm tier's boot-to-code and worked-example times (bench/README.md).
+.PHONY: bench-microvm
+bench-microvm: build/bin/vmrun build/vm/initrd.img
+	@bench/run_microvm build/bin build/vm build/images/py-analytics \
+	    $$(sed -n 's/.*@//p' build/images/py-analytics.ref)
 
 # ---- running the daemons on the embedded default ---------------------------
 # As root the sandbox needs its pinned image: build it once if missing.

@@ -330,7 +330,7 @@ Test(microvm, refuses_total_over_limit)
 Test(microvm, refuses_too_many_files)
 {
 	struct tar	 t;
-	char		 name[16];
+	char		 name[32];
 
 	tar_open(&t);
 	for (int i = 0; i < 5; i++) {
