@@ -75,10 +75,12 @@ int	 microvm_accel_check(int accel, const char *kvm_dev, char *err,
 int	 microvm_argv(const struct microvm_params *, char **av, char *buf,
 	    size_t buflen, char *err, size_t errlen);
 /*
- * mke2fs's argument vector for a reproducible read-only ext4 image of
- * dir at img (size_mb): fixed UUID and hash seed, root-owned, with the
- * time taken from E2FSPROGS_FAKE_TIME (microvm_mkfs_env).  The host
- * never mounts it; the guest mounts it read-only.
+ * mke2fs's argument vector for a read-only ext4 image of dir at img
+ * (size_mb), the inputs' or the code's: fixed UUID and hash seed,
+ * root-owned, the file system's own times from E2FSPROGS_FAKE_TIME (the
+ * files' ctimes still vary: e2fsprogs 1.47.0 copies them; the root image,
+ * cached by digest, is erofs for that reason: deploy/microvm/rootfs).
+ * The host never mounts it; the guest mounts it read-only.
  */
 int	 microvm_mkfs_argv(const char *mke2fs, const char *dir,
 	    const char *img, uint32_t size_mb, char **av, char *buf,

@@ -2,8 +2,8 @@
  * guest.c: sbx-vminit, PID 1 of a microvm tier guest (the initramfs's
  * /init).  It loads the few virtio modules the Debian cloud kernel builds
  * as modules (finit_module, from the initramfs), mounts the image's root
- * file system, the inputs and the code from their read-only block devices
- * (vda, vdb, vdc), a tmpfs of the policy's size at /scratch (noexec,
+ * file system (erofs), the inputs and the code (ext4) from their read-only
+ * block devices (vda, vdb, vdc), a tmpfs of the policy's size at /scratch (noexec,
  * nosuid, nodev), limits pids with a cgroup of its own, gives the one NIC
  * an address on QEMU's restricted user network with no default route,
  * and runs sbx-init in the new root as uid 65534 with no_new_privs,
@@ -53,7 +53,7 @@
 /* In dependency order; a module built in is simply absent. */
 static const char *const vm_modules[] = {
 	"virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "failover",
-	"net_failover", "virtio_net", NULL
+	"net_failover", "virtio_net", "libcrc32c", "erofs", NULL
 };
 
 struct vm_args {
@@ -455,8 +455,7 @@ main(void)
 	if ((out = open("/dev/vdd", O_WRONLY | O_CLOEXEC)) == -1)
 		vm_fatal("/dev/vdd: %s", strerror(errno));
 
-	vm_mount("/dev/vda", VM_ROOT, "ext4", MS_RDONLY | MS_NODEV,
-	    "noload");
+	vm_mount("/dev/vda", VM_ROOT, "erofs", MS_RDONLY | MS_NODEV, NULL);
 	vm_mount("/dev/vdb", VM_ROOT "/in", "ext4",
 	    MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload");
 	vm_mount("/dev/vdc", VM_ROOT "/code", "ext4",
