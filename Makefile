@@ -643,6 +643,7 @@ FUZZ_TARGETS += http_fuzz
 FUZZ_TARGETS += http_resp_fuzz
 FUZZ_TARGETS += release_fuzz
 FUZZ_TARGETS += forward_fuzz
+FUZZ_TARGETS += vmout_fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
 build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
@@ -683,6 +684,12 @@ build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(GATED_CFLAGS) \
 	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS)
+
+# The microvm tier's output archive, as a guest writes it: microvm.c.
+build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+	@mkdir -p $(dir $@)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
+	  -o $@ $< launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(LAUNCHD_LIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \
