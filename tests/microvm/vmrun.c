@@ -13,6 +13,7 @@
  */
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -216,7 +217,8 @@ main(int argc, char *argv[])
 	if ((pid = fork()) == -1)
 		return 1;
 	if (pid == 0) {
-		int	 null = open("/dev/null", O_RDWR);
+		struct rlimit	 rl;
+		int		 null = open("/dev/null", O_RDWR);
 
 		dup2(null, 0);
 		dup2(null, 1);
@@ -229,7 +231,16 @@ main(int argc, char *argv[])
 		    setgroups(0, NULL) == -1 || setgid(VMRUN_NOBODY) == -1 ||
 		    setuid(VMRUN_NOBODY) == -1))
 			_exit(126);
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		/*
+		 * A guest that is root in its kernel can write to its serial
+		 * console without end: QEMU writes no file larger than the
+		 * output device (the console log is cut there, EFBIG, not
+		 * killed with SIGXFSZ).
+		 */
+		rl.rlim_cur = rl.rlim_max = (rlim_t)VMRUN_OUT_MB << 20;
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) == -1 ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 			_exit(126);
 		execv(av[0], av);
 		_exit(127);
