@@ -449,6 +449,8 @@ main(void)
 	vm_parse_cmdline(&a);
 	vm_modules_load();
 	vm_wait_dev("/dev/vda");
+	vm_wait_dev("/dev/vdb");
+	vm_wait_dev("/dev/vdc");
 	vm_wait_dev("/dev/vdd");
 	vm_cgroup(a.pids);
 	vm_net(a.net);
