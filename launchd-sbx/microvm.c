@@ -35,7 +35,7 @@
 
 /* Fixed so that the same tree gives the same image, byte for byte. */
 #define MICROVM_FS_UUID		"5b1c2a1e-0000-4000-8000-000000000516"
-#define MICROVM_FS_SEED		"5b1c2a1e-0000-4000-8000-000000000517"
+#define MICROVM_FS_TIME		"1767225600"	/* 2026-01-01 */
 
 int
 microvm_accel_parse(const char *s)
@@ -293,33 +293,25 @@ microvm_argv(const struct microvm_params *p, char **av, char *buf,
 }
 
 int
-microvm_mkfs_argv(const char *mke2fs, const char *dir, const char *img,
-    uint32_t size_mb, char **av, char *buf, size_t buflen)
+microvm_mkfs_argv(const char *mkfs, const char *dir, const char *img,
+    char **av, char *buf, size_t buflen)
 {
 	struct microvm_av	 a = { av, 0, buf, buflen, 0, 0 };
 
-	if (size_mb == 0 || dir == NULL || img == NULL)
+	if (mkfs == NULL || dir == NULL || img == NULL)
 		return -1;
-	microvm_add(&a, "%s", mke2fs);
-	microvm_add(&a, "-q");
-	microvm_add(&a, "-F");
-	microvm_add(&a, "-t");
-	microvm_add(&a, "ext4");
-	/* No journal (read-only), no lazy init (the host writes it all
-	 * now, the guest writes nothing), fixed identity and seed. */
-	microvm_add(&a, "-O");
-	microvm_add(&a, "^has_journal,^metadata_csum_seed");
-	microvm_add(&a, "-E");
-	microvm_add(&a, "root_owner=0:0,lazy_itable_init=0,"
-	    "lazy_journal_init=0,hash_seed=%s", MICROVM_FS_SEED);
+	microvm_add(&a, "%s", mkfs);
+	microvm_add(&a, "--quiet");
+	/* Every inode's time and owner fixed, the UUID too: the same tree
+	 * gives the same bytes, and the guest sees no lost+found (unlike an
+	 * ext4 image), as the other tiers' /in and /code have none. */
+	microvm_add(&a, "-T");
+	microvm_add(&a, "%s", MICROVM_FS_TIME);
+	microvm_add(&a, "--all-root");
 	microvm_add(&a, "-U");
 	microvm_add(&a, "%s", MICROVM_FS_UUID);
-	microvm_add(&a, "-L");
-	microvm_add(&a, "sbx");
-	microvm_add(&a, "-d");
-	microvm_add(&a, "%s", dir);
 	microvm_add(&a, "%s", img);
-	microvm_add(&a, "%uM", size_mb);
+	microvm_add(&a, "%s", dir);
 	return a.bad ? -1 : 0;
 }
 

@@ -75,16 +75,13 @@ int	 microvm_accel_check(int accel, const char *kvm_dev, char *err,
 int	 microvm_argv(const struct microvm_params *, char **av, char *buf,
 	    size_t buflen, char *err, size_t errlen);
 /*
- * mke2fs's argument vector for a read-only ext4 image of dir at img
- * (size_mb), the inputs' or the code's: fixed UUID and hash seed,
- * root-owned, the file system's own times from E2FSPROGS_FAKE_TIME (the
- * files' ctimes still vary: e2fsprogs 1.47.0 copies them; the root image,
- * cached by digest, is erofs for that reason: deploy/microvm/rootfs).
- * The host never mounts it; the guest mounts it read-only.
+ * mkfs.erofs's argument vector for a read-only erofs image of dir at img
+ * (the inputs' or the code's): fixed times, owner and UUID, so the same
+ * tree gives the same bytes.  The host never mounts it; the guest mounts
+ * it read-only.
  */
-int	 microvm_mkfs_argv(const char *mke2fs, const char *dir,
-	    const char *img, uint32_t size_mb, char **av, char *buf,
-	    size_t buflen);
+int	 microvm_mkfs_argv(const char *mkfs, const char *dir,
+	    const char *img, char **av, char *buf, size_t buflen);
 /*
  * Extract the guest's output archive (a ustar/pax stream at the start of
  * the output device, fd) into the directory dirfd: plain names only (no

@@ -2,8 +2,8 @@
  * guest.c: sbx-vminit, PID 1 of a microvm tier guest (the initramfs's
  * /init).  It loads the few virtio modules the Debian cloud kernel builds
  * as modules (finit_module, from the initramfs), mounts the image's root
- * file system (erofs), the inputs and the code (ext4) from their read-only
- * block devices (vda, vdb, vdc), a tmpfs of the policy's size at /scratch (noexec,
+ * file system, the inputs and the code (erofs) from their read-only block
+ * devices (vda, vdb, vdc), a tmpfs of the policy's size at /scratch (noexec,
  * nosuid, nodev), limits pids with a cgroup of its own, gives the one NIC
  * an address on QEMU's restricted user network with no default route,
  * and runs sbx-init in the new root as uid 65534 with no_new_privs,
@@ -458,10 +458,10 @@ main(void)
 		vm_fatal("/dev/vdd: %s", strerror(errno));
 
 	vm_mount("/dev/vda", VM_ROOT, "erofs", MS_RDONLY | MS_NODEV, NULL);
-	vm_mount("/dev/vdb", VM_ROOT "/in", "ext4",
-	    MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload");
-	vm_mount("/dev/vdc", VM_ROOT "/code", "ext4",
-	    MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload");
+	vm_mount("/dev/vdb", VM_ROOT "/in", "erofs",
+	    MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL);
+	vm_mount("/dev/vdc", VM_ROOT "/code", "erofs",
+	    MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL);
 	snprintf(opts, sizeof(opts), "size=%lum,mode=1777", a.scratch_mb);
 	vm_mount("tmpfs", VM_ROOT "/scratch", "tmpfs",
 	    MS_NODEV | MS_NOSUID | MS_NOEXEC, opts);

@@ -1,7 +1,7 @@
 /*
  * vmrun.c: one microvm execution the way launchd-sbx's microvm tier
  * makes it (launchd-sbx/microvm.c), for tests/microvm/run and
- * bench/run_microvm: reproducible ext4 images of the inputs and the code,
+ * bench/run_microvm: reproducible erofs images of the inputs and the code,
  * QEMU's command line from microvm_argv, QEMU run unprivileged (uid
  * 65534, no_new_privs) in an empty network namespace when root, the wall
  * clock enforced by killing QEMU, and the output archive extracted by
@@ -103,7 +103,7 @@ mkfs(const char *dir, const char *img)
 	pid_t	 pid;
 	int	 st;
 
-	if (microvm_mkfs_argv("/sbin/mke2fs", dir, img, 32, av, buf,
+	if (microvm_mkfs_argv("/usr/bin/mkfs.erofs", dir, img, av, buf,
 	    sizeof(buf)) == -1)
 		return -1;
 	if ((pid = fork()) == -1)
@@ -112,7 +112,6 @@ mkfs(const char *dir, const char *img)
 		int	 null = open("/dev/null", O_WRONLY);
 
 		dup2(null, 1);
-		setenv("E2FSPROGS_FAKE_TIME", "1767225600", 1);
 		execv(av[0], av);
 		_exit(127);
 	}
@@ -192,7 +191,7 @@ main(int argc, char *argv[])
 	p.out_img = out_img;
 	p.console_log = log;
 	if (mkfs(indir, in_img) == -1 || mkfs(codedir, code_img) == -1) {
-		printf("{\"error\": \"mke2fs failed\"}\n");
+		printf("{\"error\": \"mkfs.erofs failed\"}\n");
 		return 1;
 	}
 	/* The output device: zeros, written only by the guest. */
