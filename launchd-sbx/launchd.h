@@ -76,6 +76,10 @@ struct launchd_runtime {
 	size_t			  nargs;
 	enum spec_flavor	  flavor;	/* runsc reads a few fields apart */
 	int			  available;	/* passed the start-up check */
+	int			  accel;	/* microvm: microvm.h */
+	char			 *kernel;	/* microvm: vmlinuz */
+	char			 *initrd;	/* microvm: sbx-init's initramfs */
+	char			 *fwd;		/* microvm: guestfwd's socat */
 };
 
 /* pool: {size: N, keys: [{image, tier, cpus, memory_mb, pids, scratch_mb,

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "yaml.h"
 #include "launchd-sbx/launchd.h"
+#include "launchd-sbx/microvm.h"
 
 #define FRAME_KB_DEFAULT	1024
 
@@ -30,6 +31,10 @@ static const char *const tier_names[LAUNCHD_NTIERS + 1] = {
 };
 static const char *const runtime_keys[] = { "path", "args", NULL };
 static const char *const runtime_required[] = { "path", NULL };
+/* microvm: QEMU at path, with its kernel, initramfs, forwarder and the
+ * accelerator it may use (microvm.h). */
+static const char *const vm_keys[] = { "path", "accel", "kernel", "initrd",
+	"forwarder", NULL };
 static const char *const pool_keys[] = { "size", "keys", "warm_python",
 	NULL };
 static const char *const poolkey_keys[] = { "image", "tier", "cpus",
@@ -134,14 +139,37 @@ parse_runtime(struct ydoc *doc, const struct ynode *n, const char *tier,
     const char *dir, struct launchd_runtime *rt)
 {
 	char		  what[64], key[96];
-	const char	**args = NULL, *base;
+	const char	**args = NULL, *base, *s;
 	size_t		  nargs = 0;
+	int		  vm;
 
 	snprintf(what, sizeof(what), "runtimes.%s", tier);
-	if (ymap_check(doc, n, what, runtime_keys, runtime_required) != 0)
+	vm = strcmp(tier, "microvm") == 0;
+	if (ymap_check(doc, n, what, vm ? vm_keys : runtime_keys,
+	    runtime_required) != 0)
 		return;
 	snprintf(key, sizeof(key), "%s.path", what);
 	cfg_pathkey(doc, n, "path", key, dir, &rt->path);
+	if (vm) {
+		/* No accel: the tier is refused at the start-up check, with
+		 * a message that says so, rather than guessed. */
+		rt->accel = MICROVM_ACCEL_NONE;
+		if (ymap_get(n, "accel") != NULL &&
+		    yget_str(doc, ymap_get(n, "accel"), "accel", &s) == 0 &&
+		    s != NULL && (rt->accel = microvm_accel_parse(s)) == -1) {
+			yerr(doc, ymap_get(n, "accel"), what, "accel \"%s\": "
+			    "want kvm, or tcg to allow emulation", s);
+			rt->accel = MICROVM_ACCEL_NONE;
+		}
+		snprintf(key, sizeof(key), "%s.kernel", what);
+		cfg_pathkey(doc, n, "kernel", key, dir, &rt->kernel);
+		snprintf(key, sizeof(key), "%s.initrd", what);
+		cfg_pathkey(doc, n, "initrd", key, dir, &rt->initrd);
+		snprintf(key, sizeof(key), "%s.forwarder", what);
+		cfg_pathkey(doc, n, "forwarder", key, dir, &rt->fwd);
+		rt->flavor = SPEC_RUNC;
+		return;
+	}
 	snprintf(key, sizeof(key), "%s.args", what);
 	if (yget_strseq(doc, ymap_get(n, "args"), key, &args, &nargs) == 0 &&
 	    nargs > 0) {
@@ -212,6 +240,9 @@ parse_runtimes_free(void *conf)
 			free(rt->args[i]);
 		free(rt->args);
 		free(rt->path);
+		free(rt->kernel);
+		free(rt->initrd);
+		free(rt->fwd);
 	}
 }
 

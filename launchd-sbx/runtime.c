@@ -29,8 +29,10 @@
 #include "log.h"
 #include "util.h"
 #include "launchd-sbx/launchd.h"
+#include "launchd-sbx/microvm.h"
 
 #define RUNTIME_CGROUP_ROOT	"/sys/fs/cgroup"
+#define RUNTIME_KVM_DEV		"/dev/kvm"
 
 int
 runtime_rmtree(const char *path)
@@ -242,6 +244,43 @@ runtime_write_file(const char *path, const uint8_t *p, size_t len)
 	return close(fd);
 }
 
+/*
+ * microvm: its kernel, initramfs and forwarder are there, and its
+ * accelerator runs guests or was allowed (microvm_accel_check): else the
+ * tier is unavailable and a policy that asks for it is refused.
+ */
+static int
+runtime_check_vm(const struct launchd_runtime *rt)
+{
+	const struct {
+		const char	*key, *path;
+	} need[] = {
+		{ "kernel", rt->kernel },
+		{ "initrd", rt->initrd },
+		{ "forwarder", rt->fwd },
+	};
+	char	 err[256];
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		if (need[i].path == NULL) {
+			log_warnx("tier microvm unavailable: "
+			    "runtimes.microvm.%s is not set", need[i].key);
+			return -1;
+		}
+		if (access(need[i].path, R_OK) == -1) {
+			log_warn("tier microvm unavailable: %s %s",
+			    need[i].key, need[i].path);
+			return -1;
+		}
+	}
+	if (microvm_accel_check(rt->accel, RUNTIME_KVM_DEV, err,
+	    sizeof(err)) == -1) {
+		log_warnx("tier microvm unavailable: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
 void
 runtime_check(struct launchd *ld)
 {
@@ -257,6 +296,22 @@ runtime_check(struct launchd *ld)
 		if (access(rt->path, X_OK) == -1) {
 			log_warn("tier %s unavailable: runtime %s",
 			    parse_tier_name(t), rt->path);
+			continue;
+		}
+		if (t == SBX__V1__ISOLATION__ISOLATION_MICROVM) {
+			if (runtime_check_vm(rt) == -1)
+				continue;
+			/*
+			 * Its kernel, initramfs and accelerator pass; the
+			 * launch path (images by descriptor, QEMU through
+			 * the monitor, the archive into scratch) is not in
+			 * run.c yet, so the tier stays refused rather than
+			 * handed to the OCI path it does not fit.
+			 */
+			log_warnx("tier microvm unavailable: %s, accel %s: "
+			    "checked, but launches through launchd-sbx are "
+			    "not built yet", rt->path,
+			    microvm_accel_name(rt->accel));
 			continue;
 		}
 		/* Without it runsc ignores the spec's seccomp profile

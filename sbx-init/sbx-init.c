@@ -101,6 +101,9 @@ static int		 init_epfd = -1;
 
 static int		 init_verbose;
 static const char	*init_sockpath = INIT_DEFAULT_SOCKET;
+/* -s tcp:ADDR:PORT (the microvm tier: its egress is QEMU's guestfwd). */
+static struct sockaddr_in init_egress_in;
+static bool		 init_egress_tcp;
 static const char	*init_capath = INIT_DEFAULT_CA;
 static int		 init_port = INIT_DEFAULT_PORT;
 
@@ -195,6 +198,7 @@ static char	**init_argv_file(const char *);
 static int	init_status(int);
 static bool	init_forwarded(int);
 static void	init_accept(int);
+static bool	init_parse_tcp(const char *);
 static bool	init_relay_connect(struct init_relay *);
 static void	init_relay_close(struct init_relay *, bool);
 static bool	init_relay_arm(struct init_relay *);
@@ -365,7 +369,13 @@ main(int argc, char *argv[])
 		init_usage();
 	if (argc < 1)
 		init_usage();
-	if (strlen(init_sockpath) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (strncmp(init_sockpath, "tcp:", 4) == 0) {
+		if (!init_parse_tcp(init_sockpath + 4)) {
+			init_log("-s %s: want tcp:IPV4:PORT", init_sockpath);
+			init_usage();
+		}
+	} else if (strlen(init_sockpath) >=
+	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		init_log("-s %s: socket path longer than %zu bytes",
 		    init_sockpath,
 		    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
@@ -412,7 +422,7 @@ main(int argc, char *argv[])
 	/* Listen before the child exists, so its first connect finds us. */
 	lfd = init_listen();
 
-	if (access(init_sockpath, F_OK) == -1)
+	if (!init_egress_tcp && access(init_sockpath, F_OK) == -1)
 		init_debug("%s: %s: proxy connections will be refused",
 		    init_sockpath, strerror(errno));
 	/*
@@ -988,12 +998,18 @@ init_relay_connect(struct init_relay *r)
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, init_sockpath, strlen(init_sockpath));
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(init_egress_tcp ? AF_INET : AF_UNIX,
+	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1) {
 		init_log("socket: %s", strerror(errno));
 		return false;
 	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+	/* A TCP connect completes later: the relay's first write waits
+	 * for it (EPOLLOUT), and a refused one ends the relay with a reset
+	 * like a failed Unix connect. */
+	if (init_egress_tcp ? connect(fd, (struct sockaddr *)&init_egress_in,
+	    sizeof(init_egress_in)) == -1 && errno != EINPROGRESS :
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
 		close(fd);
 		if (errno == EAGAIN && init_now_ms() < r->r_deadline)
 			return true;
@@ -1003,6 +1019,33 @@ init_relay_connect(struct init_relay *r)
 	r->r_unx = fd;
 	init_npending--;
 	return init_relay_arm(r);
+}
+
+/* "A.B.C.D:PORT" into init_egress_in. */
+static bool
+init_parse_tcp(const char *s)
+{
+	char		 addr[INET_ADDRSTRLEN];
+	const char	*colon = strrchr(s, ':');
+	char		*end;
+	long		 port;
+
+	if (colon == NULL || (size_t)(colon - s) >= sizeof(addr))
+		return false;
+	memcpy(addr, s, (size_t)(colon - s));
+	addr[colon - s] = '\0';
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || end == colon + 1 || port < 1 ||
+	    port > 65535)
+		return false;
+	memset(&init_egress_in, 0, sizeof(init_egress_in));
+	init_egress_in.sin_family = AF_INET;
+	init_egress_in.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, addr, &init_egress_in.sin_addr) != 1)
+		return false;
+	init_egress_tcp = true;
+	return true;
 }
 
 /*

@@ -13,6 +13,7 @@
 #include "util.h"
 #include "yaml.h"
 #include "launchd-sbx/launchd.h"
+#include "launchd-sbx/microvm.h"
 
 static char	 dir[] = "/tmp/launchd_parse_test.XXXXXX";
 
@@ -238,4 +239,59 @@ Test(launchd_parse, sandbox_groups_refused)
 		free(text);
 		yerrs_free(&e);
 	}
+}
+
+/* Issue 16: the microvm tier's keys, and its accelerator only as named. */
+#define VM_HEAD	"state_dir: /s\nrun_dir: /r\npolicy_public_key: /k\n" \
+	"init: /i\nsockets:\n  launch: {path: /a, allow: {users: [root]}}\n" \
+	"  admin: {path: /b, allow: {users: [root]}}\nruntimes:\n"
+
+Test(launchd_parse, microvm_keys)
+{
+	struct yerrs		 e = { 0 };
+	struct launchd_conf	*c;
+	const struct launchd_runtime *rt;
+
+	c = load(VM_HEAD "  microvm: {path: /usr/bin/qemu-system-x86_64, "
+	    "accel: tcg, kernel: vm/vmlinuz, initrd: /v/initrd.img, "
+	    "forwarder: /usr/bin/socat}\n", &e);
+	cr_assert_not_null(c, "%s", e.n > 0 ? e.msgs[0] : "");
+	rt = &c->runtimes[SBX__V1__ISOLATION__ISOLATION_MICROVM];
+	cr_assert_eq(rt->accel, MICROVM_ACCEL_TCG);
+	cr_assert(strstr(rt->kernel, "/vm/vmlinuz") != NULL, "%s",
+	    rt->kernel);
+	cr_assert_eq(rt->kernel[0], '/', "relative to the config's dir");
+	cr_assert_str_eq(rt->initrd, "/v/initrd.img");
+	cr_assert_str_eq(rt->fwd, "/usr/bin/socat");
+	parse_launchd_free(c);
+	yerrs_free(&e);
+}
+
+/* Without accel the tier parses but stays unusable: NONE, refused later. */
+Test(launchd_parse, microvm_no_accel_is_none)
+{
+	struct yerrs		 e = { 0 };
+	struct launchd_conf	*c;
+
+	c = load(VM_HEAD "  microvm: {path: /q, kernel: /k, initrd: /i, "
+	    "forwarder: /f}\n", &e);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->runtimes[SBX__V1__ISOLATION__ISOLATION_MICROVM].accel,
+	    MICROVM_ACCEL_NONE);
+	parse_launchd_free(c);
+	yerrs_free(&e);
+}
+
+Test(launchd_parse, microvm_bad_accel_and_misplaced_keys)
+{
+	struct yerrs		 e = { 0 };
+	struct launchd_conf	*c;
+
+	c = load(VM_HEAD "  microvm: {path: /q, accel: hvf, kernel: /k, "
+	    "initrd: /i, forwarder: /f}\n"
+	    "  container: {path: /usr/sbin/runc, accel: tcg}\n", &e);
+	cr_assert_null(c);
+	cr_assert(has(&e, "accel \"hvf\": want kvm, or tcg"));
+	cr_assert(has(&e, "runtimes.container"));
+	yerrs_free(&e);
 }

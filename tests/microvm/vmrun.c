@@ -1,0 +1,287 @@
+/*
+ * vmrun.c: one microvm execution the way launchd-sbx's microvm tier
+ * makes it (launchd-sbx/microvm.c), for tests/microvm/run and
+ * bench/run_microvm: reproducible erofs images of the inputs and the code,
+ * QEMU's command line from microvm_argv, QEMU run unprivileged (uid
+ * 65534, no_new_privs) in an empty network namespace when root, the wall
+ * clock enforced by killing QEMU, and the output archive extracted by
+ * microvm_extract.  Prints one JSON object.
+ *
+ * usage: vmrun -q QEMU -k KERNEL -i INITRD -r ROOT.img -I INDIR -C CODEDIR
+ *          -o OUTDIR [-e EGRESS.sock -f FORWARDER] [-a kvm|tcg] [-m MB]
+ *          [-c CPUS_MILLI] [-p PIDS] [-s SCRATCH_MB] [-w SECONDS] CODE
+ */
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "launchd-sbx/microvm.h"
+
+#define VMRUN_NOBODY	65534
+#define VMRUN_OUT_MB	96
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: vmrun -q QEMU -k KERNEL -i INITRD -r ROOT.img "
+	    "-I INDIR -C CODEDIR -o OUTDIR [-e SOCK -f FORWARDER] [-a accel] "
+	    "[-m MB] [-c CPUS_MILLI] [-p PIDS] [-s SCRATCH_MB] [-w SECONDS] "
+	    "CODE\n");
+	exit(2);
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Loopback up in QEMU's own empty network namespace: slirp pairs each
+ * guestfwd connection with its forwarder over a 127.0.0.1 socket pair.
+ * The namespace holds nothing else to reach.
+ */
+static int
+lo_up(void)
+{
+	struct ifreq	 ifr;
+	int		 s, rc = -1;
+
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+	return rc;
+}
+
+/* s as a JSON string (the error may quote what the guest wrote). */
+static void
+json_str(const char *s)
+{
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static int
+mkfs(const char *dir, const char *img)
+{
+	char	*av[MICROVM_ARGV_MAX], buf[4096];
+	pid_t	 pid;
+	int	 st;
+
+	if (microvm_mkfs_argv("/usr/bin/mkfs.erofs", dir, img, av, buf,
+	    sizeof(buf)) == -1)
+		return -1;
+	if ((pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		int	 null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		execv(av[0], av);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return -1;
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct microvm_params	 p = { 0 };
+	struct microvm_caps	 caps = { MICROVM_OUT_FILES,
+	    MICROVM_OUT_FILE_MAX, MICROVM_OUT_TOTAL_MAX };
+	char			 work[] = "/tmp/vmrun.XXXXXX";
+	char			 in_img[PATH_MAX], code_img[PATH_MAX];
+	char			 out_img[PATH_MAX], log[PATH_MAX];
+	char			*av[MICROVM_ARGV_MAX], buf[16384], err[512];
+	const char		*indir = NULL, *codedir = NULL, *outdir = NULL;
+	uint64_t		 t0, t1;
+	unsigned long		 wall = 300;
+	size_t			 nfiles = 0;
+	pid_t			 pid;
+	int			 ch, st, killed = 0, fd, dfd, rc;
+
+	p.accel = MICROVM_ACCEL_TCG;
+	p.memory_mb = 512;
+	p.cpus_milli = 1000;
+	p.pids = 64;
+	p.scratch_mb = 64;
+	while ((ch = getopt(argc, argv, "q:k:i:r:I:C:o:e:f:a:m:c:p:s:w:")) !=
+	    -1) {
+		switch (ch) {
+		case 'q': p.qemu = optarg; break;
+		case 'k': p.kernel = optarg; break;
+		case 'i': p.initrd = optarg; break;
+		case 'r': p.root_img = optarg; break;
+		case 'I': indir = optarg; break;
+		case 'C': codedir = optarg; break;
+		case 'o': outdir = optarg; break;
+		case 'e': p.egress_sock = optarg; break;
+		case 'f': p.fwd = optarg; break;
+		case 'a':
+			if ((p.accel = microvm_accel_parse(optarg)) == -1)
+				usage();
+			break;
+		case 'm': p.memory_mb = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'c': p.cpus_milli = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'p': p.pids = (uint32_t)strtoul(optarg, NULL, 10); break;
+		case 's': p.scratch_mb = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'w': wall = strtoul(optarg, NULL, 10); break;
+		default: usage();
+		}
+	}
+	if (argc - optind != 1 || indir == NULL || codedir == NULL ||
+	    outdir == NULL)
+		usage();
+	p.code_name = argv[optind];
+	if (microvm_accel_check(p.accel, "/dev/kvm", err, sizeof(err)) == -1) {
+		printf("{\"error\": ");
+		json_str(err);
+		printf("}\n");
+		return 4;
+	}
+	if (mkdtemp(work) == NULL || chmod(work, 0711) == -1)
+		return 1;
+	snprintf(in_img, sizeof(in_img), "%s/in.img", work);
+	snprintf(code_img, sizeof(code_img), "%s/code.img", work);
+	snprintf(out_img, sizeof(out_img), "%s/out.img", work);
+	snprintf(log, sizeof(log), "%s/console.log", work);
+	p.in_img = in_img;
+	p.code_img = code_img;
+	p.out_img = out_img;
+	p.console_log = log;
+	if (mkfs(indir, in_img) == -1 || mkfs(codedir, code_img) == -1) {
+		printf("{\"error\": \"mkfs.erofs failed\"}\n");
+		return 1;
+	}
+	/* The output device: zeros, written only by the guest. */
+	if ((fd = open(out_img, O_RDWR | O_CREAT | O_EXCL, 0600)) == -1 ||
+	    ftruncate(fd, (off_t)VMRUN_OUT_MB << 20) == -1 ||
+	    (geteuid() == 0 && fchown(fd, VMRUN_NOBODY, VMRUN_NOBODY) == -1))
+		return 1;
+	close(fd);
+	if ((fd = open(log, O_WRONLY | O_CREAT | O_EXCL, 0600)) == -1 ||
+	    (geteuid() == 0 && fchown(fd, VMRUN_NOBODY, VMRUN_NOBODY) == -1))
+		return 1;
+	close(fd);
+	chmod(in_img, 0444);
+	chmod(code_img, 0444);
+	if (microvm_argv(&p, av, buf, sizeof(buf), err, sizeof(err)) == -1) {
+		printf("{\"error\": ");
+		json_str(err);
+		printf("}\n");
+		return 4;
+	}
+	t0 = now_ms();
+	if ((pid = fork()) == -1)
+		return 1;
+	if (pid == 0) {
+		struct rlimit	 rl;
+		int		 null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		setpgid(0, 0);
+		/* Root: QEMU gets no network of the host's at all (slirp
+		 * needs none: its one forward is a Unix socket), and runs
+		 * as nobody. */
+		if (geteuid() == 0 && (unshare(CLONE_NEWNET) == -1 ||
+		    lo_up() == -1 ||
+		    setgroups(0, NULL) == -1 || setgid(VMRUN_NOBODY) == -1 ||
+		    setuid(VMRUN_NOBODY) == -1))
+			_exit(126);
+		/*
+		 * A guest that is root in its kernel can write to its serial
+		 * console without end: QEMU writes no file larger than the
+		 * output device (the console log is cut there, EFBIG, not
+		 * killed with SIGXFSZ).
+		 */
+		rl.rlim_cur = rl.rlim_max = (rlim_t)VMRUN_OUT_MB << 20;
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) == -1 ||
+		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+			_exit(126);
+		execv(av[0], av);
+		_exit(127);
+	}
+	for (;;) {
+		pid_t	 r = waitpid(pid, &st, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (now_ms() - t0 > wall * 1000) {
+			/* The wall clock, from outside: the whole VM. */
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			killed = 1;
+			break;
+		}
+		usleep(20000);
+	}
+	t1 = now_ms();
+	if ((fd = open(out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (dfd = open(outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 1;
+	err[0] = '\0';
+	rc = killed ? 0 : microvm_extract(fd, dfd, &caps, &nfiles, err,
+	    sizeof(err));
+	printf("{\"qemu_status\": %d, \"killed\": %s, \"wall_ms\": %llu, "
+	    "\"files\": %zu, \"work\": \"%s\", \"extract\": ",
+	    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+	    killed ? "true" : "false", (unsigned long long)(t1 - t0), nfiles,
+	    work);
+	json_str(rc == 0 ? "ok" : err);
+	printf("}\n");
+	close(fd);
+	close(dfd);
+	/* VMRUN_KEEP=1 keeps the images and the console log. */
+	if (getenv("VMRUN_KEEP") == NULL) {
+		unlink(in_img);
+		unlink(code_img);
+		unlink(out_img);
+		unlink(log);
+		rmdir(work);
+	}
+	return rc == 0 ? 0 : 3;
+}
