@@ -15,7 +15,9 @@
 
 #define MON_NTIERS		4	/* tiers 1..3, as launchd.h's */
 #define MON_ARGS_MAX		16	/* a runtime's global args */
-#define MON_CMDS_MAX		128	/* runtime commands running at once */
+#define MON_CMDS_MAX		1024	/* runtime commands running at once: at least
+					 * the executions a launch socket admits
+					 * (FRAME_CONNS_DEFAULT) */
 #define MON_SLOTS_MAX		65536	/* = the sandbox groups at most */
 #define MON_SCRATCH		"scratch"	/* launchd.h's LAUNCHD_SCRATCH */
 
