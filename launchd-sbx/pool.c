@@ -58,7 +58,6 @@
 
 #define POOL_MAX_FAILURES	3	/* then the key waits for a take */
 #define POOL_MAX_LEARNED	16	/* keys learned from launches */
-#define POOL_MAX_BUSY		2	/* entries being created at once */
 
 enum pool_state {
 	POOL_CREATING,		/* <runtime> create running */
@@ -383,22 +382,10 @@ pool_fill(struct launchd *ld)
 	struct pool	*p = ld->pool;
 	char		 rootfs[PATH_MAX], hex[65], err[1024];
 	const char	*rule;
-	size_t		 busy = 0;
 
 	if (p == NULL)
 		return;
-	/*
-	 * At most POOL_MAX_BUSY entries in their create and start at once;
-	 * each that becomes ready (or fails) calls for the next.  A burst of
-	 * takes used to start a create for every entry taken, all at once:
-	 * their runtimes (and, with warm_python, their interpreters) took
-	 * the CPUs from the runs that had taken the entries, and the
-	 * launcher's loop sat in their staging and spec calls to the
-	 * monitor while results waited to be written.
-	 */
-	for (struct pool_entry *e = p->entries; e != NULL; e = e->next)
-		busy += e->state != POOL_READY;
-	for (size_t k = 0; k < p->nkeys && busy < POOL_MAX_BUSY; k++) {
+	for (size_t k = 0; k < p->nkeys; k++) {
 		struct pool_keyrt	*kr = &p->keys[k];
 		size_t			 n = 0;
 		int			 rc;
@@ -421,12 +408,10 @@ pool_fill(struct launchd *ld)
 			kr->refused = 1;
 			continue;
 		}
-		while (n < kr->conf->size && busy < POOL_MAX_BUSY &&
+		while (n < kr->conf->size &&
 		    kr->failures < POOL_MAX_FAILURES) {
-			if (pool_create(ld, k, rootfs, hex) == 0) {
+			if (pool_create(ld, k, rootfs, hex) == 0)
 				n++;
-				busy++;
-			}
 		}
 	}
 }
@@ -677,7 +662,6 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 		p->keys[e->k].failures = 0;
 		log_debug("pool entry %s ready (key %.12s, init %ld)", e->id,
 		    p->keys[e->k].key, (long)e->init_pid);
-		pool_fill_soon(ld);	/* the next, if any is missing */
 		return 1;
 	}
 	bufprintf(path, sizeof(path), "%s/pid", e->dir);
