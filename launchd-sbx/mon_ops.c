@@ -856,7 +856,9 @@ mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
  * init's container's cgroups gets niceness 0 with it: a program must not
  * run at the refills' priority because its interpreter was started
  * ahead.  Nothing of a task runs in an entry yet (only sbx-init and what
- * it started), and 0 is what a cold launch's processes have anyway.
+ * it started), and 0 is what a cold launch's processes have anyway.  A
+ * pid that ended and was reused between the read and the setpriority
+ * can only be lowered to niceness 0, never raised above it.
  */
 static void
 mon_renice_cgroup(const struct mon *m, pid_t init)
