@@ -856,9 +856,10 @@ mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
  * init's container's cgroups gets niceness 0 with it: a program must not
  * run at the refills' priority because its interpreter was started
  * ahead.  Nothing of a task runs in an entry yet (only sbx-init and what
- * it started), and 0 is what a cold launch's processes have anyway.  A
+ * it started), and 0 is what a cold launch's processes have anyway.  Only
+ * a process at a positive niceness is touched, and only brought to 0: a
  * pid that ended and was reused between the read and the setpriority
- * can only be lowered to niceness 0, never raised above it.
+ * is not made to yield, nor raised above 0.
  */
 static void
 mon_renice_cgroup(const struct mon *m, pid_t init)
@@ -867,6 +868,7 @@ mon_renice_cgroup(const struct mon *m, pid_t init)
 	FILE	*f;
 	long	 pid;
 	size_t	 len;
+	int	 saved = errno;
 
 	for (uint32_t i = 0; i < m->gid_count; i++) {
 		if (m->slots[i].state == 0 || m->slots[i].init != init)
@@ -880,15 +882,21 @@ mon_renice_cgroup(const struct mon *m, pid_t init)
 			mon_fmt(path + len, PATH_MAX - len, "/cgroup.procs");
 			if ((f = fopen(path, "re")) == NULL)
 				continue;
-			while (fscanf(f, "%ld", &pid) == 1)
-				if (pid > 0 && pid != (long)init)
+			while (fscanf(f, "%ld", &pid) == 1) {
+				if (pid <= 0 || pid == (long)init)
+					continue;
+				errno = 0;
+				if (getpriority(PRIO_PROCESS, (id_t)pid) > 0 &&
+				    errno == 0)
 					(void)setpriority(PRIO_PROCESS,
 					    (id_t)pid, 0);
+			}
 			fclose(f);
-			return;
+			break;
 		}
-		return;
+		break;
 	}
+	errno = saved;
 }
 
 /* ---- HANDOVER, CG_REMOVE, UNSTAGE ---- */
