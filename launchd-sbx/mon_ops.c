@@ -822,11 +822,8 @@ mon_kill_all(const struct mon *m, const char *id)
 	return -1;
 }
 
-static void	mon_renice_cgroup(const struct mon *, pid_t);
-
 /* SIGKILL and RENICE (to niceness 0): a live child of the monitor's
- * only, a runtime command or an adopted init (RENICE: with every process
- * in its container). */
+ * only, a runtime command or an adopted init. */
 int
 mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
@@ -844,59 +841,7 @@ mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	if ((a->type == MON_SIGKILL ? kill(r->pid, SIGKILL) :
 	    setpriority(PRIO_PROCESS, (id_t)r->pid, 0)) == -1)
 		return mon_err(a, errno, "%s %ld", what, (long)r->pid);
-	if (a->type == MON_RENICE)
-		mon_renice_cgroup(m, r->pid);
 	return MON_ANSWERED;
-}
-
-/*
- * A pool entry's init was made at LAUNCHD_BG_NICE, and so was whatever it
- * started before it became ready -- with pool.warm_python, the
- * interpreter that will run the assigned script.  Every process in the
- * init's container's cgroups gets niceness 0 with it: a program must not
- * run at the refills' priority because its interpreter was started
- * ahead.  Nothing of a task runs in an entry yet (only sbx-init and what
- * it started), and 0 is what a cold launch's processes have anyway.  Only
- * a process at a positive niceness is touched, and only brought to 0: a
- * pid that ended and was reused between the read and the setpriority
- * is not made to yield, nor raised above 0.
- */
-static void
-mon_renice_cgroup(const struct mon *m, pid_t init)
-{
-	char	 path[PATH_MAX];
-	FILE	*f;
-	long	 pid;
-	size_t	 len;
-	int	 saved = errno;
-
-	for (uint32_t i = 0; i < m->gid_count; i++) {
-		if (m->slots[i].state == 0 || m->slots[i].init != init)
-			continue;
-		/* Any hierarchy that lists the container's processes. */
-		for (size_t c = 0; mon_ctrls[c] != NULL; c++) {
-			if (mon_cgpath(m, mon_ctrls[c], m->slots[i].id,
-			    path) == -1)
-				continue;
-			len = strlen(path);
-			mon_fmt(path + len, PATH_MAX - len, "/cgroup.procs");
-			if ((f = fopen(path, "re")) == NULL)
-				continue;
-			while (fscanf(f, "%ld", &pid) == 1) {
-				if (pid <= 0 || pid == (long)init)
-					continue;
-				errno = 0;
-				if (getpriority(PRIO_PROCESS, (id_t)pid) > 0 &&
-				    errno == 0)
-					(void)setpriority(PRIO_PROCESS,
-					    (id_t)pid, 0);
-			}
-			fclose(f);
-			break;
-		}
-		break;
-	}
-	errno = saved;
 }
 
 /* ---- HANDOVER, CG_REMOVE, UNSTAGE ---- */
