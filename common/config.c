@@ -26,7 +26,7 @@
 #include "yaml.h"
 
 static const char *const sock_keys[] = {
-	"path", "mode", "group", "allow", NULL
+	"path", "mode", "group", "allow", "max_conns_per_peer", NULL
 };
 static const char *const sock_required[] = { "path", "allow", NULL };
 static const char *const allow_keys[] = { "users", "groups", NULL };
@@ -211,6 +211,7 @@ cfg_socket(struct ydoc *doc, const struct ynode *n, const char *name,
 	char		 what[64], key[96];
 	const char	*g;
 	unsigned long	 num;
+	uint64_t	 v = 0;
 	struct group	*gr;
 
 	snprintf(what, sizeof(what), "sockets.%s", name);
@@ -242,6 +243,14 @@ cfg_socket(struct ydoc *doc, const struct ynode *n, const char *name,
 	}
 	snprintf(key, sizeof(key), "%s.allow", what);
 	cfg_allow(doc, ymap_get(n, "allow"), key, &sc->allow);
+	/* Connections one peer uid may hold open at once (0: the frame
+	 * layer's default, 64): an orchestrator with more executions in
+	 * flight than that needs it raised, never past the whole socket's
+	 * own cap. */
+	snprintf(key, sizeof(key), "%s.max_conns_per_peer", what);
+	if (yget_uint(doc, ymap_get(n, "max_conns_per_peer"), key, 1,
+	    CFG_CONNS_PER_PEER_MAX, &v) == 0)
+		sc->max_conns_per_peer = (unsigned)v;
 }
 
 void
@@ -265,6 +274,7 @@ cfg_socket_server(const struct cfg_sock *sc, const char *name,
 	fc->owner = (uid_t)-1;
 	fc->group = sc->group;
 	fc->allow = &sc->allow;
+	fc->max_conns_per_peer = sc->max_conns_per_peer;
 }
 
 void

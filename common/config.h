@@ -33,7 +33,12 @@ struct cfg_sock {
 	char			*group_name;	/* NULL: leave the group */
 	gid_t			 group;		/* (gid_t)-1 when unset */
 	struct peer_allow	 allow;
+	unsigned		 max_conns_per_peer;	/* 0: the default */
 };
+
+/* sockets.NAME.max_conns_per_peer: at most the frame layer's whole-socket
+ * cap (FRAME_CONNS_DEFAULT). */
+#define CFG_CONNS_PER_PEER_MAX	1024
 
 /* What every daemon's configuration holds, as the first member of its conf
  * struct: the skeleton (daemon.h) makes the state directory and drops to

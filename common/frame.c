@@ -63,7 +63,7 @@
 #define FRAME_CONNS_PER_PEER_DEFAULT	64
 #define FRAME_CONNS_DEFAULT		1024
 #define FRAME_IDLE_DEFAULT		300
-#define FRAME_BACKLOG			128
+#define FRAME_BACKLOG			SOMAXCONN	/* the kernel caps it */
 /* Frames handled in one go before other clients get a turn. */
 #define FRAME_BATCH			64
 /* Queued replies beyond this many max-size frames stop reading requests. */

@@ -15,7 +15,10 @@
 
 #define MON_NTIERS		4	/* tiers 1..3, as launchd.h's */
 #define MON_ARGS_MAX		16	/* a runtime's global args */
-#define MON_CMDS_MAX		128	/* runtime commands running at once */
+/* Runtime commands running at once: at least the executions one launch
+ * socket admits (FRAME_CONNS_DEFAULT), each with one command at a time,
+ * so 200 in flight are not refused (128 refused 33 of 200). */
+#define MON_CMDS_MAX		1024
 #define MON_SLOTS_MAX		65536	/* = the sandbox groups at most */
 #define MON_SCRATCH		"scratch"	/* launchd.h's LAUNCHD_SCRATCH */
 

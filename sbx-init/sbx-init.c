@@ -49,6 +49,7 @@
 #define INIT_MAX_RELAYS		256
 #define INIT_BUFSZ		(64 * 1024)
 #define INIT_RETRY_MS		10	/* egress backlog full: try again */
+#define INIT_RENICE_MS		2000	/* a pool entry's renice, at most */
 #define INIT_CONNECT_MS		10000	/* ... for this long at most */
 #define INIT_EXIT_USAGE		2
 #define INIT_EXIT_INTERNAL	1
@@ -177,6 +178,7 @@ static const int	 init_fwd_signals[] = {
 	"        sys.exit(1)\n" \
 	"_sbx_run(int(__import__('sys').argv[1]))\n"
 
+static void	init_warm_wait(void);
 static pid_t	init_warm_start(const char *, int *);
 static pid_t	init_warm_go(pid_t, int, const char *, char **);
 static void	init_usage(void) __attribute__((noreturn));
@@ -361,8 +363,10 @@ main(int argc, char *argv[])
 		/* A peer that vanishes mid-write must cost a write, not
 		 * PID 1 (the warm interpreter's pipe too). */
 		signal(SIGPIPE, SIG_IGN);
-		if (warm != NULL)
+		if (warm != NULL) {
+			init_warm_wait();
 			warm_pid = init_warm_start(warm, &warm_fd);
+		}
 		argv = init_argv_file(argvfile);
 		argc = 1;
 	} else if (warm != NULL)
@@ -736,6 +740,29 @@ init_argv_file(const char *path)
 		init_fatal("-a %s: names no program", path);
 	av[n] = NULL;
 	return av;
+}
+
+/*
+ * A pool entry is created at launchd-sbx's background niceness (10), and
+ * launchd-sbx has its init -- this process, alone -- set back to 0 once
+ * the entry is started.  The warm interpreter would inherit whichever it
+ * was forked under, and run the assigned script at 10 (about a tenth of
+ * a busy CPU's share) if it came first: wait for the renice, a few
+ * milliseconds, before forking it; after INIT_RENICE_MS it is started as
+ * it is.
+ */
+static void
+init_warm_wait(void)
+{
+	struct timespec	 ms = { 0, 1000000 };
+
+	for (int i = 0; i < INIT_RENICE_MS; i++) {
+		errno = 0;
+		if (getpriority(PRIO_PROCESS, 0) <= 0 || errno != 0)
+			return;
+		nanosleep(&ms, NULL);
+	}
+	init_debug("warm: still at niceness %d", getpriority(PRIO_PROCESS, 0));
 }
 
 /*

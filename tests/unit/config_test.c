@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "frame.h"
 #include "util.h"
 #include "yaml.h"
 
@@ -252,5 +253,46 @@ Test(config, metrics_listen_loopback_only)
 		    ((struct sockaddr_in *)&ss)->sin_port :
 		    ((struct sockaddr_in6 *)&ss)->sin6_port), cases[i].port,
 		    "%s", cases[i].s);
+	}
+}
+
+/*
+ * sockets.NAME.max_conns_per_peer: read, bounded (0, above the socket's
+ * own cap, negative, quoted, not a number), and carried into the frame
+ * server's configuration; absent, 0 there (the frame layer's 64).
+ */
+Test(config, max_conns_per_peer)
+{
+	struct yerrs			 e = { NULL, 0 };
+	struct frame_server_config	 fc;
+	struct tconf			*c;
+	static const char *const bad[] = { "0", "1025", "-1", "\"200\"",
+	    "many", "99999999999999999999", "[1]", NULL };
+	char				 text[256];
+
+	c = parse("state_dir: /s\nsockets:\n"
+	    "  main: {path: /run/m.sock, allow: {users: [root]}, "
+	    "max_conns_per_peer: 208}\n"
+	    "  admin: {path: /run/a.sock, allow: {users: [root]}}\n", &e);
+	show(&e);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->main.max_conns_per_peer, 208);
+	cr_assert_eq(c->admin.max_conns_per_peer, 0, "absent: the default");
+	cfg_socket_server(&c->main, "main", &fc);
+	cr_assert_eq(fc.max_conns_per_peer, 208);
+	cfg_socket_server(&c->admin, "admin", &fc);
+	cr_assert_eq(fc.max_conns_per_peer, 0);
+	cfg_free(&table, c);
+	yerrs_free(&e);
+
+	for (size_t i = 0; bad[i] != NULL; i++) {
+		snprintf(text, sizeof(text), "state_dir: /s\nsockets:\n"
+		    "  main: {path: /run/m.sock, allow: {users: [root]}, "
+		    "max_conns_per_peer: %s}\n", bad[i]);
+		cr_assert_null(parse(text, &e), "%s accepted", bad[i]);
+		show(&e);
+		cr_assert(has_error(&e, "sockets.main.max_conns_per_peer",
+		    "from 1 to 1024"), "%s: the key and its range", bad[i]);
+		yerrs_free(&e);
 	}
 }
