@@ -431,9 +431,10 @@ main(int argc, char *argv[])
 		    init_sockpath, strerror(errno));
 	/*
 	 * Before the program exists: egressd grants the handoff only to
-	 * the channel's first connection, and that must be ours.
+	 * the channel's first connection, and that must be ours.  A TCP
+	 * egress (QEMU's guestfwd) cannot carry a descriptor: relay.
 	 */
-	else if (lfd != -1 && !init_relay_only)
+	else if (lfd != -1 && !init_relay_only && !init_egress_tcp)
 		init_handoff_open();
 
 	if (warm_pid > 0)
