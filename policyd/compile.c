@@ -526,8 +526,10 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	const struct entitle_eff *eff;
 	struct cap_grants	 grants = { NULL, 0, NULL, 0 };
 	Sbx__V1__PolicyGrant	 grant;
-	int			 known;
+	int			 known, rc;
 	char			*detail;
+	uint8_t			*canon = NULL;
+	size_t			 canonlen = 0;
 	uint64_t		 budget, used;
 
 	memset(out, 0, sizeof(*out));
@@ -573,10 +575,13 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 			return -1;
 		return compile_deny(pd, t, actor, tm, NULL, err);
 	}
-	if (policy_hash(out->policy, out->hash) == -1) {
+	/* Encoded once: its hash is policy_hash()'s and these very bytes
+	 * are what sign_grant_canonical() signs. */
+	if (policy_canonical(out->policy, &canon, &canonlen) == -1) {
 		compile_out_clear(out);
 		return compile_internal(t, err, "cannot hash the policy");
 	}
+	sign_bytes_hash(canon, canonlen, out->hash);
 
 	/* The count includes executions not committed yet, so compiles
 	 * in flight cannot overrun the cap. */
@@ -590,6 +595,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		    tm->name, tm->version);
 		compile_deny(pd, t, actor, tm, out->hash, err);
 		compile_out_clear(out);
+		free(canon);
 		return -1;
 	}
 
@@ -621,7 +627,10 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	used = known ? bound.egress_used : 0;
 	grant.egress_spent = used;
 	out->egress_spent = used;
-	if (sign_grant(pd->key, &grant, &out->signed_) == -1) {
+	rc = sign_grant_canonical(pd->key, &grant, canon, canonlen,
+	    &out->signed_);
+	free(canon);
+	if (rc == -1) {
 		compile_out_clear(out);
 		return compile_internal(t, err, "cannot sign the policy");
 	}
