@@ -383,7 +383,8 @@ compile_policy_grants(const struct tmpl *tm, const Sbx__V1__Task *t,
 		    t->user);
 		return NULL;
 	}
-	if ((pol = policy_dup(tm->policy)) == NULL) {
+	/* The template's bytes were packed once, when it was loaded. */
+	if ((pol = policy_unpack(tm->packed, tm->packedlen)) == NULL) {
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "template %s@%u cannot be copied", tm->name, tm->version);
 		return NULL;
@@ -577,7 +578,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	}
 	/* Encoded once: its hash is policy_hash()'s and these very bytes
 	 * are what sign_grant_canonical() signs. */
-	if (policy_canonical(out->policy, &canon, &canonlen) == -1) {
+	if (policy_canonical_in_place(out->policy, &canon, &canonlen) == -1) {
 		compile_out_clear(out);
 		return compile_internal(t, err, "cannot hash the policy");
 	}
