@@ -344,7 +344,7 @@ policy_hash(const Sbx__V1__Policy *p, char hex[POLICY_HASH_HEX])
 
 	if (policy_canonical(p, &buf, &len) == -1)
 		return -1;
-	crypto_hash_sha256(md, buf, len);
+	sha256_buf(buf, len, md);
 	free(buf);
 	hex_encode(md, sizeof(md), hex);
 	return 0;

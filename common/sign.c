@@ -401,7 +401,7 @@ sign_bytes_hash(const uint8_t *buf, size_t len, char hex[POLICY_HASH_HEX])
 {
 	unsigned char	 md[crypto_hash_sha256_BYTES];
 
-	crypto_hash_sha256(md, buf, len);
+	sha256_buf(buf, len, md);
 	hex_encode(md, sizeof(md), hex);
 }
 
