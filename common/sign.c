@@ -274,9 +274,9 @@ sign_grant(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
 }
 
 /*
- * As sign_grant, with the policy's canonical bytes given: cb and clen
- * must be what policy_canonical() gives for grant->policy (compile_task
- * encodes them once, hashes them for policy_hash and signs them here).
+ * As sign_grant, with the policy's canonical bytes given (compile_task
+ * encodes them once with policy_canonical_in_place, hashes them for the
+ * grant's policy_hash and signs them here).
  */
 int
 sign_grant_canonical(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
