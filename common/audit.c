@@ -455,7 +455,7 @@ audit_event_hash(const Sbx__V1__AuditEvent *ev, unsigned char out[32])
 			free(buf);
 		return -1;
 	}
-	crypto_hash_sha256(out, buf, len);
+	sha256_buf(buf, len, out);
 	if (buf != stackbuf)
 		free(buf);
 	return 0;

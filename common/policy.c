@@ -300,6 +300,41 @@ policy_canonical(const Sbx__V1__Policy *p, uint8_t **buf, size_t *len)
 	return 0;
 }
 
+/*
+ * policy_canonical() without its copy, for a policy the caller owns and
+ * may change: p itself is normalised, then packed.  The bytes are those
+ * policy_canonical() gives for p as passed in (it normalises a faithful
+ * copy the same way); p is left normalised, so it says what the bytes
+ * say.  A second normalisation is not always a no-op ("a.." loses one
+ * dot per pass), which is why this normalises rather than just packs.
+ */
+int
+policy_canonical_in_place(Sbx__V1__Policy *p, uint8_t **buf, size_t *len)
+{
+	policy_normalize(p);
+	*len = sbx__v1__policy__get_packed_size(p);
+	*buf = xmalloc(*len + 1);
+	if (sbx__v1__policy__pack(p, *buf) != *len) {
+		free(*buf);
+		*buf = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* A malloc'd policy from its packed bytes, strings and sub-messages
+ * filled as policy_dup() leaves them; NULL if the bytes do not decode. */
+Sbx__V1__Policy *
+policy_unpack(const uint8_t *buf, size_t len)
+{
+	Sbx__V1__Policy	*c;
+
+	if ((c = sbx__v1__policy__unpack(NULL, len, buf)) == NULL)
+		return NULL;
+	policy_fill(c);
+	return c;
+}
+
 int
 policy_hash(const Sbx__V1__Policy *p, char hex[POLICY_HASH_HEX])
 {
@@ -309,7 +344,7 @@ policy_hash(const Sbx__V1__Policy *p, char hex[POLICY_HASH_HEX])
 
 	if (policy_canonical(p, &buf, &len) == -1)
 		return -1;
-	crypto_hash_sha256(md, buf, len);
+	sha256_buf(buf, len, md);
 	free(buf);
 	hex_encode(md, sizeof(md), hex);
 	return 0;

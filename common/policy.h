@@ -45,6 +45,11 @@ void		 policy_normalize(Sbx__V1__Policy *);
 /* Canonical encoding of a normalised copy; *buf is malloc'd. */
 int		 policy_canonical(const Sbx__V1__Policy *, uint8_t **buf,
 		    size_t *len);
+/* policy_canonical's bytes for p, without a copy: normalises p itself. */
+int		 policy_canonical_in_place(Sbx__V1__Policy *, uint8_t **buf,
+		    size_t *len);
+/* policy_dup of the policy packed in buf; NULL if it does not decode. */
+Sbx__V1__Policy	*policy_unpack(const uint8_t *buf, size_t len);
 /* Lower-case hex SHA-256 of the canonical encoding. 0 or -1. */
 int		 policy_hash(const Sbx__V1__Policy *, char hex[POLICY_HASH_HEX]);
 /*

@@ -218,17 +218,16 @@ sign_key_id(const unsigned char pk[32], char out[SIGN_KEYID_HEX])
 /*
  * The grant's bytes with the policy's canonical encoding as field 1 (the
  * bytes policy_hash is the hash of), then the other fields as protobuf-c
- * packs them.  Malloc'd; NULL if the policy cannot be encoded.
+ * packs them.  Malloc'd.
  */
 static uint8_t *
-sign_grant_pack(Sbx__V1__PolicyGrant *grant, size_t *len)
+sign_grant_pack(Sbx__V1__PolicyGrant *grant, const uint8_t *cb, size_t clen,
+    size_t *len)
 {
 	Sbx__V1__Policy	*pol = grant->policy;
-	uint8_t		*cb = NULL, *rest, *out;
-	size_t		 clen = 0, rlen, n = 0, v;
+	uint8_t		*rest, *out;
+	size_t		 rlen, n = 0, v;
 
-	if (pol != NULL && policy_canonical(pol, &cb, &clen) == -1)
-		return NULL;
 	grant->policy = NULL;
 	rlen = sbx__v1__policy_grant__get_packed_size(grant);
 	rest = xmalloc(rlen + 1);
@@ -247,7 +246,6 @@ sign_grant_pack(Sbx__V1__PolicyGrant *grant, size_t *len)
 	}
 	memcpy(out + n, rest, rlen);
 	free(rest);
-	free(cb);
 	*len = n + rlen;
 	return out;
 }
@@ -261,12 +259,34 @@ int
 sign_grant(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
     Sbx__V1__SignedPolicy *out)
 {
+	uint8_t	*cb = NULL;
+	size_t	 clen = 0;
+	int	 rc;
+
+	if (grant->policy != NULL &&
+	    policy_canonical(grant->policy, &cb, &clen) == -1) {
+		sbx__v1__signed_policy__init(out);
+		return -1;
+	}
+	rc = sign_grant_canonical(key, grant, cb, clen, out);
+	free(cb);
+	return rc;
+}
+
+/*
+ * As sign_grant, with the policy's canonical bytes given (compile_task
+ * encodes them once with policy_canonical_in_place, hashes them for the
+ * grant's policy_hash and signs them here).
+ */
+int
+sign_grant_canonical(const struct sign_key *key, Sbx__V1__PolicyGrant *grant,
+    const uint8_t *cb, size_t clen, Sbx__V1__SignedPolicy *out)
+{
 	size_t	 len;
 
 	sbx__v1__signed_policy__init(out);
 	grant->key_id = (char *)key->key_id;
-	if ((out->grant.data = sign_grant_pack(grant, &len)) == NULL)
-		return -1;
+	out->grant.data = sign_grant_pack(grant, cb, clen, &len);
 	out->grant.len = len;
 	out->signature.data = xmalloc(crypto_sign_BYTES);
 	out->signature.len = crypto_sign_BYTES;
@@ -381,7 +401,7 @@ sign_bytes_hash(const uint8_t *buf, size_t len, char hex[POLICY_HASH_HEX])
 {
 	unsigned char	 md[crypto_hash_sha256_BYTES];
 
-	crypto_hash_sha256(md, buf, len);
+	sha256_buf(buf, len, md);
 	hex_encode(md, sizeof(md), hex);
 }
 

@@ -46,6 +46,12 @@ void		 sign_key_id(const unsigned char pk[32],
  * freed through the grant). */
 int		 sign_grant(const struct sign_key *, Sbx__V1__PolicyGrant *,
 		    Sbx__V1__SignedPolicy *out);
+/* The same, with the policy's canonical bytes already encoded (cb, clen:
+ * policy_canonical's, or policy_canonical_in_place's for the policy before
+ * it normalised it): what compile_task hashed is what is signed. */
+int		 sign_grant_canonical(const struct sign_key *,
+		    Sbx__V1__PolicyGrant *, const uint8_t *cb, size_t clen,
+		    Sbx__V1__SignedPolicy *out);
 void		 sign_signed_clear(Sbx__V1__SignedPolicy *);
 
 /* Execution ids of preview grants (a compile that consumes no

@@ -14,6 +14,7 @@ int64_t	 now_ns(void);		/* CLOCK_REALTIME in nanoseconds */
 int64_t	 now_s(void);
 uint64_t mono_ns(void);		/* CLOCK_MONOTONIC */
 void	 hex_encode(const unsigned char *, size_t, char *out); /* 2n+1 */
+void	 sha256_buf(const void *, size_t, unsigned char out[32]);
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
 void	*xreallocarray(void *, size_t, size_t);

@@ -383,7 +383,8 @@ compile_policy_grants(const struct tmpl *tm, const Sbx__V1__Task *t,
 		    t->user);
 		return NULL;
 	}
-	if ((pol = policy_dup(tm->policy)) == NULL) {
+	/* The template's bytes were packed once, when it was loaded. */
+	if ((pol = policy_unpack(tm->packed, tm->packedlen)) == NULL) {
 		compile_error(err, SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "template %s@%u cannot be copied", tm->name, tm->version);
 		return NULL;
@@ -576,8 +577,10 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	const struct entitle_eff *eff;
 	struct cap_grants	 grants = { NULL, 0, NULL, 0 };
 	Sbx__V1__PolicyGrant	 grant;
-	int			 known;
+	int			 known, rc;
 	char			*detail;
+	uint8_t			*canon = NULL;
+	size_t			 canonlen = 0;
 	uint64_t		 budget, used;
 
 	memset(out, 0, sizeof(*out));
@@ -632,10 +635,13 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 			return -1;
 		return compile_deny(pd, t, actor, tm, NULL, err);
 	}
-	if (policy_hash(out->policy, out->hash) == -1) {
+	/* Encoded once: its hash is policy_hash()'s and these very bytes
+	 * are what sign_grant_canonical() signs. */
+	if (policy_canonical_in_place(out->policy, &canon, &canonlen) == -1) {
 		compile_out_clear(out);
 		return compile_internal(t, err, "cannot hash the policy");
 	}
+	sign_bytes_hash(canon, canonlen, out->hash);
 
 	/* The count includes executions not committed yet, so compiles
 	 * in flight cannot overrun the cap. */
@@ -649,6 +655,7 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		    tm->name, tm->version);
 		compile_deny(pd, t, actor, tm, out->hash, err);
 		compile_out_clear(out);
+		free(canon);
 		return -1;
 	}
 
@@ -686,7 +693,10 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	 * result says what it sent. */
 	grant.egress_spent = used;
 	out->egress_spent = used;
-	if (sign_grant(pd->key, &grant, &out->signed_) == -1) {
+	rc = sign_grant_canonical(pd->key, &grant, canon, canonlen,
+	    &out->signed_);
+	free(canon);
+	if (rc == -1) {
 		compile_out_clear(out);
 		return compile_internal(t, err, "cannot sign the policy");
 	}

@@ -135,6 +135,8 @@ struct tmpl {
 	char		*file;
 	char		 hash[POLICY_HASH_HEX];	/* of the template as written */
 	Sbx__V1__Policy	*policy;		/* normalised */
+	uint8_t		*packed;		/* policy, packed */
+	size_t		 packedlen;
 	int		 takes_datasets;	/* has a ${task.dataset_ref} input */
 };
 

@@ -37,6 +37,7 @@ template_free(struct tmpl *t)
 	free(t->name);
 	free(t->file);
 	policy_free(t->policy);
+	free(t->packed);
 	free(t);
 }
 
@@ -114,6 +115,11 @@ template_registry_add(struct tmpl_registry *r, Sbx__V1__Policy *p,
 	t->version = p->version;
 	t->file = xstrdup(file != NULL ? file : "");
 	t->policy = p;
+	/* Every compile starts from a copy: unpacked from these bytes,
+	 * which stay as long as the policy (never changed once added). */
+	t->packedlen = sbx__v1__policy__get_packed_size(p);
+	t->packed = xmalloc(t->packedlen + 1);
+	sbx__v1__policy__pack(p, t->packed);
 	t->takes_datasets = template_has_dataset_ref(p);
 	r->t = xreallocarray(r->t, r->n + 1, sizeof(*r->t));
 	for (i = r->n; i > 0 && template_cmp(r->t[i - 1], t->name,

@@ -851,3 +851,67 @@ Test(policy, names)
 	cr_assert_str_eq(policy_destination_name(
 	    SBX__V1__DESTINATION__DESTINATION_AGENT), "agent");
 }
+
+static void
+canonical_pair(Sbx__V1__Policy *p, uint8_t **a, size_t *alen, uint8_t **b,
+    size_t *blen)
+{
+	Sbx__V1__Policy	*c = policy_dup(p);
+
+	cr_assert_not_null(c);
+	cr_assert_eq(policy_canonical(p, a, alen), 0);
+	cr_assert_eq(policy_canonical_in_place(c, b, blen), 0);
+	policy_free(c);
+}
+
+/*
+ * compile_task encodes a compile's policy with policy_canonical_in_place,
+ * after compile_policy has normalised it once: its bytes must be
+ * policy_canonical's for the same policy, even where normalising twice is
+ * not normalising once (a host with two trailing dots, duplicate inputs
+ * that sort apart), or the hash signed would not be policy_hash's.
+ */
+Test(policy, canonical_in_place_is_policy_canonical)
+{
+	static const char *const texts[] = { base_yaml, shuffled_yaml,
+	    full_yaml };
+	Sbx__V1__Policy	*p;
+	uint8_t		*a, *b;
+	size_t		 alen, blen;
+	unsigned char	 md[32];
+	char		 ha[POLICY_HASH_HEX], hb[POLICY_HASH_HEX];
+	size_t		 i;
+
+	for (i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		p = parse_ok(texts[i]);
+		canonical_pair(p, &a, &alen, &b, &blen);
+		cr_assert_eq(alen, blen, "text %zu", i);
+		cr_assert_eq(memcmp(a, b, alen), 0, "text %zu", i);
+		free(a);
+		free(b);
+		policy_free(p);
+	}
+
+	/* Normalised once, as compile_policy leaves it, then a host that a
+	 * second pass still changes. */
+	p = parse_ok(full_yaml);
+	free(p->network->allow[0]->host);
+	p->network->allow[0]->host = xstrdup("API.FX-rates.internal..");
+	policy_normalize(p);
+	for (i = 0; i < p->network->n_allow; i++)
+		if (strcmp(p->network->allow[i]->host,
+		    "api.fx-rates.internal.") == 0)
+			break;
+	cr_assert_lt(i, p->network->n_allow, "one pass left one dot");
+	canonical_pair(p, &a, &alen, &b, &blen);
+	cr_assert_eq(alen, blen);
+	cr_assert_eq(memcmp(a, b, alen), 0,
+	    "in place is not policy_canonical after one normalisation");
+	cr_assert_eq(policy_hash(p, ha), 0);
+	sha256_buf(b, blen, md);
+	hex_encode(md, sizeof(md), hb);
+	cr_assert_str_eq(ha, hb);
+	free(a);
+	free(b);
+	policy_free(p);
+}

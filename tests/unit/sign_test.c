@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "policy.h"
 #include "sign.h"
 #include "util.h"
@@ -555,4 +557,43 @@ Test(sign, trust_load_and_reload_keep_keys_on_error)
 	cr_assert_eq(sign_trust_reload(&t, fx.pk, fx.pk), 0);
 	cr_assert(t.has_prev);
 	fx_teardown(&fx);
+}
+
+/* sha256_buf (OpenSSL's) is SHA-256: the FIPS 180-2 vectors, and
+ * libsodium's digest for every length across the block boundaries and
+ * for a large buffer, so no hash written before it differs. */
+Test(sign, sha256_buf_is_sha256)
+{
+	static const struct {
+		const char	*in, *hex;
+	} v[] = {
+		{ "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b"
+		    "7852b855" },
+		{ "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff"
+		    "61f20015ad" },
+		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd4"
+		    "19db06c1" },
+	};
+	unsigned char	 md[32], ref[32], *buf;
+	char		 hex[65];
+	size_t		 i, len = 1 << 20;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		sha256_buf(v[i].in, strlen(v[i].in), md);
+		hex_encode(md, sizeof(md), hex);
+		cr_assert_str_eq(hex, v[i].hex, "vector %zu", i);
+	}
+	buf = xmalloc(len);
+	for (i = 0; i < len; i++)
+		buf[i] = (unsigned char)(i * 131 + (i >> 8));
+	for (i = 0; i <= 200; i++) {
+		sha256_buf(buf, i, md);
+		crypto_hash_sha256(ref, buf, i);
+		cr_assert_eq(memcmp(md, ref, 32), 0, "length %zu", i);
+	}
+	sha256_buf(buf, len, md);
+	crypto_hash_sha256(ref, buf, len);
+	cr_assert_eq(memcmp(md, ref, 32), 0, "length %zu", len);
+	free(buf);
 }
