@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "yaml.h"
 #include "pg.h"
 #include "util.h"
 #include "policyd.h"
@@ -73,7 +74,19 @@ static const char fleet_schema[] =
     " decided_at bigint NOT NULL DEFAULT 0,"
     " policy_hash text NOT NULL DEFAULT '',"
     " request bytea NOT NULL,"
-    " host text NOT NULL);";
+    " host text NOT NULL);"
+    /* Template versions, immutable fleet-wide: the first host to load
+     * NAME@VERSION registers its hash and normalised policy, and every
+     * host after must load the same (fleet_templates). */
+    "CREATE TABLE IF NOT EXISTS sbx_templates("
+    " name text NOT NULL,"
+    " version bigint NOT NULL,"
+    " hash text NOT NULL,"
+    " policy bytea NOT NULL,"
+    " host text NOT NULL,"
+    " file text NOT NULL DEFAULT '',"
+    " created timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (name, version));";
 
 static void
 fleet_err(char *err, size_t errlen, const char *fmt, ...)
@@ -441,4 +454,82 @@ fleet_request_decide(struct fleet *f, const char *request_id, int status,
 	n = atoi(PQcmdTuples(res));
 	PQclear(res);
 	return n == 1 ? 1 : 0;
+}
+
+int
+fleet_templates(struct fleet *f, const struct tmpl_registry *reg,
+    const char *host, struct yerrs *errs, char *err, size_t errlen)
+{
+	PGresult	*res = NULL;
+	const char	*v[6];
+	int		 lens[6] = { 0 }, fmts[6] = { 0 };
+	char		 ver[16];
+	uint8_t		*buf;
+	size_t		 i, len, nerr = errs->n;
+
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	for (i = 0; i < reg->n; i++) {
+		const struct tmpl	*t = reg->t[i];
+
+		snprintf(ver, sizeof(ver), "%u", t->version);
+		len = sbx__v1__policy__get_packed_size(t->policy);
+		buf = xmalloc(len + 1);
+		sbx__v1__policy__pack(t->policy, buf);
+		v[0] = t->name;
+		v[1] = ver;
+		v[2] = t->hash;
+		v[3] = (const char *)buf;
+		lens[3] = (int)len;
+		fmts[3] = 1;
+		v[4] = host;
+		v[5] = t->file;
+		/* Registered if absent; a version another host registered
+		 * first is left as it is, and compared below. */
+		res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_templates("
+		    "name, version, hash, policy, host, file) VALUES ($1,"
+		    " $2::bigint, $3, $4::bytea, $5, $6) ON CONFLICT (name,"
+		    " version) DO NOTHING", 6, NULL, v, lens, fmts, 0);
+		free(buf);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
+			    pg_msg(f->pg));
+			goto fail;
+		}
+		PQclear(res);
+		if ((res = pg_query(f->pg, "SELECT hash, host, file FROM"
+		    " sbx_templates WHERE name = $1 AND version = $2::bigint",
+		    2, v, PGRES_TUPLES_OK, err, errlen)) == NULL)
+			goto fail;
+		if (PQntuples(res) != 1) {
+			fleet_err(err, errlen, "%s: template %s version %u: no "
+			    "row", pg_where(f->pg), t->name, t->version);
+			goto fail;
+		}
+		if (strcmp(PQgetvalue(res, 0, 0), t->hash) != 0)
+			yerrs_add(errs, "%s: template %s version %u differs "
+			    "from the fleet's: here it hashes to %s, but host "
+			    "%s registered version %u as %s (from %s); "
+			    "versions are immutable across the fleet: give "
+			    "this policy a new version", t->file, t->name,
+			    t->version, t->hash, PQgetvalue(res, 0, 1),
+			    t->version, PQgetvalue(res, 0, 0),
+			    PQgetvalue(res, 0, 2));
+		PQclear(res);
+		res = NULL;
+	}
+	/* None registered by a host that refuses its set. */
+	if (errs->n != nerr) {
+		pg_rollback(f->pg);
+		return -2;
+	}
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
+		goto fail;
+	return 0;
+fail:
+	PQclear(res);
+	pg_rollback(f->pg);
+	return -1;
 }

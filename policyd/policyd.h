@@ -249,6 +249,17 @@ int		 fleet_request_decide(struct fleet *, const char *request_id,
 		    int status, const char *reason, const char *approver,
 		    int64_t when, const char *hash, char *err, size_t errlen);
 
+/*
+ * Register every template version of reg in the fleet (insert if absent)
+ * and compare the rest with what the fleet holds, in one transaction:
+ * 0 all agree (committed); -2 some differ, each added to errs naming the
+ * template, the version and the host that registered it (nothing
+ * registered); -1 with err, the database unreachable.
+ */
+int		 fleet_templates(struct fleet *, const struct tmpl_registry *,
+		    const char *host, struct yerrs *errs, char *err,
+		    size_t errlen);
+
 /* ---- store.c ---- */
 
 struct store;
@@ -532,6 +543,9 @@ struct policyd {
 	int			 has_prev;
 	struct store		*store;
 	struct fleet		*fleet;		/* NULL: not in a fleet */
+	/* reg's versions registered in the fleet (fleet_templates); until
+	 * they are, a fleet replica compiles nothing. */
+	int			 tmpl_fleet_ok;
 	struct pin		*pin;		/* template versions' hashes */
 	struct entitle		*ent;
 	struct event_base	*base;
@@ -564,6 +578,7 @@ struct compile_out {
 #define RULE_NO_ENTITLEMENT	"no-entitlement"
 #define RULE_NOT_READABLE	"dataset-not-readable"
 #define RULE_EXHAUSTED		"executions-exhausted"
+#define RULE_TEMPLATE_CONFLICT	"template-version-conflict"
 
 
 /* Validate the task fields (step 1).  0, or -1 with err (ERROR_INVALID). */
