@@ -637,9 +637,17 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	if ((rtm = rollout_pick(pd->roll, pd->reg, t, known)) != NULL)
 		tm = rtm;
 
-	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL)
-		return compile_internal(t, err,
-		    "cannot read the entitlements");
+	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL) {
+		if (pd->fleet == NULL)
+			return compile_internal(t, err,
+			    "cannot read the entitlements");
+		/* Fail closed: no compile without the fleet's. */
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store is "
+		    "unavailable, nothing compiled: its entitlements cannot "
+		    "be read", t->id);
+		return compile_deny(pd, t, actor, NULL, NULL, err);
+	}
 	/* Only a bound task can have grants; in a fleet it may have been
 	 * bound, and granted, on another host. */
 	if ((known || pd->fleet != NULL) && pd->cap != NULL && pd->grants != NULL &&

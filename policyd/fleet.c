@@ -36,7 +36,8 @@
 #include "policyd.h"
 
 struct fleet {
-	struct pg	*pg;
+	struct pg		*pg;
+	struct entitle_eff	 eff;	/* fleet_entitle_get()'s last */
 };
 
 static const char fleet_schema[] =
@@ -86,7 +87,28 @@ static const char fleet_schema[] =
     " host text NOT NULL,"
     " file text NOT NULL DEFAULT '',"
     " created timestamptz NOT NULL DEFAULT now(),"
-    " PRIMARY KEY (name, version));";
+    " PRIMARY KEY (name, version));"
+    /* Entitlements, as entitle.c keeps them in policyd.db: a change
+     * through any replica is read by the next compile at every host. */
+    "CREATE TABLE IF NOT EXISTS sbx_entitlements("
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " cpus_milli bigint NOT NULL DEFAULT 0,"
+    " memory_mb bigint NOT NULL DEFAULT 0,"
+    " pids bigint NOT NULL DEFAULT 0,"
+    " wall_seconds bigint NOT NULL DEFAULT 0,"
+    " scratch_mb bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (tenant, usr));"
+    "CREATE TABLE IF NOT EXISTS sbx_entitlement_datasets("
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " dataset text NOT NULL,"
+    " PRIMARY KEY (tenant, usr, dataset));"
+    "CREATE TABLE IF NOT EXISTS sbx_entitlement_hosts("
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " host text NOT NULL,"
+    " PRIMARY KEY (tenant, usr, host));";
 
 static void
 fleet_err(char *err, size_t errlen, const char *fmt, ...)
@@ -118,6 +140,7 @@ fleet_close(struct fleet *f)
 	if (f == NULL)
 		return;
 	pg_free(f->pg);
+	entitle_eff_clear(&f->eff);
 	free(f);
 }
 
@@ -532,4 +555,299 @@ fail:
 	PQclear(res);
 	pg_rollback(f->pg);
 	return -1;
+}
+
+/* One statement of an entitlement change, inside its transaction. */
+static int
+fleet_ent_run(struct fleet *f, const char *sql, int n, const char *const *v,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+
+	if ((res = pg_query(f->pg, sql, n, v, PGRES_COMMAND_OK, err,
+	    errlen)) == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_entitle_begin(struct fleet *f, const Sbx__V1__Entitlement *m, int add,
+    char *err, size_t errlen)
+{
+	const Sbx__V1__Limits	*l = m->max_limits;
+	PGresult		*res;
+	const char		*v[8];
+	char			 lim[5][16];
+	char			*h;
+	size_t			 i;
+	int			 ok = 1, found;
+
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	v[0] = m->tenant;
+	v[1] = m->user;
+	if (add) {
+		if (m->replace)
+			ok = fleet_ent_run(f, "DELETE FROM"
+			    " sbx_entitlement_datasets WHERE tenant = $1 AND"
+			    " usr = $2", 2, v, err, errlen) == 0 &&
+			    fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts"
+			    " WHERE tenant = $1 AND usr = $2", 2, v, err,
+			    errlen) == 0;
+		ok = ok && fleet_ent_run(f, "INSERT INTO sbx_entitlements("
+		    "tenant, usr) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2,
+		    v, err, errlen) == 0;
+		snprintf(lim[0], sizeof(lim[0]), "%u", l ? l->cpus_milli : 0);
+		snprintf(lim[1], sizeof(lim[1]), "%u", l ? l->memory_mb : 0);
+		snprintf(lim[2], sizeof(lim[2]), "%u", l ? l->pids : 0);
+		snprintf(lim[3], sizeof(lim[3]), "%u", l ? l->wall_seconds : 0);
+		snprintf(lim[4], sizeof(lim[4]), "%u", l ? l->scratch_mb : 0);
+		for (i = 0; i < 5; i++)
+			v[2 + i] = lim[i];
+		v[7] = m->replace ? "true" : "false";
+		/* The row locked until COMMIT: a change at another replica
+		 * waits, none is lost. */
+		ok = ok && fleet_ent_run(f, "UPDATE sbx_entitlements SET"
+		    " cpus_milli = CASE WHEN $3::bigint > 0 OR $8::boolean"
+		    " THEN $3::bigint ELSE cpus_milli END,"
+		    " memory_mb = CASE WHEN $4::bigint > 0 OR $8::boolean"
+		    " THEN $4::bigint ELSE memory_mb END,"
+		    " pids = CASE WHEN $5::bigint > 0 OR $8::boolean"
+		    " THEN $5::bigint ELSE pids END,"
+		    " wall_seconds = CASE WHEN $6::bigint > 0 OR $8::boolean"
+		    " THEN $6::bigint ELSE wall_seconds END,"
+		    " scratch_mb = CASE WHEN $7::bigint > 0 OR $8::boolean"
+		    " THEN $7::bigint ELSE scratch_mb END"
+		    " WHERE tenant = $1 AND usr = $2", 8, v, err,
+		    errlen) == 0;
+		for (i = 0; ok && i < m->n_datasets; i++) {
+			v[2] = m->datasets[i];
+			ok = fleet_ent_run(f, "INSERT INTO"
+			    " sbx_entitlement_datasets(tenant, usr, dataset)"
+			    " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3,
+			    v, err, errlen) == 0;
+		}
+		for (i = 0; ok && i < m->n_hosts; i++) {
+			v[2] = h = entitle_host_norm(m->hosts[i]);
+			ok = fleet_ent_run(f, "INSERT INTO"
+			    " sbx_entitlement_hosts(tenant, usr, host)"
+			    " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3,
+			    v, err, errlen) == 0;
+			free(h);
+		}
+		if (!ok) {
+			pg_rollback(f->pg);
+			return -1;
+		}
+		return 0;
+	}
+	if ((res = pg_query(f->pg, "SELECT 1 FROM sbx_entitlements WHERE"
+	    " tenant = $1 AND usr = $2 FOR UPDATE", 2, v, PGRES_TUPLES_OK,
+	    err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	found = PQntuples(res) == 1;
+	PQclear(res);
+	if (!found) {
+		pg_rollback(f->pg);
+		return 1;
+	}
+	if (m->n_datasets == 0 && m->n_hosts == 0)
+		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_datasets"
+		    " WHERE tenant = $1 AND usr = $2", 2, v, err,
+		    errlen) == 0 &&
+		    fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts WHERE"
+		    " tenant = $1 AND usr = $2", 2, v, err, errlen) == 0 &&
+		    fleet_ent_run(f, "DELETE FROM sbx_entitlements WHERE"
+		    " tenant = $1 AND usr = $2", 2, v, err, errlen) == 0;
+	for (i = 0; ok && i < m->n_datasets; i++) {
+		v[2] = m->datasets[i];
+		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_datasets"
+		    " WHERE tenant = $1 AND usr = $2 AND dataset = $3", 3, v,
+		    err, errlen) == 0;
+	}
+	for (i = 0; ok && i < m->n_hosts; i++) {
+		v[2] = h = entitle_host_norm(m->hosts[i]);
+		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts"
+		    " WHERE tenant = $1 AND usr = $2 AND host = $3", 3, v,
+		    err, errlen) == 0;
+		free(h);
+	}
+	if (!ok) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	return 0;
+}
+
+int
+fleet_entitle_commit(struct fleet *f, char *err, size_t errlen)
+{
+	/* synchronous_commit is on: durable when COMMIT returns. */
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	return 0;
+}
+
+void
+fleet_entitle_abort(struct fleet *f)
+{
+	pg_rollback(f->pg);
+}
+
+static void
+fleet_push(char ***v, size_t *n, const char *s)
+{
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = xstrdup(s);
+}
+
+const struct entitle_eff *
+fleet_entitle_get(struct fleet *f, const char *tenant, const char *user,
+    char *err, size_t errlen)
+{
+	struct entitle_eff	*eff = &f->eff;
+	Sbx__V1__Limits		 ul, al, *l;
+	PGresult		*res;
+	const char		*v[2] = { tenant, user };
+	int			 i;
+
+	entitle_eff_clear(eff);
+	sbx__v1__limits__init(&eff->plan);
+	sbx__v1__limits__init(&ul);
+	sbx__v1__limits__init(&al);
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return NULL;
+	/* One statement, one snapshot: the rows, datasets and hosts of
+	 * the user and of "*", the lists in strcmp order (COLLATE "C"),
+	 * as entitle_can_read() searches them. */
+	if ((res = pg_query(f->pg, "SELECT 'r', usr COLLATE \"C\","
+	    " cpus_milli, memory_mb, pids, wall_seconds, scratch_mb FROM"
+	    " sbx_entitlements WHERE tenant = $1 AND (usr = $2 OR"
+	    " usr = '*')"
+	    " UNION ALL (SELECT DISTINCT 'd', dataset COLLATE \"C\", 0, 0,"
+	    " 0, 0, 0 FROM sbx_entitlement_datasets WHERE tenant = $1 AND"
+	    " (usr = $2 OR usr = '*'))"
+	    " UNION ALL (SELECT DISTINCT 'h', host COLLATE \"C\", 0, 0, 0,"
+	    " 0, 0 FROM sbx_entitlement_hosts WHERE tenant = $1 AND"
+	    " (usr = $2 OR usr = '*'))"
+	    " ORDER BY 1, 2", 2, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return NULL;
+	}
+	for (i = 0; i < PQntuples(res); i++) {
+		const char	*k = PQgetvalue(res, i, 0);
+		const char	*s = PQgetvalue(res, i, 1);
+
+		if (*k == 'd') {
+			fleet_push(&eff->datasets, &eff->ndatasets, s);
+			continue;
+		}
+		if (*k == 'h') {
+			fleet_push(&eff->hosts, &eff->nhosts, s);
+			continue;
+		}
+		eff->found = 1;
+		l = strcmp(s, POLICYD_USER_ALL) == 0 &&
+		    strcmp(user, POLICYD_USER_ALL) != 0 ? &al : &ul;
+		l->cpus_milli = (uint32_t)strtoul(PQgetvalue(res, i, 2), NULL,
+		    10);
+		l->memory_mb = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL,
+		    10);
+		l->pids = (uint32_t)strtoul(PQgetvalue(res, i, 4), NULL, 10);
+		l->wall_seconds = (uint32_t)strtoul(PQgetvalue(res, i, 5),
+		    NULL, 10);
+		l->scratch_mb = (uint32_t)strtoul(PQgetvalue(res, i, 6), NULL,
+		    10);
+	}
+	PQclear(res);
+	if (!eff->found) {
+		/* Lists without a row grant nothing (as entitle_get). */
+		entitle_eff_clear(eff);
+		sbx__v1__limits__init(&eff->plan);
+		return eff;
+	}
+#define FLEET_PICK(fld) (ul.fld != 0 ? ul.fld : al.fld)
+	eff->plan.cpus_milli = FLEET_PICK(cpus_milli);
+	eff->plan.memory_mb = FLEET_PICK(memory_mb);
+	eff->plan.pids = FLEET_PICK(pids);
+	eff->plan.wall_seconds = FLEET_PICK(wall_seconds);
+	eff->plan.scratch_mb = FLEET_PICK(scratch_mb);
+#undef FLEET_PICK
+	return eff;
+}
+
+int
+fleet_entitle_list(struct fleet *f, const char *tenant, const char *user,
+    Sbx__V1__Entitlement ***out, size_t *n, char *err, size_t errlen)
+{
+	Sbx__V1__Entitlement	*m;
+	PGresult		*res;
+	const char		*v[2];
+	int			 i;
+
+	*out = NULL;
+	*n = 0;
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	v[0] = tenant != NULL ? tenant : "";
+	v[1] = user != NULL ? user : "";
+	/* One statement: each row's lists ride along as 'd'/'h' rows
+	 * after it. */
+	if ((res = pg_query(f->pg, "SELECT tenant COLLATE \"C\", usr"
+	    " COLLATE \"C\", 'r', cpus_milli, memory_mb, pids, wall_seconds,"
+	    " scratch_mb, '' COLLATE \"C\" FROM sbx_entitlements WHERE"
+	    " ($1 = '' OR tenant = $1) AND ($2 = '' OR usr = $2)"
+	    " UNION ALL SELECT e.tenant, e.usr, 'd', 0, 0, 0, 0, 0, d.dataset"
+	    " FROM sbx_entitlements e JOIN sbx_entitlement_datasets d USING"
+	    " (tenant, usr) WHERE ($1 = '' OR e.tenant = $1) AND ($2 = '' OR"
+	    " e.usr = $2)"
+	    " UNION ALL SELECT e.tenant, e.usr, 'h', 0, 0, 0, 0, 0, h.host"
+	    " FROM sbx_entitlements e JOIN sbx_entitlement_hosts h USING"
+	    " (tenant, usr) WHERE ($1 = '' OR e.tenant = $1) AND ($2 = '' OR"
+	    " e.usr = $2)"
+	    " ORDER BY 1, 2, 3 DESC, 9", 2, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	m = NULL;
+	for (i = 0; i < PQntuples(res); i++) {
+		const char	*k = PQgetvalue(res, i, 2);
+
+		if (*k == 'r') {
+			m = xmalloc(sizeof(*m));
+			sbx__v1__entitlement__init(m);
+			m->tenant = xstrdup(PQgetvalue(res, i, 0));
+			m->user = xstrdup(PQgetvalue(res, i, 1));
+			m->max_limits = xmalloc(sizeof(*m->max_limits));
+			sbx__v1__limits__init(m->max_limits);
+			m->max_limits->cpus_milli = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 3), NULL, 10);
+			m->max_limits->memory_mb = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 4), NULL, 10);
+			m->max_limits->pids = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 5), NULL, 10);
+			m->max_limits->wall_seconds = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 6), NULL, 10);
+			m->max_limits->scratch_mb = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 7), NULL, 10);
+			*out = xreallocarray(*out, *n + 1, sizeof(**out));
+			(*out)[(*n)++] = m;
+		} else if (m != NULL && *k == 'd')
+			fleet_push(&m->datasets, &m->n_datasets,
+			    PQgetvalue(res, i, 8));
+		else if (m != NULL && *k == 'h')
+			fleet_push(&m->hosts, &m->n_hosts,
+			    PQgetvalue(res, i, 8));
+	}
+	PQclear(res);
+	return 0;
 }

@@ -279,6 +279,7 @@ policyd_open(void *arg)
 	 * starts (and refuses compiles) while it is down. */
 	if (pd->conf->store.pg) {
 		pd->fleet = fleet_open(pd->conf->store.conninfo);
+		entitle_use_fleet(pd->ent, pd->fleet);
 		log_info("store: postgresql, %s, as host %s",
 		    fleet_where_str(pd->fleet), pd->conf->store.host);
 	}

@@ -260,6 +260,28 @@ int		 fleet_templates(struct fleet *, const struct tmpl_registry *,
 		    const char *host, struct yerrs *errs, char *err,
 		    size_t errlen);
 
+/*
+ * An entitlement change (add, or remove) made in the database's
+ * transaction, left open so the caller commits its audit record first:
+ * 0 (then fleet_entitle_commit or fleet_entitle_abort), 1 remove of a
+ * row the fleet does not have (rolled back), -1 with err (rolled back).
+ */
+int		 fleet_entitle_begin(struct fleet *,
+		    const Sbx__V1__Entitlement *, int add, char *err,
+		    size_t errlen);
+int		 fleet_entitle_commit(struct fleet *, char *err, size_t errlen);
+void		 fleet_entitle_abort(struct fleet *);
+/* The effective entitlement of tenant/user as the fleet holds it, valid
+ * until the next call; NULL with err (fail closed). */
+struct entitle_eff;
+const struct entitle_eff *fleet_entitle_get(struct fleet *,
+		    const char *tenant, const char *user, char *err,
+		    size_t errlen);
+/* As entitle_list, from the fleet.  0 or -1 with err. */
+int		 fleet_entitle_list(struct fleet *, const char *tenant,
+		    const char *user, Sbx__V1__Entitlement ***out, size_t *n,
+		    char *err, size_t errlen);
+
 /* ---- store.c ---- */
 
 struct store;
@@ -466,6 +488,10 @@ struct entitle	*entitle_open(struct sqlite3 *, char *err, size_t errlen);
 int		 entitle_use_reader(struct entitle *, struct sqlite3 *,
 		    char *err, size_t errlen);
 void		 entitle_close(struct entitle *);
+/* In a fleet: lookups and lists read the fleet's database (fleet.c). */
+void		 entitle_use_fleet(struct entitle *, struct fleet *);
+/* A host name as entitlements keep it: lower case, no trailing dot. */
+char		*entitle_host_norm(const char *);
 /* Validate an Entitlement message (names, hosts); 0 or -1 with err. */
 int		 entitle_check(const Sbx__V1__Entitlement *, char *err,
 		    size_t errlen);
