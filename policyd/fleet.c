@@ -108,7 +108,26 @@ static const char fleet_schema[] =
     " tenant text NOT NULL,"
     " usr text NOT NULL,"
     " host text NOT NULL,"
-    " PRIMARY KEY (tenant, usr, host));";
+    " PRIMARY KEY (tenant, usr, host));"
+    /* Rollouts: the state every replica picks by, and the counts the
+     * halt rule reads, raised in place (n = n + 1) by any replica. */
+    "CREATE TABLE IF NOT EXISTS sbx_rollouts("
+    " type text PRIMARY KEY,"
+    " tmpl text NOT NULL,"
+    " stable bigint NOT NULL,"
+    " canary bigint NOT NULL,"
+    " percent bigint NOT NULL,"
+    " halted boolean NOT NULL,"
+    " promoted boolean NOT NULL,"
+    " reason text NOT NULL DEFAULT '',"
+    " host text NOT NULL,"
+    " updated timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE IF NOT EXISTS sbx_rollout_counts("
+    " tmpl text NOT NULL,"
+    " version bigint NOT NULL,"
+    " rule text NOT NULL,"
+    " n bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (tmpl, version, rule));";
 
 static void
 fleet_err(char *err, size_t errlen, const char *fmt, ...)
@@ -850,4 +869,171 @@ fleet_entitle_list(struct fleet *f, const char *tenant, const char *user,
 	}
 	PQclear(res);
 	return 0;
+}
+
+/* ---- rollouts ---- */
+
+static void
+fleet_roll_read(PGresult *res, struct fleet_roll *r)
+{
+	r->stable = (uint32_t)strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+	r->canary = (uint32_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+	r->percent = (uint32_t)strtoul(PQgetvalue(res, 0, 2), NULL, 10);
+	r->halted = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
+	r->promoted = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
+	snprintf(r->reason, sizeof(r->reason), "%s", PQgetvalue(res, 0, 5));
+}
+
+static void
+fleet_roll_args(const char *type, const char *tmpl, const struct fleet_roll *r,
+    const char *host, char num[3][16], const char *v[9])
+{
+	snprintf(num[0], 16, "%u", r->stable);
+	snprintf(num[1], 16, "%u", r->canary);
+	snprintf(num[2], 16, "%u", r->percent);
+	v[0] = type;
+	v[1] = tmpl;
+	v[2] = num[0];
+	v[3] = num[1];
+	v[4] = num[2];
+	v[5] = r->halted ? "true" : "false";
+	v[6] = r->promoted ? "true" : "false";
+	v[7] = r->reason;
+	v[8] = host;
+}
+
+int
+fleet_roll_get(struct fleet *f, const char *type, const char *tmpl,
+    const struct fleet_roll *init, const char *host, struct fleet_roll *out,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 num[3][16];
+	const char	*v[9];
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	fleet_roll_args(type, tmpl, init, host, num, v);
+	/* The first replica to start the rollout writes it; every replica
+	 * then reads the one row, whoever changed it last. */
+	if ((res = pg_query(f->pg, "WITH ins AS (INSERT INTO sbx_rollouts("
+	    "type, tmpl, stable, canary, percent, halted, promoted, reason,"
+	    " host) VALUES ($1, $2, $3::bigint, $4::bigint, $5::bigint,"
+	    " $6::boolean, $7::boolean, $8, $9) ON CONFLICT (type) DO NOTHING"
+	    " RETURNING stable, canary, percent, halted, promoted, reason)"
+	    " SELECT * FROM ins UNION ALL SELECT stable, canary, percent,"
+	    " halted, promoted, reason FROM sbx_rollouts WHERE type = $1 AND"
+	    " tmpl = $2", 9, v, PGRES_TUPLES_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	if (PQntuples(res) < 1) {
+		/* Another template under this type in the fleet: this
+		 * host's configuration is not the fleet's. */
+		fleet_err(err, errlen, "%s: rollout %s: the fleet's is not of "
+		    "template %s", pg_where(f->pg), type, tmpl);
+		PQclear(res);
+		return -1;
+	}
+	fleet_roll_read(res, out);
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_roll_put(struct fleet *f, const char *type, const char *tmpl,
+    const struct fleet_roll *r, const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 num[3][16];
+	const char	*v[9];
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	fleet_roll_args(type, tmpl, r, host, num, v);
+	if ((res = pg_query(f->pg, "INSERT INTO sbx_rollouts(type, tmpl,"
+	    " stable, canary, percent, halted, promoted, reason, host) VALUES"
+	    " ($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::boolean,"
+	    " $7::boolean, $8, $9) ON CONFLICT (type) DO UPDATE SET tmpl ="
+	    " $2, stable = $3::bigint, canary = $4::bigint, percent ="
+	    " $5::bigint, halted = $6::boolean, promoted = $7::boolean,"
+	    " reason = $8, host = $9, updated = now()", 9, v,
+	    PGRES_COMMAND_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_roll_halt(struct fleet *f, const char *type, const char *reason,
+    const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[3] = { type, reason, host };
+	int		 n;
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	/* Once, whichever replicas decide it together. */
+	if ((res = pg_query(f->pg, "UPDATE sbx_rollouts SET percent = 0,"
+	    " halted = true, reason = $2, host = $3, updated = now() WHERE"
+	    " type = $1 AND NOT halted AND NOT promoted", 3, v,
+	    PGRES_COMMAND_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	n = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return n;
+}
+
+int
+fleet_roll_count(struct fleet *f, const char *tmpl, uint32_t version,
+    const char *const *rules, size_t nrules,
+    void (*fn)(void *, uint32_t, const char *, uint64_t), void *arg,
+    char *err, size_t errlen)
+{
+	PGresult	*res = NULL;
+	char		 ver[16];
+	const char	*v[3];
+	size_t		 i;
+	int		 k;
+
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	snprintf(ver, sizeof(ver), "%u", version);
+	v[0] = tmpl;
+	v[1] = ver;
+	/* In place: two replicas counting at once lose nothing. */
+	for (i = 0; i <= nrules; i++) {
+		v[2] = i == 0 ? "" : rules[i - 1];
+		if ((res = pg_query(f->pg, "INSERT INTO sbx_rollout_counts("
+		    "tmpl, version, rule, n) VALUES ($1, $2::bigint, $3, 1) ON"
+		    " CONFLICT (tmpl, version, rule) DO UPDATE SET n ="
+		    " sbx_rollout_counts.n + 1", 3, v, PGRES_COMMAND_OK, err,
+		    errlen)) == NULL)
+			goto fail;
+		PQclear(res);
+	}
+	if ((res = pg_query(f->pg, "SELECT version, rule, n FROM"
+	    " sbx_rollout_counts WHERE tmpl = $1", 1, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL)
+		goto fail;
+	for (k = 0; k < PQntuples(res); k++)
+		fn(arg, (uint32_t)strtoul(PQgetvalue(res, k, 0), NULL, 10),
+		    PQgetvalue(res, k, 1), strtoull(PQgetvalue(res, k, 2), NULL,
+		    10));
+	PQclear(res);
+	res = NULL;
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
+		goto fail;
+	return 0;
+fail:
+	PQclear(res);
+	pg_rollback(f->pg);
+	return -1;
 }

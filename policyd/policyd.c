@@ -290,6 +290,7 @@ policyd_open(void *arg)
 	if ((pd->roll = rollout_open(pd->conf, pd->store, err,
 	    sizeof(err))) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
+	rollout_use_fleet(pd->roll, pd->fleet, pd->conf->store.host);
 }
 
 static void

@@ -282,6 +282,34 @@ int		 fleet_entitle_list(struct fleet *, const char *tenant,
 		    const char *user, Sbx__V1__Entitlement ***out, size_t *n,
 		    char *err, size_t errlen);
 
+/* A rollout's state as the fleet holds it (sbx_rollouts). */
+struct fleet_roll {
+	uint32_t stable, canary, percent;
+	int	 halted, promoted;
+	char	 reason[1024];
+};
+/* The fleet's state of rollout type (init written if it has none).  0,
+ * or -1 with err. */
+int		 fleet_roll_get(struct fleet *, const char *type,
+		    const char *tmpl, const struct fleet_roll *init,
+		    const char *host, struct fleet_roll *out, char *err,
+		    size_t errlen);
+/* Replace it (a person's promote, halt or set-percent).  0 or -1. */
+int		 fleet_roll_put(struct fleet *, const char *type,
+		    const char *tmpl, const struct fleet_roll *,
+		    const char *host, char *err, size_t errlen);
+/* Halt it unless halted or promoted: 1 done here, 0 not, -1 with err. */
+int		 fleet_roll_halt(struct fleet *, const char *type,
+		    const char *reason, const char *host, char *err,
+		    size_t errlen);
+/* One execution of tmpl@version and each of rules once, counted in
+ * place; then fn(arg, version, rule, n) for every count of tmpl.  0 or
+ * -1 with err (nothing counted). */
+int		 fleet_roll_count(struct fleet *, const char *tmpl,
+		    uint32_t version, const char *const *rules, size_t nrules,
+		    void (*fn)(void *, uint32_t, const char *, uint64_t),
+		    void *arg, char *err, size_t errlen);
+
 /* ---- store.c ---- */
 
 struct store;
@@ -428,6 +456,9 @@ struct rollouts;
 struct rollouts	*rollout_open(const struct policyd_conf *, struct store *,
 		    char *err, size_t errlen);
 void		 rollout_close(struct rollouts *);
+/* In a fleet: the state and counts are the database's (fleet.c). */
+void		 rollout_use_fleet(struct rollouts *, struct fleet *,
+		    const char *host);
 /* A task's bucket, 0..99: SHA-256 over type, NUL, id; 4 bytes mod 100. */
 uint32_t	 rollout_bucket(const char *type, const char *task_id);
 /* The version t gets, NULL if its type has no rollout.  known: the task
