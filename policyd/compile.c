@@ -33,6 +33,7 @@
 #include "log.h"
 #include "trace.h"
 #include "util.h"
+#include "yaml.h"
 #include "policyd.h"
 
 #define DATASET_REF	"${task.dataset_ref}"
@@ -531,8 +532,34 @@ compile_fleet(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
     struct compile_out *out, Sbx__V1__Error *err)
 {
 	struct fleet_res	 fr;
+	struct yerrs		 errs = { NULL, 0 };
 	char			 ferr[512];
+	int			 rc;
 
+	/* The loaded versions must be the fleet's before any compile. */
+	if (!pd->tmpl_fleet_ok) {
+		if ((rc = fleet_templates(pd->fleet, pd->reg,
+		    pd->conf->store.host, &errs, ferr, sizeof(ferr))) == 0)
+			pd->tmpl_fleet_ok = 1;
+		else if (rc == -2) {
+			for (size_t i = 0; i < errs.n; i++)
+				log_warnx("%s", errs.msgs[i]);
+			compile_error(err, SBX__V1__ERROR_CODE__ERROR_POLICY,
+			    RULE_TEMPLATE_CONFLICT, "task %s: nothing compiled:"
+			    " %s", t->id, errs.msgs[0]);
+			yerrs_free(&errs);
+			tm = NULL;
+			goto refused;
+		} else {
+			log_warnx("task %s: %s", t->id, ferr);
+			compile_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+			    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store "
+			    "is unavailable, nothing compiled: %s", t->id,
+			    ferr);
+			tm = NULL;
+			goto refused;
+		}
+	}
 	switch (fleet_reserve(pd->fleet, t, out->execution_id,
 	    pd->conf->store.host, out->policy->executions_per_task,
 	    run == COMPILE_RUN ? (int64_t)budget : -1, &fr, ferr,
@@ -563,6 +590,7 @@ compile_fleet(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 		tm = NULL;
 		break;
 	}
+refused:
 	compile_deny(pd, t, actor, tm, out->hash, err);
 	compile_out_clear(out);
 	return -1;
@@ -612,9 +640,17 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	if ((rtm = rollout_pick(pd->roll, pd->reg, t, known)) != NULL)
 		tm = rtm;
 
-	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL)
-		return compile_internal(t, err,
-		    "cannot read the entitlements");
+	if ((eff = entitle_lookup(pd->ent, t->tenant, t->user)) == NULL) {
+		if (pd->fleet == NULL)
+			return compile_internal(t, err,
+			    "cannot read the entitlements");
+		/* Fail closed: no compile without the fleet's. */
+		compile_error(err, SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "task %s: the fleet's store is "
+		    "unavailable, nothing compiled: its entitlements cannot "
+		    "be read", t->id);
+		return compile_deny(pd, t, actor, NULL, NULL, err);
+	}
 	/* Only a bound task can have grants; in a fleet it may have been
 	 * bound, and granted, on another host. */
 	if ((known || pd->fleet != NULL) && pd->cap != NULL && pd->grants != NULL &&

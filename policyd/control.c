@@ -295,13 +295,27 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 		    "policyd.db: cannot begin a transaction");
 		return;
 	}
-	rc = add ? entitle_add(pd->ent, m, err, sizeof(err)) :
-	    entitle_remove(pd->ent, m, err, sizeof(err));
+	/* In a fleet the change is the database's (every host reads it
+	 * there), its transaction held open until the audit record here is
+	 * committed: recorded before it takes effect. */
+	if (pd->fleet != NULL)
+		rc = fleet_entitle_begin(pd->fleet, m, add, err, sizeof(err));
+	else
+		rc = add ? entitle_add(pd->ent, m, err, sizeof(err)) :
+		    entitle_remove(pd->ent, m, err, sizeof(err));
 	if (rc == -1) {
 		audit_rollback(a);
 		entitle_forget(pd->ent);
-		control_send_error(ctl, c, req->request_id,
-		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", err);
+		if (pd->fleet != NULL) {
+			log_warnx("entitlement %s/%s: %s", m->tenant, m->user,
+			    err);
+			control_send_error(ctl, c, req->request_id,
+			    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+			    RULE_STORE_UNAVAILABLE, "the fleet's store is "
+			    "unavailable; nothing was changed");
+		} else
+			control_send_error(ctl, c, req->request_id,
+			    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "", err);
 		return;
 	}
 	if (rc == 1) {
@@ -330,6 +344,21 @@ control_entitlement(struct control *ctl, struct frame_conn *c,
 	} else {
 		audit_event_clear(&ev);
 		rc = audit_commit(a);
+	}
+	if (pd->fleet != NULL && rc == -1)
+		fleet_entitle_abort(pd->fleet);
+	else if (pd->fleet != NULL && fleet_entitle_commit(pd->fleet, err,
+	    sizeof(err)) == -1) {
+		/* Recorded here, not made: the record says more, never
+		 * less, and the operator is told to repeat it. */
+		log_warnx("entitlement %s: audited, but the fleet's store did "
+		    "not commit it: %s", detail, err);
+		free(detail);
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE,
+		    RULE_STORE_UNAVAILABLE, "the fleet's store did not commit "
+		    "the change; it may not have been made: repeat it");
+		return;
 	}
 	/* Compiles read what is committed from now on. */
 	entitle_forget(pd->ent);

@@ -129,6 +129,9 @@ struct entitle {
 	/* entitle_get()'s statements on a read handle, if one was given. */
 	sqlite3		*rdb;
 	sqlite3_stmt	*rst[ST_MAX];
+	/* In a fleet the database's entitlements, read afresh every time:
+	 * a revocation at another host holds at the next compile. */
+	struct fleet	*fleet;
 };
 
 /* What entitle_get() runs. */
@@ -217,11 +220,27 @@ entitle_forget(struct entitle *e)
 	e->ncache = 0;
 }
 
+void
+entitle_use_fleet(struct entitle *e, struct fleet *f)
+{
+	e->fleet = f;
+}
+
 const struct entitle_eff *
 entitle_lookup(struct entitle *e, const char *tenant, const char *user)
 {
 	struct entitle_cached	 key, *c;
+	const struct entitle_eff *eff;
 	void			*node;
+	char			 err[512];
+
+	if (e->fleet != NULL) {
+		if ((eff = fleet_entitle_get(e->fleet, tenant, user, err,
+		    sizeof(err))) == NULL)
+			log_warnx("entitlements of %s/%s: %s", tenant, user,
+			    err);
+		return eff;
+	}
 
 	key.tenant = (char *)tenant;
 	key.user = (char *)user;
@@ -328,7 +347,7 @@ entitle_host_ok(const char *h)
 
 /* Hosts are kept the way policy_normalize writes them: lower case, no
  * trailing dot, so a lookup is a plain string compare. */
-static char *
+char *
 entitle_host_norm(const char *h)
 {
 	char	*c = xstrdup(h);
@@ -521,6 +540,16 @@ entitle_list(struct entitle *e, const char *tenant, const char *user,
 
 	*out = NULL;
 	*n = 0;
+	if (e->fleet != NULL) {
+		char	 err[512];
+
+		if (fleet_entitle_list(e->fleet, tenant, user, out, n, err,
+		    sizeof(err)) == -1) {
+			log_warnx("entitlements: list: %s", err);
+			return -1;
+		}
+		return 0;
+	}
 	st = entitle_bind(e, ST_LIST, tenant != NULL ? tenant : "",
 	    user != NULL ? user : "", NULL);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -30,12 +30,14 @@
 #include <string.h>
 
 #include "log.h"
+#include "yaml.h"
 #include "pg.h"
 #include "util.h"
 #include "policyd.h"
 
 struct fleet {
-	struct pg	*pg;
+	struct pg		*pg;
+	struct entitle_eff	 eff;	/* fleet_entitle_get()'s last */
 };
 
 static const char fleet_schema[] =
@@ -73,7 +75,59 @@ static const char fleet_schema[] =
     " decided_at bigint NOT NULL DEFAULT 0,"
     " policy_hash text NOT NULL DEFAULT '',"
     " request bytea NOT NULL,"
-    " host text NOT NULL);";
+    " host text NOT NULL);"
+    /* Template versions, immutable fleet-wide: the first host to load
+     * NAME@VERSION registers its hash and normalised policy, and every
+     * host after must load the same (fleet_templates). */
+    "CREATE TABLE IF NOT EXISTS sbx_templates("
+    " name text NOT NULL,"
+    " version bigint NOT NULL,"
+    " hash text NOT NULL,"
+    " policy bytea NOT NULL,"
+    " host text NOT NULL,"
+    " file text NOT NULL DEFAULT '',"
+    " created timestamptz NOT NULL DEFAULT now(),"
+    " PRIMARY KEY (name, version));"
+    /* Entitlements, as entitle.c keeps them in policyd.db: a change
+     * through any replica is read by the next compile at every host. */
+    "CREATE TABLE IF NOT EXISTS sbx_entitlements("
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " cpus_milli bigint NOT NULL DEFAULT 0,"
+    " memory_mb bigint NOT NULL DEFAULT 0,"
+    " pids bigint NOT NULL DEFAULT 0,"
+    " wall_seconds bigint NOT NULL DEFAULT 0,"
+    " scratch_mb bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (tenant, usr));"
+    "CREATE TABLE IF NOT EXISTS sbx_entitlement_datasets("
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " dataset text NOT NULL,"
+    " PRIMARY KEY (tenant, usr, dataset));"
+    "CREATE TABLE IF NOT EXISTS sbx_entitlement_hosts("
+    " tenant text NOT NULL,"
+    " usr text NOT NULL,"
+    " host text NOT NULL,"
+    " PRIMARY KEY (tenant, usr, host));"
+    /* Rollouts: the state every replica picks by, and the counts the
+     * halt rule reads, raised in place (n = n + 1) by any replica. */
+    "CREATE TABLE IF NOT EXISTS sbx_rollouts("
+    " type text PRIMARY KEY,"
+    " tmpl text NOT NULL,"
+    " stable bigint NOT NULL,"
+    " canary bigint NOT NULL,"
+    " percent bigint NOT NULL,"
+    " halted boolean NOT NULL,"
+    " promoted boolean NOT NULL,"
+    " reason text NOT NULL DEFAULT '',"
+    " host text NOT NULL,"
+    " updated timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE IF NOT EXISTS sbx_rollout_counts("
+    " tmpl text NOT NULL,"
+    " version bigint NOT NULL,"
+    " rule text NOT NULL,"
+    " n bigint NOT NULL DEFAULT 0,"
+    " PRIMARY KEY (tmpl, version, rule));";
 
 static void
 fleet_err(char *err, size_t errlen, const char *fmt, ...)
@@ -105,6 +159,7 @@ fleet_close(struct fleet *f)
 	if (f == NULL)
 		return;
 	pg_free(f->pg);
+	entitle_eff_clear(&f->eff);
 	free(f);
 }
 
@@ -441,4 +496,544 @@ fleet_request_decide(struct fleet *f, const char *request_id, int status,
 	n = atoi(PQcmdTuples(res));
 	PQclear(res);
 	return n == 1 ? 1 : 0;
+}
+
+int
+fleet_templates(struct fleet *f, const struct tmpl_registry *reg,
+    const char *host, struct yerrs *errs, char *err, size_t errlen)
+{
+	PGresult	*res = NULL;
+	const char	*v[6];
+	int		 lens[6] = { 0 }, fmts[6] = { 0 };
+	char		 ver[16];
+	uint8_t		*buf;
+	size_t		 i, len, nerr = errs->n;
+
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	for (i = 0; i < reg->n; i++) {
+		const struct tmpl	*t = reg->t[i];
+
+		snprintf(ver, sizeof(ver), "%u", t->version);
+		len = sbx__v1__policy__get_packed_size(t->policy);
+		buf = xmalloc(len + 1);
+		sbx__v1__policy__pack(t->policy, buf);
+		v[0] = t->name;
+		v[1] = ver;
+		v[2] = t->hash;
+		v[3] = (const char *)buf;
+		lens[3] = (int)len;
+		fmts[3] = 1;
+		v[4] = host;
+		v[5] = t->file;
+		/* Registered if absent; a version another host registered
+		 * first is left as it is, and compared below. */
+		res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_templates("
+		    "name, version, hash, policy, host, file) VALUES ($1,"
+		    " $2::bigint, $3, $4::bytea, $5, $6) ON CONFLICT (name,"
+		    " version) DO NOTHING", 6, NULL, v, lens, fmts, 0);
+		free(buf);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
+			    pg_msg(f->pg));
+			goto fail;
+		}
+		PQclear(res);
+		if ((res = pg_query(f->pg, "SELECT hash, host, file FROM"
+		    " sbx_templates WHERE name = $1 AND version = $2::bigint",
+		    2, v, PGRES_TUPLES_OK, err, errlen)) == NULL)
+			goto fail;
+		if (PQntuples(res) != 1) {
+			fleet_err(err, errlen, "%s: template %s version %u: no "
+			    "row", pg_where(f->pg), t->name, t->version);
+			goto fail;
+		}
+		if (strcmp(PQgetvalue(res, 0, 0), t->hash) != 0)
+			yerrs_add(errs, "%s: template %s version %u differs "
+			    "from the fleet's: here it hashes to %s, but host "
+			    "%s registered version %u as %s (from %s); "
+			    "versions are immutable across the fleet: give "
+			    "this policy a new version", t->file, t->name,
+			    t->version, t->hash, PQgetvalue(res, 0, 1),
+			    t->version, PQgetvalue(res, 0, 0),
+			    PQgetvalue(res, 0, 2));
+		PQclear(res);
+		res = NULL;
+	}
+	/* None registered by a host that refuses its set. */
+	if (errs->n != nerr) {
+		pg_rollback(f->pg);
+		return -2;
+	}
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
+		goto fail;
+	return 0;
+fail:
+	PQclear(res);
+	pg_rollback(f->pg);
+	return -1;
+}
+
+/* One statement of an entitlement change, inside its transaction. */
+static int
+fleet_ent_run(struct fleet *f, const char *sql, int n, const char *const *v,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+
+	if ((res = pg_query(f->pg, sql, n, v, PGRES_COMMAND_OK, err,
+	    errlen)) == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_entitle_begin(struct fleet *f, const Sbx__V1__Entitlement *m, int add,
+    char *err, size_t errlen)
+{
+	const Sbx__V1__Limits	*l = m->max_limits;
+	PGresult		*res;
+	const char		*v[8];
+	char			 lim[5][16];
+	char			*h;
+	size_t			 i;
+	int			 ok = 1, found;
+
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	v[0] = m->tenant;
+	v[1] = m->user;
+	if (add) {
+		if (m->replace)
+			ok = fleet_ent_run(f, "DELETE FROM"
+			    " sbx_entitlement_datasets WHERE tenant = $1 AND"
+			    " usr = $2", 2, v, err, errlen) == 0 &&
+			    fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts"
+			    " WHERE tenant = $1 AND usr = $2", 2, v, err,
+			    errlen) == 0;
+		ok = ok && fleet_ent_run(f, "INSERT INTO sbx_entitlements("
+		    "tenant, usr) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2,
+		    v, err, errlen) == 0;
+		snprintf(lim[0], sizeof(lim[0]), "%u", l ? l->cpus_milli : 0);
+		snprintf(lim[1], sizeof(lim[1]), "%u", l ? l->memory_mb : 0);
+		snprintf(lim[2], sizeof(lim[2]), "%u", l ? l->pids : 0);
+		snprintf(lim[3], sizeof(lim[3]), "%u", l ? l->wall_seconds : 0);
+		snprintf(lim[4], sizeof(lim[4]), "%u", l ? l->scratch_mb : 0);
+		for (i = 0; i < 5; i++)
+			v[2 + i] = lim[i];
+		v[7] = m->replace ? "true" : "false";
+		/* The row locked until COMMIT: a change at another replica
+		 * waits, none is lost. */
+		ok = ok && fleet_ent_run(f, "UPDATE sbx_entitlements SET"
+		    " cpus_milli = CASE WHEN $3::bigint > 0 OR $8::boolean"
+		    " THEN $3::bigint ELSE cpus_milli END,"
+		    " memory_mb = CASE WHEN $4::bigint > 0 OR $8::boolean"
+		    " THEN $4::bigint ELSE memory_mb END,"
+		    " pids = CASE WHEN $5::bigint > 0 OR $8::boolean"
+		    " THEN $5::bigint ELSE pids END,"
+		    " wall_seconds = CASE WHEN $6::bigint > 0 OR $8::boolean"
+		    " THEN $6::bigint ELSE wall_seconds END,"
+		    " scratch_mb = CASE WHEN $7::bigint > 0 OR $8::boolean"
+		    " THEN $7::bigint ELSE scratch_mb END"
+		    " WHERE tenant = $1 AND usr = $2", 8, v, err,
+		    errlen) == 0;
+		for (i = 0; ok && i < m->n_datasets; i++) {
+			v[2] = m->datasets[i];
+			ok = fleet_ent_run(f, "INSERT INTO"
+			    " sbx_entitlement_datasets(tenant, usr, dataset)"
+			    " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3,
+			    v, err, errlen) == 0;
+		}
+		for (i = 0; ok && i < m->n_hosts; i++) {
+			v[2] = h = entitle_host_norm(m->hosts[i]);
+			ok = fleet_ent_run(f, "INSERT INTO"
+			    " sbx_entitlement_hosts(tenant, usr, host)"
+			    " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3,
+			    v, err, errlen) == 0;
+			free(h);
+		}
+		if (!ok) {
+			pg_rollback(f->pg);
+			return -1;
+		}
+		return 0;
+	}
+	if ((res = pg_query(f->pg, "SELECT 1 FROM sbx_entitlements WHERE"
+	    " tenant = $1 AND usr = $2 FOR UPDATE", 2, v, PGRES_TUPLES_OK,
+	    err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	found = PQntuples(res) == 1;
+	PQclear(res);
+	if (!found) {
+		pg_rollback(f->pg);
+		return 1;
+	}
+	if (m->n_datasets == 0 && m->n_hosts == 0)
+		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_datasets"
+		    " WHERE tenant = $1 AND usr = $2", 2, v, err,
+		    errlen) == 0 &&
+		    fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts WHERE"
+		    " tenant = $1 AND usr = $2", 2, v, err, errlen) == 0 &&
+		    fleet_ent_run(f, "DELETE FROM sbx_entitlements WHERE"
+		    " tenant = $1 AND usr = $2", 2, v, err, errlen) == 0;
+	for (i = 0; ok && i < m->n_datasets; i++) {
+		v[2] = m->datasets[i];
+		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_datasets"
+		    " WHERE tenant = $1 AND usr = $2 AND dataset = $3", 3, v,
+		    err, errlen) == 0;
+	}
+	for (i = 0; ok && i < m->n_hosts; i++) {
+		v[2] = h = entitle_host_norm(m->hosts[i]);
+		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts"
+		    " WHERE tenant = $1 AND usr = $2 AND host = $3", 3, v,
+		    err, errlen) == 0;
+		free(h);
+	}
+	if (!ok) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	return 0;
+}
+
+int
+fleet_entitle_commit(struct fleet *f, char *err, size_t errlen)
+{
+	/* synchronous_commit is on: durable when COMMIT returns. */
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	return 0;
+}
+
+void
+fleet_entitle_abort(struct fleet *f)
+{
+	pg_rollback(f->pg);
+}
+
+static void
+fleet_push(char ***v, size_t *n, const char *s)
+{
+	*v = xreallocarray(*v, *n + 1, sizeof(**v));
+	(*v)[(*n)++] = xstrdup(s);
+}
+
+const struct entitle_eff *
+fleet_entitle_get(struct fleet *f, const char *tenant, const char *user,
+    char *err, size_t errlen)
+{
+	struct entitle_eff	*eff = &f->eff;
+	Sbx__V1__Limits		 ul, al, *l;
+	PGresult		*res;
+	const char		*v[2] = { tenant, user };
+	int			 i;
+
+	entitle_eff_clear(eff);
+	sbx__v1__limits__init(&eff->plan);
+	sbx__v1__limits__init(&ul);
+	sbx__v1__limits__init(&al);
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return NULL;
+	/* One statement, one snapshot: the rows, datasets and hosts of
+	 * the user and of "*", the lists in strcmp order (COLLATE "C"),
+	 * as entitle_can_read() searches them. */
+	if ((res = pg_query(f->pg, "SELECT 'r', usr COLLATE \"C\","
+	    " cpus_milli, memory_mb, pids, wall_seconds, scratch_mb FROM"
+	    " sbx_entitlements WHERE tenant = $1 AND (usr = $2 OR"
+	    " usr = '*')"
+	    " UNION ALL (SELECT DISTINCT 'd', dataset COLLATE \"C\", 0, 0,"
+	    " 0, 0, 0 FROM sbx_entitlement_datasets WHERE tenant = $1 AND"
+	    " (usr = $2 OR usr = '*'))"
+	    " UNION ALL (SELECT DISTINCT 'h', host COLLATE \"C\", 0, 0, 0,"
+	    " 0, 0 FROM sbx_entitlement_hosts WHERE tenant = $1 AND"
+	    " (usr = $2 OR usr = '*'))"
+	    " ORDER BY 1, 2", 2, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return NULL;
+	}
+	for (i = 0; i < PQntuples(res); i++) {
+		const char	*k = PQgetvalue(res, i, 0);
+		const char	*s = PQgetvalue(res, i, 1);
+
+		if (*k == 'd') {
+			fleet_push(&eff->datasets, &eff->ndatasets, s);
+			continue;
+		}
+		if (*k == 'h') {
+			fleet_push(&eff->hosts, &eff->nhosts, s);
+			continue;
+		}
+		eff->found = 1;
+		l = strcmp(s, POLICYD_USER_ALL) == 0 &&
+		    strcmp(user, POLICYD_USER_ALL) != 0 ? &al : &ul;
+		l->cpus_milli = (uint32_t)strtoul(PQgetvalue(res, i, 2), NULL,
+		    10);
+		l->memory_mb = (uint32_t)strtoul(PQgetvalue(res, i, 3), NULL,
+		    10);
+		l->pids = (uint32_t)strtoul(PQgetvalue(res, i, 4), NULL, 10);
+		l->wall_seconds = (uint32_t)strtoul(PQgetvalue(res, i, 5),
+		    NULL, 10);
+		l->scratch_mb = (uint32_t)strtoul(PQgetvalue(res, i, 6), NULL,
+		    10);
+	}
+	PQclear(res);
+	if (!eff->found) {
+		/* Lists without a row grant nothing (as entitle_get). */
+		entitle_eff_clear(eff);
+		sbx__v1__limits__init(&eff->plan);
+		return eff;
+	}
+#define FLEET_PICK(fld) (ul.fld != 0 ? ul.fld : al.fld)
+	eff->plan.cpus_milli = FLEET_PICK(cpus_milli);
+	eff->plan.memory_mb = FLEET_PICK(memory_mb);
+	eff->plan.pids = FLEET_PICK(pids);
+	eff->plan.wall_seconds = FLEET_PICK(wall_seconds);
+	eff->plan.scratch_mb = FLEET_PICK(scratch_mb);
+#undef FLEET_PICK
+	return eff;
+}
+
+int
+fleet_entitle_list(struct fleet *f, const char *tenant, const char *user,
+    Sbx__V1__Entitlement ***out, size_t *n, char *err, size_t errlen)
+{
+	Sbx__V1__Entitlement	*m;
+	PGresult		*res;
+	const char		*v[2];
+	int			 i;
+
+	*out = NULL;
+	*n = 0;
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	v[0] = tenant != NULL ? tenant : "";
+	v[1] = user != NULL ? user : "";
+	/* One statement: each row's lists ride along as 'd'/'h' rows
+	 * after it. */
+	if ((res = pg_query(f->pg, "SELECT tenant COLLATE \"C\", usr"
+	    " COLLATE \"C\", 'r', cpus_milli, memory_mb, pids, wall_seconds,"
+	    " scratch_mb, '' COLLATE \"C\" FROM sbx_entitlements WHERE"
+	    " ($1 = '' OR tenant = $1) AND ($2 = '' OR usr = $2)"
+	    " UNION ALL SELECT e.tenant, e.usr, 'd', 0, 0, 0, 0, 0, d.dataset"
+	    " FROM sbx_entitlements e JOIN sbx_entitlement_datasets d USING"
+	    " (tenant, usr) WHERE ($1 = '' OR e.tenant = $1) AND ($2 = '' OR"
+	    " e.usr = $2)"
+	    " UNION ALL SELECT e.tenant, e.usr, 'h', 0, 0, 0, 0, 0, h.host"
+	    " FROM sbx_entitlements e JOIN sbx_entitlement_hosts h USING"
+	    " (tenant, usr) WHERE ($1 = '' OR e.tenant = $1) AND ($2 = '' OR"
+	    " e.usr = $2)"
+	    " ORDER BY 1, 2, 3 DESC, 9", 2, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	m = NULL;
+	for (i = 0; i < PQntuples(res); i++) {
+		const char	*k = PQgetvalue(res, i, 2);
+
+		if (*k == 'r') {
+			m = xmalloc(sizeof(*m));
+			sbx__v1__entitlement__init(m);
+			m->tenant = xstrdup(PQgetvalue(res, i, 0));
+			m->user = xstrdup(PQgetvalue(res, i, 1));
+			m->max_limits = xmalloc(sizeof(*m->max_limits));
+			sbx__v1__limits__init(m->max_limits);
+			m->max_limits->cpus_milli = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 3), NULL, 10);
+			m->max_limits->memory_mb = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 4), NULL, 10);
+			m->max_limits->pids = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 5), NULL, 10);
+			m->max_limits->wall_seconds = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 6), NULL, 10);
+			m->max_limits->scratch_mb = (uint32_t)strtoul(
+			    PQgetvalue(res, i, 7), NULL, 10);
+			*out = xreallocarray(*out, *n + 1, sizeof(**out));
+			(*out)[(*n)++] = m;
+		} else if (m != NULL && *k == 'd')
+			fleet_push(&m->datasets, &m->n_datasets,
+			    PQgetvalue(res, i, 8));
+		else if (m != NULL && *k == 'h')
+			fleet_push(&m->hosts, &m->n_hosts,
+			    PQgetvalue(res, i, 8));
+	}
+	PQclear(res);
+	return 0;
+}
+
+/* ---- rollouts ---- */
+
+static void
+fleet_roll_read(PGresult *res, struct fleet_roll *r)
+{
+	r->stable = (uint32_t)strtoul(PQgetvalue(res, 0, 0), NULL, 10);
+	r->canary = (uint32_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+	r->percent = (uint32_t)strtoul(PQgetvalue(res, 0, 2), NULL, 10);
+	r->halted = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
+	r->promoted = strcmp(PQgetvalue(res, 0, 4), "t") == 0;
+	snprintf(r->reason, sizeof(r->reason), "%s", PQgetvalue(res, 0, 5));
+}
+
+static void
+fleet_roll_args(const char *type, const char *tmpl, const struct fleet_roll *r,
+    const char *host, char num[3][16], const char *v[9])
+{
+	snprintf(num[0], 16, "%u", r->stable);
+	snprintf(num[1], 16, "%u", r->canary);
+	snprintf(num[2], 16, "%u", r->percent);
+	v[0] = type;
+	v[1] = tmpl;
+	v[2] = num[0];
+	v[3] = num[1];
+	v[4] = num[2];
+	v[5] = r->halted ? "true" : "false";
+	v[6] = r->promoted ? "true" : "false";
+	v[7] = r->reason;
+	v[8] = host;
+}
+
+int
+fleet_roll_get(struct fleet *f, const char *type, const char *tmpl,
+    const struct fleet_roll *init, const char *host, struct fleet_roll *out,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 num[3][16];
+	const char	*v[9];
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	fleet_roll_args(type, tmpl, init, host, num, v);
+	/* The first replica to start the rollout writes it; every replica
+	 * then reads the one row, whoever changed it last. */
+	if ((res = pg_query(f->pg, "WITH ins AS (INSERT INTO sbx_rollouts("
+	    "type, tmpl, stable, canary, percent, halted, promoted, reason,"
+	    " host) VALUES ($1, $2, $3::bigint, $4::bigint, $5::bigint,"
+	    " $6::boolean, $7::boolean, $8, $9) ON CONFLICT (type) DO NOTHING"
+	    " RETURNING stable, canary, percent, halted, promoted, reason)"
+	    " SELECT * FROM ins UNION ALL SELECT stable, canary, percent,"
+	    " halted, promoted, reason FROM sbx_rollouts WHERE type = $1 AND"
+	    " tmpl = $2", 9, v, PGRES_TUPLES_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	if (PQntuples(res) < 1) {
+		/* Another template under this type in the fleet: this
+		 * host's configuration is not the fleet's. */
+		fleet_err(err, errlen, "%s: rollout %s: the fleet's is not of "
+		    "template %s", pg_where(f->pg), type, tmpl);
+		PQclear(res);
+		return -1;
+	}
+	fleet_roll_read(res, out);
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_roll_put(struct fleet *f, const char *type, const char *tmpl,
+    const struct fleet_roll *r, const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 num[3][16];
+	const char	*v[9];
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	fleet_roll_args(type, tmpl, r, host, num, v);
+	if ((res = pg_query(f->pg, "INSERT INTO sbx_rollouts(type, tmpl,"
+	    " stable, canary, percent, halted, promoted, reason, host) VALUES"
+	    " ($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::boolean,"
+	    " $7::boolean, $8, $9) ON CONFLICT (type) DO UPDATE SET tmpl ="
+	    " $2, stable = $3::bigint, canary = $4::bigint, percent ="
+	    " $5::bigint, halted = $6::boolean, promoted = $7::boolean,"
+	    " reason = $8, host = $9, updated = now()", 9, v,
+	    PGRES_COMMAND_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	PQclear(res);
+	return 0;
+}
+
+int
+fleet_roll_halt(struct fleet *f, const char *type, const char *reason,
+    const char *host, char *err, size_t errlen)
+{
+	PGresult	*res;
+	const char	*v[3] = { type, reason, host };
+	int		 n;
+
+	if (pg_ready(f->pg, err, errlen) == -1)
+		return -1;
+	/* Once, whichever replicas decide it together. */
+	if ((res = pg_query(f->pg, "UPDATE sbx_rollouts SET percent = 0,"
+	    " halted = true, reason = $2, host = $3, updated = now() WHERE"
+	    " type = $1 AND NOT halted AND NOT promoted", 3, v,
+	    PGRES_COMMAND_OK, err, errlen)) == NULL) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	n = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return n;
+}
+
+int
+fleet_roll_count(struct fleet *f, const char *tmpl, uint32_t version,
+    const char *const *rules, size_t nrules,
+    void (*fn)(void *, uint32_t, const char *, uint64_t), void *arg,
+    char *err, size_t errlen)
+{
+	PGresult	*res = NULL;
+	char		 ver[16];
+	const char	*v[3];
+	size_t		 i;
+	int		 k;
+
+	if (pg_begin(f->pg, err, errlen) == -1) {
+		pg_rollback(f->pg);
+		return -1;
+	}
+	snprintf(ver, sizeof(ver), "%u", version);
+	v[0] = tmpl;
+	v[1] = ver;
+	/* In place: two replicas counting at once lose nothing. */
+	for (i = 0; i <= nrules; i++) {
+		v[2] = i == 0 ? "" : rules[i - 1];
+		if ((res = pg_query(f->pg, "INSERT INTO sbx_rollout_counts("
+		    "tmpl, version, rule, n) VALUES ($1, $2::bigint, $3, 1) ON"
+		    " CONFLICT (tmpl, version, rule) DO UPDATE SET n ="
+		    " sbx_rollout_counts.n + 1", 3, v, PGRES_COMMAND_OK, err,
+		    errlen)) == NULL)
+			goto fail;
+		PQclear(res);
+	}
+	if ((res = pg_query(f->pg, "SELECT version, rule, n FROM"
+	    " sbx_rollout_counts WHERE tmpl = $1", 1, v, PGRES_TUPLES_OK, err,
+	    errlen)) == NULL)
+		goto fail;
+	for (k = 0; k < PQntuples(res); k++)
+		fn(arg, (uint32_t)strtoul(PQgetvalue(res, k, 0), NULL, 10),
+		    PQgetvalue(res, k, 1), strtoull(PQgetvalue(res, k, 2), NULL,
+		    10));
+	PQclear(res);
+	res = NULL;
+	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
+		goto fail;
+	return 0;
+fail:
+	PQclear(res);
+	pg_rollback(f->pg);
+	return -1;
 }

@@ -97,6 +97,33 @@ policyd_prev_key(struct policyd *pd)
 	log_info("previous public key %s (key %s)", path, kid);
 }
 
+/*
+ * In a fleet, reg's versions registered in the database, or compared with
+ * what another host registered (fleet.c): 1 done, 0 the database could
+ * not be reached (no compile until a compile can register them), -1 a
+ * version differs from the fleet's (in errs).  1 outside a fleet.
+ */
+static int
+policyd_fleet_templates(struct policyd *pd, const struct tmpl_registry *reg,
+    struct yerrs *errs)
+{
+	char	 err[512];
+
+	if (pd->fleet == NULL)
+		return 1;
+	switch (fleet_templates(pd->fleet, reg, pd->conf->store.host, errs,
+	    err, sizeof(err))) {
+	case 0:
+		return 1;
+	case -2:
+		return -1;
+	default:
+		log_warnx("template versions not registered in the fleet yet "
+		    "(%s); no compile until they are", err);
+		return 0;
+	}
+}
+
 /* SIGHUP: the templates read again; a broken set leaves the old one. */
 static void
 policyd_reload(void *arg)
@@ -105,13 +132,17 @@ policyd_reload(void *arg)
 	struct yerrs		 errs = { NULL, 0 };
 	struct tmpl_registry	*reg;
 	char			 err[512];
+	int			 ok;
 
 	/* Replies in the batch were compiled from the old templates;
 	 * commit them before the templates change under them. */
 	commit_flush(pd->commit);
-	/* A version already known must hash as it did (pin.c). */
+	/* A version already known must hash as it did (pin.c), here and
+	 * across the fleet (fleet.c). */
+	ok = 1;
 	if ((reg = template_load(pd->conf, &errs)) == NULL ||
 	    pin_check(pd->pin, reg, &errs) == -1 ||
+	    (ok = policyd_fleet_templates(pd, reg, &errs)) == -1 ||
 	    pin_record(pd->pin, reg, err, sizeof(err)) == -1) {
 		if (reg != NULL && errs.n == 0)
 			yerrs_add(&errs, "%s", err);
@@ -125,6 +156,7 @@ policyd_reload(void *arg)
 	}
 	template_registry_free(pd->reg);
 	pd->reg = reg;
+	pd->tmpl_fleet_ok = ok;
 	log_info("reload: %zu templates, %zu task types", reg->n,
 	    reg->nactive);
 	yerrs_free(&errs);
@@ -213,6 +245,14 @@ policyd_pin(struct policyd *pd)
 		    "changed policy a new version)", errs.n,
 		    errs.n == 1 ? "" : "s");
 	}
+	if ((pd->tmpl_fleet_ok = policyd_fleet_templates(pd, pd->reg,
+	    &errs)) == -1) {
+		for (size_t i = 0; i < errs.n; i++)
+			log_warnx("%s", errs.msgs[i]);
+		fatalx("%zu template version%s differ%s from the fleet's; not "
+		    "started (give the changed policy a new version)", errs.n,
+		    errs.n == 1 ? "" : "s", errs.n == 1 ? "s" : "");
+	}
 	if (pin_record(pd->pin, pd->reg, err, sizeof(err)) == -1)
 		fatalx("%s/%s: %s", pd->conf->common.state_dir, POLICYD_DB,
 		    err);
@@ -239,6 +279,7 @@ policyd_open(void *arg)
 	 * starts (and refuses compiles) while it is down. */
 	if (pd->conf->store.pg) {
 		pd->fleet = fleet_open(pd->conf->store.conninfo);
+		entitle_use_fleet(pd->ent, pd->fleet);
 		log_info("store: postgresql, %s, as host %s",
 		    fleet_where_str(pd->fleet), pd->conf->store.host);
 	}
@@ -249,6 +290,7 @@ policyd_open(void *arg)
 	if ((pd->roll = rollout_open(pd->conf, pd->store, err,
 	    sizeof(err))) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);
+	rollout_use_fleet(pd->roll, pd->fleet, pd->conf->store.host);
 }
 
 static void

@@ -251,6 +251,67 @@ int		 fleet_request_decide(struct fleet *, const char *request_id,
 		    int status, const char *reason, const char *approver,
 		    int64_t when, const char *hash, char *err, size_t errlen);
 
+/*
+ * Register every template version of reg in the fleet (insert if absent)
+ * and compare the rest with what the fleet holds, in one transaction:
+ * 0 all agree (committed); -2 some differ, each added to errs naming the
+ * template, the version and the host that registered it (nothing
+ * registered); -1 with err, the database unreachable.
+ */
+int		 fleet_templates(struct fleet *, const struct tmpl_registry *,
+		    const char *host, struct yerrs *errs, char *err,
+		    size_t errlen);
+
+/*
+ * An entitlement change (add, or remove) made in the database's
+ * transaction, left open so the caller commits its audit record first:
+ * 0 (then fleet_entitle_commit or fleet_entitle_abort), 1 remove of a
+ * row the fleet does not have (rolled back), -1 with err (rolled back).
+ */
+int		 fleet_entitle_begin(struct fleet *,
+		    const Sbx__V1__Entitlement *, int add, char *err,
+		    size_t errlen);
+int		 fleet_entitle_commit(struct fleet *, char *err, size_t errlen);
+void		 fleet_entitle_abort(struct fleet *);
+/* The effective entitlement of tenant/user as the fleet holds it, valid
+ * until the next call; NULL with err (fail closed). */
+struct entitle_eff;
+const struct entitle_eff *fleet_entitle_get(struct fleet *,
+		    const char *tenant, const char *user, char *err,
+		    size_t errlen);
+/* As entitle_list, from the fleet.  0 or -1 with err. */
+int		 fleet_entitle_list(struct fleet *, const char *tenant,
+		    const char *user, Sbx__V1__Entitlement ***out, size_t *n,
+		    char *err, size_t errlen);
+
+/* A rollout's state as the fleet holds it (sbx_rollouts). */
+struct fleet_roll {
+	uint32_t stable, canary, percent;
+	int	 halted, promoted;
+	char	 reason[1024];
+};
+/* The fleet's state of rollout type (init written if it has none).  0,
+ * or -1 with err. */
+int		 fleet_roll_get(struct fleet *, const char *type,
+		    const char *tmpl, const struct fleet_roll *init,
+		    const char *host, struct fleet_roll *out, char *err,
+		    size_t errlen);
+/* Replace it (a person's promote, halt or set-percent).  0 or -1. */
+int		 fleet_roll_put(struct fleet *, const char *type,
+		    const char *tmpl, const struct fleet_roll *,
+		    const char *host, char *err, size_t errlen);
+/* Halt it unless halted or promoted: 1 done here, 0 not, -1 with err. */
+int		 fleet_roll_halt(struct fleet *, const char *type,
+		    const char *reason, const char *host, char *err,
+		    size_t errlen);
+/* One execution of tmpl@version and each of rules once, counted in
+ * place; then fn(arg, version, rule, n) for every count of tmpl.  0 or
+ * -1 with err (nothing counted). */
+int		 fleet_roll_count(struct fleet *, const char *tmpl,
+		    uint32_t version, const char *const *rules, size_t nrules,
+		    void (*fn)(void *, uint32_t, const char *, uint64_t),
+		    void *arg, char *err, size_t errlen);
+
 /* ---- store.c ---- */
 
 struct store;
@@ -397,6 +458,9 @@ struct rollouts;
 struct rollouts	*rollout_open(const struct policyd_conf *, struct store *,
 		    char *err, size_t errlen);
 void		 rollout_close(struct rollouts *);
+/* In a fleet: the state and counts are the database's (fleet.c). */
+void		 rollout_use_fleet(struct rollouts *, struct fleet *,
+		    const char *host);
 /* A task's bucket, 0..99: SHA-256 over type, NUL, id; 4 bytes mod 100. */
 uint32_t	 rollout_bucket(const char *type, const char *task_id);
 /* The version t gets, NULL if its type has no rollout.  known: the task
@@ -457,6 +521,10 @@ struct entitle	*entitle_open(struct sqlite3 *, char *err, size_t errlen);
 int		 entitle_use_reader(struct entitle *, struct sqlite3 *,
 		    char *err, size_t errlen);
 void		 entitle_close(struct entitle *);
+/* In a fleet: lookups and lists read the fleet's database (fleet.c). */
+void		 entitle_use_fleet(struct entitle *, struct fleet *);
+/* A host name as entitlements keep it: lower case, no trailing dot. */
+char		*entitle_host_norm(const char *);
 /* Validate an Entitlement message (names, hosts); 0 or -1 with err. */
 int		 entitle_check(const Sbx__V1__Entitlement *, char *err,
 		    size_t errlen);
@@ -534,6 +602,9 @@ struct policyd {
 	int			 has_prev;
 	struct store		*store;
 	struct fleet		*fleet;		/* NULL: not in a fleet */
+	/* reg's versions registered in the fleet (fleet_templates); until
+	 * they are, a fleet replica compiles nothing. */
+	int			 tmpl_fleet_ok;
 	struct pin		*pin;		/* template versions' hashes */
 	struct entitle		*ent;
 	struct event_base	*base;
@@ -566,6 +637,7 @@ struct compile_out {
 #define RULE_NO_ENTITLEMENT	"no-entitlement"
 #define RULE_NOT_READABLE	"dataset-not-readable"
 #define RULE_EXHAUSTED		"executions-exhausted"
+#define RULE_TEMPLATE_CONFLICT	"template-version-conflict"
 
 
 /* Validate the task fields (step 1).  0, or -1 with err (ERROR_INVALID). */

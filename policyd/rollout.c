@@ -82,6 +82,10 @@ struct rollouts {
 	size_t			 nc;
 	int			 full;		/* warned that c is full */
 	uint64_t		 halts;		/* by the threshold */
+	/* In a fleet the state and the counts are the database's: read
+	 * before each use, counted there in place. */
+	struct fleet		*fleet;
+	const char		*host;
 };
 
 static const char roll_schema[] =
@@ -419,6 +423,47 @@ rollout_close(struct rollouts *ro)
 	free(ro);
 }
 
+void
+rollout_use_fleet(struct rollouts *ro, struct fleet *f, const char *host)
+{
+	if (ro == NULL)
+		return;
+	ro->fleet = f;
+	ro->host = host;
+}
+
+/* In a fleet, r's state as the database has it now.  0, or -1 (logged;
+ * r keeps what it had, and the compile is refused by the fleet's
+ * reservation anyway: the database is what failed). */
+static int
+rollout_sync(struct rollouts *ro, struct roll *r)
+{
+	struct fleet_roll	 init, now;
+	char			 err[512];
+
+	if (ro->fleet == NULL)
+		return 0;
+	memset(&init, 0, sizeof(init));
+	init.stable = r->stable;
+	init.canary = r->canary;
+	init.percent = r->percent;
+	init.halted = r->halted;
+	init.promoted = r->promoted;
+	snprintf(init.reason, sizeof(init.reason), "%s", r->reason);
+	if (fleet_roll_get(ro->fleet, r->type, r->tmpl, &init, ro->host, &now,
+	    err, sizeof(err)) == -1) {
+		log_warnx("rollout %s: %s", r->type, err);
+		return -1;
+	}
+	r->stable = now.stable;
+	r->canary = now.canary;
+	r->percent = now.percent;
+	r->halted = now.halted;
+	r->promoted = now.promoted;
+	snprintf(r->reason, sizeof(r->reason), "%s", now.reason);
+	return 0;
+}
+
 /* ---- assignment ---- */
 
 const struct tmpl *
@@ -432,6 +477,7 @@ rollout_pick(struct rollouts *ro, const struct tmpl_registry *reg,
 
 	if (ro == NULL || (r = rollout_find(ro, t->type)) == NULL)
 		return NULL;
+	(void)rollout_sync(ro, r);
 	if ((st = template_find(reg, r->tmpl, r->stable)) == NULL)
 		return NULL;
 	if (r->canary != 0 && r->percent > 0)
@@ -481,6 +527,27 @@ rollout_check(struct rollouts *ro, struct roll *r, const char *task_id,
 		if (!rollout_differs(se, sd, ce, cd, ro->threshold,
 		    ro->min_exec, &rs, &rc))
 			continue;
+		/* In a fleet the halt is the database's at once, and
+		 * recorded by the replica that made it. */
+		if (ro->fleet != NULL) {
+			char	 ferr[512], why[768];
+
+			snprintf(why, sizeof(why), "task type %s: %s canary %u "
+			    "halted by the threshold: rule %s (after task %s)",
+			    r->type, r->tmpl, r->canary, c->rule, task_id);
+			switch (fleet_roll_halt(ro->fleet, r->type, why,
+			    ro->host, ferr, sizeof(ferr))) {
+			case 1:
+				break;
+			case 0:
+				(void)rollout_sync(ro, r);
+				return;
+			default:
+				log_warnx("rollout %s: halt not in the fleet's "
+				    "store (halted here): %s", r->type, ferr);
+				break;
+			}
+		}
 		r->percent = 0;
 		r->halted = 1;
 		r->due = 1;
@@ -505,15 +572,50 @@ rollout_check(struct rollouts *ro, struct roll *r, const char *task_id,
 	}
 }
 
+/* A version some rollout serves: only those are counted in a fleet. */
+static int
+rollout_has(struct rollouts *ro, const char *tmpl, uint32_t version)
+{
+	for (size_t i = 0; i < ro->n; i++)
+		if (strcmp(ro->r[i].tmpl, tmpl) == 0 &&
+		    (ro->r[i].stable == version || ro->r[i].canary == version ||
+		    ro->r[i].cfg_stable == version ||
+		    ro->r[i].cfg_canary == version))
+			return 1;
+	return 0;
+}
+
+struct rollout_setc {
+	struct rollouts	*ro;
+	const char	*tmpl;
+};
+
+/* A count as the fleet has it replaces this host's. */
+static void
+rollout_set_count(void *arg, uint32_t version, const char *rule,
+    uint64_t n)
+{
+	struct rollout_setc	*sc = arg;
+	struct roll_count	*c;
+
+	if ((c = rollout_count_find(sc->ro, sc->tmpl, version, rule, 1)) !=
+	    NULL)
+		c->n = n;
+}
+
 void
 rollout_count(struct rollouts *ro, const char *task_id,
     const char *execution_id, const char *hash, const char *tmpl,
     uint32_t version, const struct store_denial *den, size_t nden)
 {
+	const char	*rules[STORE_DENIALS_MAX];
+	size_t		 nrules = 0;
+	char		 err[512];
+	int		 fleet_ok = 0;
+
 	if (ro == NULL || tmpl == NULL || version == 0)
 		return;
 	store_count_version(ro->store, tmpl, version);
-	rollout_bump(ro, tmpl, version, "");
 	/* As store.c counts them: a rule once per execution. */
 	for (size_t i = 0; i < nden && i < STORE_DENIALS_MAX; i++) {
 		size_t	 j;
@@ -524,13 +626,32 @@ rollout_count(struct rollouts *ro, const char *task_id,
 			if (strcmp(den[j].rule, den[i].rule) == 0)
 				break;
 		if (j == i)
-			rollout_bump(ro, tmpl, version, den[i].rule);
+			rules[nrules++] = den[i].rule;
+	}
+	/* In a fleet every replica's executions count, and the counts
+	 * read back are the whole fleet's. */
+	if (ro->fleet != NULL && rollout_has(ro, tmpl, version)) {
+		struct rollout_setc	 sc = { ro, tmpl };
+
+		if (fleet_roll_count(ro->fleet, tmpl, version, rules, nrules,
+		    rollout_set_count, &sc, err, sizeof(err)) == 0)
+			fleet_ok = 1;
+		else
+			log_warnx("rollout: %s@%u: not counted in the fleet's "
+			    "store (counted here): %s", tmpl, version, err);
+	}
+	if (!fleet_ok) {
+		rollout_bump(ro, tmpl, version, "");
+		for (size_t i = 0; i < nrules; i++)
+			rollout_bump(ro, tmpl, version, rules[i]);
 	}
 	for (size_t i = 0; i < ro->n; i++)
 		if (strcmp(ro->r[i].tmpl, tmpl) == 0 &&
-		    (ro->r[i].stable == version || ro->r[i].canary == version))
+		    (ro->r[i].stable == version || ro->r[i].canary == version)) {
+			(void)rollout_sync(ro, &ro->r[i]);
 			rollout_check(ro, &ro->r[i], task_id, execution_id,
 			    hash);
+		}
 }
 
 int
@@ -627,6 +748,14 @@ rollout_control(struct rollouts *ro, const Sbx__V1__RolloutControl *m,
 		    "one)", m->type);
 		return -1;
 	}
+	/* A person acts on the fleet's state, not on what this host saw
+	 * last; without the database, not at all. */
+	if (ro->fleet != NULL && rollout_sync(ro, r) == -1) {
+		*code = SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE;
+		snprintf(err, errlen, "rollout %s: the fleet's store is "
+		    "unavailable; nothing was changed", r->type);
+		return -1;
+	}
 	was = *r;
 	switch (m->action) {
 	case SBX__V1__ROLLOUT_CONTROL__ACTION__ACTION_PROMOTE:
@@ -696,6 +825,30 @@ rollout_control(struct rollouts *ro, const Sbx__V1__RolloutControl *m,
 		snprintf(err, errlen, "policyd.db: the change could not be "
 		    "committed; nothing was changed");
 		return -1;
+	}
+	if (ro->fleet != NULL) {
+		struct fleet_roll	 fr;
+		char			 ferr[512];
+
+		memset(&fr, 0, sizeof(fr));
+		fr.stable = r->stable;
+		fr.canary = r->canary;
+		fr.percent = r->percent;
+		fr.halted = r->halted;
+		fr.promoted = r->promoted;
+		snprintf(fr.reason, sizeof(fr.reason), "%s", r->reason);
+		/* Recorded here first: the record says more, never less. */
+		if (fleet_roll_put(ro->fleet, r->type, r->tmpl, &fr, ro->host,
+		    ferr, sizeof(ferr)) == -1) {
+			log_warnx("rollout %s: audited, but not in the fleet's "
+			    "store: %s", detail, ferr);
+			*r = was;
+			*code = SBX__V1__ERROR_CODE__ERROR_UNAVAILABLE;
+			snprintf(err, errlen, "rollout %s: the fleet's store "
+			    "did not take the change; it was not made: repeat "
+			    "it", r->type);
+			return -1;
+		}
 	}
 	log_info("rollout %s", detail);
 	return 0;
@@ -770,6 +923,7 @@ rollout_status(struct rollouts *ro, const char *type, Sbx__V1__Rollouts *out,
 		if (type != NULL && type[0] != '\0' &&
 		    strcmp(ro->r[i].type, type) != 0)
 			continue;
+		(void)rollout_sync(ro, &ro->r[i]);
 		out->rollouts = xreallocarray(out->rollouts,
 		    out->n_rollouts + 1, sizeof(*out->rollouts));
 		out->rollouts[out->n_rollouts++] = rollout_message(ro,

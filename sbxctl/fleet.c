@@ -63,6 +63,15 @@ fleet_pg(const char *conninfo)
 	return pg;
 }
 
+static int
+fleet_ship_stopped(const char **v, size_t n, const char *daemon)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i], daemon) == 0)
+			return 1;
+	return 0;
+}
+
 int
 fleet_ship(const char *conninfo, const char *host,
     Sbx__V1__AuditEvent *const *ev, size_t n)
@@ -72,7 +81,9 @@ fleet_ship(const char *conninfo, const char *host,
 	char		 seq[24], tns[24];
 	const char	*v[7];
 	int		 lens[7], fmts[7];
-	size_t		 added = 0, same = 0, bad = 0;
+	size_t		 added = 0, same = 0, bad = 0, skipped = 0;
+	const char	**stopped = NULL;
+	size_t		 nstopped = 0;
 	uint8_t		*buf;
 	size_t		 len;
 
@@ -86,6 +97,13 @@ fleet_ship(const char *conninfo, const char *host,
 		const Sbx__V1__AuditEvent	*e = ev[i];
 		int				 k;
 
+		/* A chain that differs from the fleet's at one record has
+		 * diverged: nothing after it is shipped, or a second host
+		 * under this name would extend the first host's chain. */
+		if (fleet_ship_stopped(stopped, nstopped, e->daemon)) {
+			skipped++;
+			continue;
+		}
 		len = sbx__v1__audit_event__get_packed_size(e);
 		buf = xmalloc(len + 1);
 		sbx__v1__audit_event__pack(e, buf);
@@ -131,13 +149,19 @@ fleet_ship(const char *conninfo, const char *host,
 			log_warnx("host %s %s seq %" PRIu64 ": the fleet holds "
 			    "a different record under this name and number "
 			    "(an altered record, or another host shipping as "
-			    "%s): not shipped", host, e->daemon, e->seq, host);
+			    "%s): not shipped, nor any later record of %s",
+			    host, e->daemon, e->seq, host, e->daemon);
 			bad++;
+			stopped = xreallocarray(stopped, nstopped + 1,
+			    sizeof(*stopped));
+			stopped[nstopped++] = e->daemon;
 		}
 		PQclear(res);
 	}
 	printf("host %s: %zu record%s shipped, %zu already there, %zu "
-	    "refused\n", host, added, added == 1 ? "" : "s", same, bad);
+	    "refused, %zu after a refused one not shipped\n", host, added,
+	    added == 1 ? "" : "s", same, bad, skipped);
+	free(stopped);
 	pg_free(pg);
 	return bad > 0 ? SBXCTL_ERR : SBXCTL_OK;
 }
