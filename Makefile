@@ -80,6 +80,7 @@ POLICYD_SRCS += policyd/template.c
 POLICYD_SRCS += policyd/pin.c
 POLICYD_SRCS += policyd/rollout.c
 POLICYD_SRCS += policyd/entitle.c
+POLICYD_SRCS += policyd/entitle_eff.c
 POLICYD_SRCS += policyd/compile.c
 POLICYD_SRCS += policyd/store.c
 POLICYD_SRCS += policyd/capability.c

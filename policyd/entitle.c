@@ -345,21 +345,6 @@ entitle_host_ok(const char *h)
 	return 1;
 }
 
-/* Hosts are kept the way policy_normalize writes them: lower case, no
- * trailing dot, so a lookup is a plain string compare. */
-char *
-entitle_host_norm(const char *h)
-{
-	char	*c = xstrdup(h);
-	size_t	 n = strlen(c);
-
-	for (char *p = c; *p != '\0'; p++)
-		*p = (char)tolower((unsigned char)*p);
-	if (n > 1 && c[n - 1] == '.')
-		c[n - 1] = '\0';
-	return c;
-}
-
 int
 entitle_check(const Sbx__V1__Entitlement *m, char *err, size_t errlen)
 {
@@ -654,20 +639,6 @@ entitle_get(struct entitle *e, const char *tenant, const char *user,
 		return -1;
 	}
 	return 0;
-}
-
-void
-entitle_eff_clear(struct entitle_eff *eff)
-{
-	size_t	 i;
-
-	for (i = 0; i < eff->ndatasets; i++)
-		free(eff->datasets[i]);
-	free(eff->datasets);
-	for (i = 0; i < eff->nhosts; i++)
-		free(eff->hosts[i]);
-	free(eff->hosts);
-	memset(eff, 0, sizeof(*eff));
 }
 
 static int
