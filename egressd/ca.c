@@ -181,6 +181,8 @@ ca_mint(struct ca *ca, const char *host, int ip)
 	if ((ctx = SSL_CTX_new(TLS_server_method())) == NULL)
 		goto out;
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_clear_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	if (SSL_CTX_use_certificate(ctx, x) != 1 ||
 	    SSL_CTX_use_PrivateKey(ctx, ca->key) != 1) {
 		SSL_CTX_free(ctx);

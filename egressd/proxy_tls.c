@@ -432,6 +432,12 @@ proxy_tls_upstream_ctx(const struct egressd_conf *conf)
 		return NULL;
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* An upstream that asks to renegotiate (TLS 1.2) is refused: no
+	 * second handshake, and no new certificate, mid-connection.
+	 * Buffers stay for the connection's life, not freed and
+	 * allocated again between records. */
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_clear_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_alpn_protos(ctx, proxy_tls_alpn,
 	    sizeof(proxy_tls_alpn) - 1);
 	if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
