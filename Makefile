@@ -172,6 +172,7 @@ ALLCFLAGS += $(GATED_CFLAGS)
 PROGS = policyd sbxctl
 PROGS += launchd-sbx
 PROGS += sbx-monitor
+PROGS += sbx-vmrt
 PROGS += sbx-init
 PROGS += egressd
 PROGS += brokerd
@@ -289,6 +290,11 @@ LAUNCHD_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null)
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
+
+# sbx-vmrt: the microvm tier's runtime as sbx-monitor runs it (vmrt.c).
+$(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS) -ljansson
 
 $(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
 	@mkdir -p $(dir $@)

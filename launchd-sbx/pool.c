@@ -425,7 +425,8 @@ pool_tier_ok(const struct launchd *ld, int tier)
 	if (tier <= 0 || tier >= LAUNCHD_NTIERS)
 		return 0;
 	rt = &ld->conf->runtimes[tier];
-	return rt->path != NULL && rt->available && rt->flavor == SPEC_RUNC;
+	return rt->path != NULL && rt->available && rt->flavor == SPEC_RUNC &&
+	    tier != SBX__V1__ISOLATION__ISOLATION_MICROVM;
 }
 
 void

@@ -301,16 +301,9 @@ runtime_check(struct launchd *ld)
 		if (t == SBX__V1__ISOLATION__ISOLATION_MICROVM) {
 			if (runtime_check_vm(rt) == -1)
 				continue;
-			/*
-			 * Its kernel, initramfs and accelerator pass; the
-			 * launch path (images by descriptor, QEMU through
-			 * the monitor, the archive into scratch) is not in
-			 * run.c yet, so the tier stays refused rather than
-			 * handed to the OCI path it does not fit.
-			 */
-			log_warnx("tier microvm unavailable: %s, accel %s: "
-			    "checked, but launches through launchd-sbx are "
-			    "not built yet", rt->path,
+			/* Launched by sbx-vmrt, which the monitor runs. */
+			rt->available = 1;
+			log_info("tier microvm: %s, accel %s", rt->path,
 			    microvm_accel_name(rt->accel));
 			continue;
 		}
