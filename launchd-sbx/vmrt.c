@@ -115,6 +115,56 @@ mount_src(json_t *cfg, const char *dest)
 	return NULL;
 }
 
+/* av run to its end with no output: 0 when it exited 0. */
+static int
+run_quiet(char *const av[])
+{
+	pid_t	 pid;
+	int	 st;
+
+	if ((pid = fork()) == -1)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		int	 null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(av[0], av);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * The code the guest sees: the staged /code, and with an egress CA the
+ * CA too, as /code/.sbx-ca.pem (sbx-vminit hands it to sbx-init there):
+ * a copy, so the staged tree stays as launchd-sbx sealed it.
+ */
+static const char *
+code_tree(const char *code, const char *ca, const char *dir, char *buf,
+    size_t len)
+{
+	char	 src[PATH_MAX], dst[PATH_MAX];
+
+	if (ca == NULL)
+		return code;
+	fmt(buf, len, "%s/code.d", dir);
+	fmt(src, sizeof(src), "%s/.", code);
+	fmt(dst, sizeof(dst), "%s/.sbx-ca.pem", buf);
+	{
+		char *const	 cp[] = { "/bin/cp", "-a", src, buf, NULL };
+		char *const	 cpca[] = { "/bin/cp", (char *)ca, dst, NULL };
+
+		if (mkdir(buf, 0755) == -1 || run_quiet(cp) == -1 ||
+		    run_quiet(cpca) == -1 || chmod(dst, 0444) == -1)
+			die("code with the egress CA in %s failed", buf);
+	}
+	return buf;
+}
+
 static void
 run_mkfs(const char *dir, const char *img)
 {
@@ -350,6 +400,44 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
 	exit(guest_status(dfd));
 }
 
+/*
+ * The image digest of the rootfs the monitor bound at root: the mount's
+ * source directory, cache/HEX/rootfs (/proc/self/mountinfo's 4th field).
+ */
+static void
+root_hex(const char *root, char *hex, size_t len)
+{
+	char	*line = NULL, *f[5], *p, *slash;
+	size_t	 cap = 0;
+	FILE	*mi;
+	int	 found = 0;
+
+	if ((mi = fopen("/proc/self/mountinfo", "r")) == NULL)
+		die("mountinfo: %s", strerror(errno));
+	while (!found && getline(&line, &cap, mi) != -1) {
+		p = line;
+		for (int i = 0; i < 5; i++)
+			f[i] = strsep(&p, " ");
+		if (f[4] == NULL || strcmp(f[4], root) != 0)
+			continue;
+		if ((slash = strrchr(f[3], '/')) == NULL ||
+		    strcmp(slash, "/rootfs") != 0)
+			continue;
+		*slash = '\0';
+		slash = strrchr(f[3], '/');
+		slash = slash != NULL ? slash + 1 : f[3];
+		if (strlen(slash) == 64 && strspn(slash, "0123456789abcdef") ==
+		    64) {
+			fmt(hex, len, "%s", slash);
+			found = 1;
+		}
+	}
+	free(line);
+	fclose(mi);
+	if (!found)
+		die("root %s: not an image's rootfs bound by the monitor", root);
+}
+
 static void	state_write(const struct vmrt *, const char *, pid_t,
 	    const char *);
 
@@ -364,7 +452,8 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	char			 in_img[PATH_MAX], code_img[PATH_MAX];
 	char			 out_img[PATH_MAX], log[PATH_MAX];
 	char			 root_img[PATH_MAX], hex[80], pidbuf[32];
-	const char		*rootfs, *in, *code, *scratch, *prog, *s;
+	char			 codebuf[PATH_MAX];
+	const char		*rootfs, *in, *code, *scratch, *prog;
 	json_t			*user;
 	long long		 quota, period;
 	uid_t			 uid;
@@ -385,21 +474,17 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	in = mount_src(cfg, "/in");
 	code = mount_src(cfg, "/code");
 	scratch = mount_src(cfg, "/scratch");
-	prog = json_string_value(json_array_get(args, 1));
+	/* sbx-init -- INTERP /code/NAME */
+	prog = json_string_value(json_array_get(args,
+	    json_array_size(args) - 1));
 	if (rootfs == NULL || in == NULL || code == NULL || scratch == NULL ||
 	    prog == NULL || strncmp(prog, "/code/", 6) != 0 ||
 	    strchr(prog + 6, '/') != NULL || uid == 0 || gid == 0)
 		die("%s: not a microvm tier spec (root, /in, /code, /scratch, "
 		    "a /code/NAME program, a user)", path);
-	/* The root image by the image's digest: .../HEX/rootfs. */
-	fmt(dir, sizeof(dir), "%s", rootfs);
-	if ((s = strrchr(dir, '/')) == NULL)
-		die("root %s: no image digest", rootfs);
-	dir[s - dir] = '\0';
-	s = (s = strrchr(dir, '/')) != NULL ? s + 1 : dir;
-	if (strlen(s) != 64 || strspn(s, "0123456789abcdef") != 64)
-		die("root %s: no image digest", rootfs);
-	fmt(hex, sizeof(hex), "%s", s);
+	/* The root image by the image's digest: the monitor bound
+	 * cache/HEX/rootfs on the bundle's root. */
+	root_hex(rootfs, hex, sizeof(hex));
 	fmt(root_img, sizeof(root_img), "%s/rootfs-%s.img", v->root, hex);
 	if (access(root_img, R_OK) == -1)
 		die("root image %s: %s (deploy/microvm/rootfs makes it)",
@@ -414,7 +499,8 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	fmt(log, sizeof(log), "%s/console.log", dir);
 	fmt(fifo, sizeof(fifo), "%s/start", dir);
 	run_mkfs(in, in_img);
-	run_mkfs(code, code_img);
+	run_mkfs(code_tree(code, mount_src(cfg, "/run/sbx/ca.pem"), dir,
+	    codebuf, sizeof(codebuf)), code_img);
 	vm_file(out_img, (off_t)VMRT_OUT_MB << 20, uid, gid);
 	vm_file(log, 0, uid, gid);
 	if (mkfifo(fifo, 0600) == -1 || chown(fifo, uid, gid) == -1)
@@ -555,6 +641,13 @@ vmrt_delete(const struct vmrt *v, const char *id)
 		return;
 	vmrt_kill(v, id, 1);
 	fmt(dir, sizeof(dir), "%s/vm-%s", bundle, id);
+	{
+		char	 tree[PATH_MAX];
+		char *const	 rm[] = { "/bin/rm", "-rf", tree, NULL };
+
+		fmt(tree, sizeof(tree), "%s/code.d", dir);
+		(void)run_quiet(rm);
+	}
 	for (size_t i = 0; files[i] != NULL; i++) {
 		fmt(path, sizeof(path), "%s/%s", dir, files[i]);
 		(void)unlink(path);
