@@ -249,8 +249,19 @@ cg_join(json_t *cfg, uint32_t memory_mb, uint32_t cpus_milli, pid_t pid)
 			if (access(top, F_OK) == -1)
 				continue;
 		}
-		if (mkdir(dir, 0755) == -1 && errno != EEXIST)
-			die("cgroup %s: %s", dir, strerror(errno));
+		/* runc makes the parent too: cgroup_parent/ID. */
+		for (char *c = dir + strlen(VMRT_CG) + 1; ; c++) {
+			char	 save;
+
+			if (*c != '/' && *c != '\0')
+				continue;
+			save = *c;
+			*c = '\0';
+			if (mkdir(dir, 0755) == -1 && errno != EEXIST)
+				die("cgroup %s: %s", dir, strerror(errno));
+			if ((*c = save) == '\0')
+				break;
+		}
 		if (v2 || strcmp(ctrls[i], "memory") == 0) {
 			fmt(val, sizeof(val), "%llu", ((unsigned long long)
 			    memory_mb + VMRT_QEMU_MB) << 20);
