@@ -342,7 +342,7 @@ guest_status(int dirfd)
  */
 static void __attribute__((noreturn))
 supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
-    const char *scratch)
+    const char *scratch, int ready)
 {
 	struct microvm_caps	 caps = { MICROVM_OUT_FILES,
 	    MICROVM_OUT_FILE_MAX, MICROVM_OUT_TOTAL_MAX };
@@ -379,9 +379,16 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
 	signal(SIGXFSZ, SIG_IGN);
 	if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
 		die("RLIMIT_FSIZE: %s", strerror(errno));
-	/* start opens the FIFO's other end. */
-	if ((go = open(fifo, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    read(go, &c, 1) != 1)
+	/*
+	 * Both ends of the FIFO: start's open finds a reader however soon
+	 * it comes, and the read waits for its byte.  Then create may exit.
+	 */
+	if ((go = open(fifo, O_RDWR | O_CLOEXEC)) == -1)
+		die("%s: %s", fifo, strerror(errno));
+	if (write(ready, "r", 1) != 1)
+		die("ready: %s", strerror(errno));
+	close(ready);
+	if (read(go, &c, 1) != 1)
 		die("start: %s", strerror(errno));
 	close(go);
 	if ((pid = fork()) == -1)
@@ -463,7 +470,8 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	char			 in_img[PATH_MAX], code_img[PATH_MAX];
 	char			 out_img[PATH_MAX], log[PATH_MAX];
 	char			 root_img[PATH_MAX], hex[80], pidbuf[32];
-	char			 codebuf[PATH_MAX];
+	char			 codebuf[PATH_MAX], c;
+	int			 ready[2];
 	const char		*rootfs, *in, *code, *scratch, *prog;
 	json_t			*user;
 	long long		 quota, period;
@@ -547,15 +555,21 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	p.egress_sock = mount_src(cfg, "/run/sbx/egress.sock");
 	p.fwd = p.egress_sock != NULL ? v->fwd : NULL;
 
-	if ((pid = fork()) == -1)
+	if (pipe2(ready, O_CLOEXEC) == -1 || (pid = fork()) == -1)
 		die("fork: %s", strerror(errno));
 	if (pid == 0) {
+		close(ready[0]);
 		if (setsid() == -1)
 			_exit(126);
-		supervise(&p, cfg, fifo, scratch);
+		supervise(&p, cfg, fifo, scratch, ready[1]);
 	}
+	close(ready[1]);
 	vmrt_child = pid;
 	cg_join(cfg, p.memory_mb, p.cpus_milli, pid);
+	/* Set up, or dead with its reason on the run's stderr. */
+	if (read(ready[0], &c, 1) != 1)
+		die("the VM's supervisor failed before start");
+	close(ready[0]);
 	fmt(pidbuf, sizeof(pidbuf), "%ld\n", (long)pid);
 	if ((fd = open(pidfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
 	    0600)) == -1 || write(fd, pidbuf, strlen(pidbuf)) !=
