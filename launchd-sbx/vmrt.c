@@ -341,8 +341,8 @@ guest_status(int dirfd)
  * namespace and cgroups are made, then the spec's user for good.
  */
 static void __attribute__((noreturn))
-supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
-    const char *scratch, int ready)
+supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
+    const char *fifo, const char *out_img, const char *scratch, int ready)
 {
 	struct microvm_caps	 caps = { MICROVM_OUT_FILES,
 	    MICROVM_OUT_FILE_MAX, MICROVM_OUT_TOTAL_MAX };
@@ -366,6 +366,15 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
 	if ((dfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		die("scratch %s: %s", scratch, strerror(errno));
+	/*
+	 * Both ends of the FIFO: start's open finds a reader however soon
+	 * it comes, and the read waits for its byte.  The output device
+	 * read back after QEMU; the bundle as the cwd.  All as root.
+	 */
+	if ((go = open(fifo, O_RDWR | O_CLOEXEC)) == -1 ||
+	    (fd = open(out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    chdir(bundle) == -1)
+		die("%s: %s", bundle, strerror(errno));
 	/* No network of the host's: slirp's one forward is a Unix socket,
 	 * its connections paired over this namespace's loopback. */
 	if (unshare(CLONE_NEWNET) == -1 || lo_up() == -1)
@@ -379,12 +388,7 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
 	signal(SIGXFSZ, SIG_IGN);
 	if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
 		die("RLIMIT_FSIZE: %s", strerror(errno));
-	/*
-	 * Both ends of the FIFO: start's open finds a reader however soon
-	 * it comes, and the read waits for its byte.  Then create may exit.
-	 */
-	if ((go = open(fifo, O_RDWR | O_CLOEXEC)) == -1)
-		die("%s: %s", fifo, strerror(errno));
+	/* Set up: create may exit. */
 	if (write(ready, "r", 1) != 1)
 		die("ready: %s", strerror(errno));
 	close(ready);
@@ -408,8 +412,6 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *fifo,
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		die("qemu: status %d", WIFEXITED(st) ? WEXITSTATUS(st) :
 		    128 + WTERMSIG(st));
-	if ((fd = open(p->out_img, O_RDONLY | O_CLOEXEC)) == -1)
-		die("%s: %s", p->out_img, strerror(errno));
 	if (microvm_extract(fd, dfd, &caps, &nfiles, err, sizeof(err)) == -1)
 		die("output archive refused: %s", err);
 	close(fd);
@@ -471,6 +473,8 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	char			 out_img[PATH_MAX], log[PATH_MAX];
 	char			 root_img[PATH_MAX], hex[80], pidbuf[32];
 	char			 codebuf[PATH_MAX], c;
+	char			 qin[PATH_MAX], qcode[PATH_MAX], qout[PATH_MAX];
+	char			 qlog[PATH_MAX], qsock[PATH_MAX];
 	int			 ready[2];
 	const char		*rootfs, *in, *code, *scratch, *prog;
 	json_t			*user;
@@ -546,13 +550,28 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	p.scratch_mb = (uint32_t)(((uint64_t)sv.f_blocks * sv.f_frsize) >> 20);
 	if (p.memory_mb < 64 || p.pids == 0)
 		die("config.json: memory %u MB, pids %u", p.memory_mb, p.pids);
+	/*
+	 * QEMU runs as the sandbox's user in the bundle (the supervisor's
+	 * cwd), under run_dir which that user cannot cross: its files are
+	 * named through /proc/self/cwd, which its forwarder inherits too.
+	 */
 	p.root_img = root_img;
-	p.in_img = in_img;
-	p.code_img = code_img;
-	p.out_img = out_img;
-	p.console_log = log;
+	fmt(qin, sizeof(qin), "/proc/self/cwd/vm-%s/in.img", id);
+	fmt(qcode, sizeof(qcode), "/proc/self/cwd/vm-%s/code.img", id);
+	fmt(qout, sizeof(qout), "/proc/self/cwd/vm-%s/out.img", id);
+	fmt(qlog, sizeof(qlog), "/proc/self/cwd/vm-%s/console.log", id);
+	p.in_img = qin;
+	p.code_img = qcode;
+	p.out_img = qout;
+	p.console_log = qlog;
 	p.code_name = prog + 6;
 	p.egress_sock = mount_src(cfg, "/run/sbx/egress.sock");
+	if (p.egress_sock != NULL && strncmp(p.egress_sock, bundle,
+	    strlen(bundle)) == 0 && p.egress_sock[strlen(bundle)] == '/') {
+		fmt(qsock, sizeof(qsock), "/proc/self/cwd%s",
+		    p.egress_sock + strlen(bundle));
+		p.egress_sock = qsock;
+	}
 	p.fwd = p.egress_sock != NULL ? v->fwd : NULL;
 
 	if (pipe2(ready, O_CLOEXEC) == -1 || (pid = fork()) == -1)
@@ -561,7 +580,7 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 		close(ready[0]);
 		if (setsid() == -1)
 			_exit(126);
-		supervise(&p, cfg, fifo, scratch, ready[1]);
+		supervise(&p, cfg, bundle, fifo, out_img, scratch, ready[1]);
 	}
 	close(ready[1]);
 	vmrt_child = pid;
