@@ -259,7 +259,8 @@ runtime_check_vm(const struct launchd_runtime *rt)
 		{ "initrd", rt->initrd },
 		{ "forwarder", rt->fwd },
 	};
-	char	 err[256];
+	struct stat	 st;
+	char		 err[256];
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		if (need[i].path == NULL) {
@@ -272,6 +273,15 @@ runtime_check_vm(const struct launchd_runtime *rt)
 			    need[i].key, need[i].path);
 			return -1;
 		}
+	}
+	/* QEMU runs as the sandbox's user: it opens the device through its
+	 * group (sbx-vmrt), never as root. */
+	if (rt->accel == MICROVM_ACCEL_KVM && (stat(RUNTIME_KVM_DEV, &st) ==
+	    -1 || st.st_gid == 0 || (st.st_mode & 060) != 060)) {
+		log_warnx("tier microvm unavailable: accel kvm: %s is not "
+		    "read-write for a group other than root's, so the "
+		    "sandbox's QEMU cannot open it", RUNTIME_KVM_DEV);
+		return -1;
 	}
 	if (microvm_accel_check(rt->accel, RUNTIME_KVM_DEV, err,
 	    sizeof(err)) == -1) {

@@ -356,7 +356,10 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	struct rlimit		 rl;
 	size_t			 nfiles;
 	pid_t			 pid;
-	int			 st, fd, dfd, go;
+	int			 st, fd, dfd, go, qerr;
+	gid_t			 groups[2];
+	size_t			 ngroups = 1;
+	struct stat		 kst;
 	char			 c;
 
 	if (uid == 0 || gid == 0)
@@ -373,13 +376,22 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	 */
 	if ((go = open(fifo, O_RDWR | O_CLOEXEC)) == -1 ||
 	    (fd = open(out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (qerr = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC,
+	    0600)) == -1 ||
 	    chdir(bundle) == -1)
 		die("%s: %s", bundle, strerror(errno));
 	/* No network of the host's: slirp's one forward is a Unix socket,
 	 * its connections paired over this namespace's loopback. */
 	if (unshare(CLONE_NEWNET) == -1 || lo_up() == -1)
 		die("network namespace: %s", strerror(errno));
-	if (setgroups(1, &gid) == -1 || setresgid(gid, gid, gid) == -1 ||
+	/* KVM: /dev/kvm's group as well (as libvirt's qemu user has it),
+	 * never root's; that device and nothing else is what it opens. */
+	groups[0] = gid;
+	if (p->accel == MICROVM_ACCEL_KVM && stat("/dev/kvm", &kst) == 0 &&
+	    kst.st_gid != 0 && kst.st_gid != gid)
+		groups[ngroups++] = kst.st_gid;
+	if (setgroups(ngroups, groups) == -1 ||
+	    setresgid(gid, gid, gid) == -1 ||
 	    setresuid(uid, uid, uid) == -1 ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		die("drop to %u:%u: %s", uid, gid, strerror(errno));
@@ -402,16 +414,21 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 ||
 		    getppid() == 1 || null == -1 || dup2(null, 0) == -1 ||
-		    dup2(null, 1) == -1 || dup2(null, 2) == -1)
+		    dup2(null, 1) == -1 || dup2(qerr, 2) == -1)
 			_exit(126);
 		execv(av[0], av);
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) == -1 && errno == EINTR)
 		;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		die("qemu: status %d", WIFEXITED(st) ? WEXITSTATUS(st) :
-		    128 + WTERMSIG(st));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		ssize_t	 n = pread(qerr, buf, 512, 0);
+
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		die("qemu: status %d: %s", WIFEXITED(st) ? WEXITSTATUS(st) :
+		    128 + WTERMSIG(st), buf);
+	}
 	if (microvm_extract(fd, dfd, &caps, &nfiles, err, sizeof(err)) == -1)
 		die("output archive refused: %s", err);
 	close(fd);
