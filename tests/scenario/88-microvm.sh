@@ -91,3 +91,33 @@ for d in policyd launchd-sbx brokerd; do
 done
 out_lacks 'FAIL|broken|mismatch' "a chain does not verify"
 note "audit: launch (tier microvm) and exit for $xid; chains verify"
+
+# The wall clock, from outside the VM: a user whose plan allows 5 s (the
+# guest boots in more under TCG).  The whole VM dies: no QEMU of this
+# deployment's is left.
+run ctl entitlement add --tenant acme --user vmwally --dataset supplier-2026-q3 \
+    --limit wall_seconds=5
+expect_rc 0 "entitlement for vmwally"
+printf 'while True:\n    pass\n' >"$T/spin.py"
+cat >"$T/spin.yaml" <<EOT
+task: {id: $id-wall, type: analytics-vm, tenant: acme, user: vmwally}
+datasets: [supplier-2026-q3]
+code: spin.py
+outputs: []
+EOT
+t0=$(date +%s)
+run ctl run "$T/spin.yaml"
+t1=$(date +%s)
+expect_rc 0 "run of a busy loop in a microvm"
+[ "$(jq -c .limits_hit "$T/out")" = '["wall"]' ] ||
+    { show; fail "limits_hit is not [\"wall\"]"; }
+[ $((t1 - t0)) -lt 40 ] || fail "the VM ran $((t1 - t0)) s under a 5 s wall"
+sleep 1
+left=0
+for p in $(pgrep -x qemu-system-x86 || true); do
+	case $(readlink "/proc/$p/cwd" 2>/dev/null) in
+	"$SBX_STATE"/*) left=$((left + 1)) ;;
+	esac
+done
+[ "$left" = 0 ] || fail "$left QEMU process(es) of this deployment outlived the wall clock"
+note "VM killed at the wall: limits_hit [\"wall\"], $((t1 - t0)) s, no QEMU left"
