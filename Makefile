@@ -725,6 +725,7 @@ bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 bench-microvm: build/bin/vmrun build/vm/initrd.img
 	@bench/run_microvm build/bin build/vm build/images/py-analytics \
 	    $$(sed -n 's/.*@//p' build/images/py-analytics.ref)
+	@bench/run_microvm_stack 3
 
 # ---- running the daemons on the embedded default ---------------------------
 # As root the sandbox needs its pinned image: build it once if missing.
