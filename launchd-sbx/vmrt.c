@@ -358,6 +358,7 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	pid_t			 pid;
 	int			 st, fd, dfd, go, qerr;
 	gid_t			 groups[2];
+	pid_t			 self;
 	size_t			 ngroups = 1;
 	struct stat		 kst;
 	char			 c;
@@ -407,13 +408,15 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	if (read(go, &c, 1) != 1)
 		die("start: %s", strerror(errno));
 	close(go);
+	self = getpid();
 	if ((pid = fork()) == -1)
 		die("fork: %s", strerror(errno));
 	if (pid == 0) {
 		int	 null = open("/dev/null", O_RDWR);
 
+		/* Dies with the supervisor, even one killed before this. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1 ||
-		    getppid() == 1 || null == -1 || dup2(null, 0) == -1 ||
+		    getppid() != self || null == -1 || dup2(null, 0) == -1 ||
 		    dup2(null, 1) == -1 || dup2(qerr, 2) == -1)
 			_exit(126);
 		execv(av[0], av);
@@ -674,6 +677,26 @@ vmrt_start(const struct vmrt *v, const char *id)
 	close(fd);
 }
 
+/* 1 when pid is in a cgroup whose last component is id. */
+static int
+in_cgroup(pid_t pid, const char *id)
+{
+	char	 path[64], buf[4096], want[80];
+	ssize_t	 n;
+	int	 fd;
+
+	fmt(path, sizeof(path), "/proc/%ld/cgroup", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	fmt(want, sizeof(want), "/%s\n", id);
+	return strstr(buf, want) != NULL;
+}
+
 /* The supervisor's process group: it, and QEMU and its forwarders. */
 static void
 vmrt_kill(const struct vmrt *v, const char *id, int quiet)
@@ -686,6 +709,10 @@ vmrt_kill(const struct vmrt *v, const char *id, int quiet)
 			return;
 		die("kill %s: not created", id);
 	}
+	/* Only while pid is still the supervisor: in the id's cgroup (a
+	 * reaped supervisor's pid may be anyone's by now). */
+	if (!in_cgroup(pid, id))
+		return;
 	(void)kill(-pid, SIGKILL);
 	(void)kill(pid, SIGKILL);
 }
