@@ -763,7 +763,7 @@ deps:
 # example configuration (the *.yaml.in sbx-up fills in, the templates, the
 # entitlements, the worked example's task, code, spreadsheet and FX API).
 # Honours DESTDIR and PREFIX.
-INSTALL_SBIN = policyd launchd-sbx sbx-monitor egressd brokerd gated approvald
+INSTALL_SBIN = policyd launchd-sbx sbx-monitor sbx-vmrt egressd brokerd gated approvald
 INSTALL_BIN  = sbxctl approvalctl
 MAN8 = $(sort $(wildcard */*.8))
 MAN5 = $(sort $(wildcard */*.5))
