@@ -370,6 +370,9 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	if ((dfd = open(scratch, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1)
 		die("scratch %s: %s", scratch, strerror(errno));
+	/* Everything of the spec's is in av and the descriptors now. */
+	json_decref(cfg);
+	cfg = NULL;
 	/*
 	 * Both ends of the FIFO: start's open finds a reader however soon
 	 * it comes, and the read waits for its byte.  The output device
