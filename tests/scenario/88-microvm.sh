@@ -22,6 +22,35 @@ grep -q '^  microvm: {path:' "$SBX_STATE/etc/launchd-sbx.yaml" ||
 grep -q 'tier microvm: ' "$SBX_STATE/log/launchd-sbx.log" ||
     { grep 'microvm' "$SBX_STATE/log/launchd-sbx.log"; fail "launchd-sbx did not make the microvm tier available"; }
 
+# sbx-vmrt itself refuses what is not a sandbox's spec, before any VM:
+# a root user, a root file system the monitor did not bind from the image
+# cache, an id that is a path.
+vmrt() {
+	"$SBX_BIN/sbx-vmrt" --qemu=/usr/bin/qemu-system-x86_64 \
+	    --kernel="$REPO/build/vm/vmlinuz" --initrd="$REPO/build/vm/initrd.img" \
+	    --forwarder=/usr/bin/socat --accel=tcg --root "$T/vmrt-state" "$@"
+}
+b=$T/bundle
+mkdir -p "$b/in" "$b/code" "$b/scratch" "$b/rootfs"
+spec() {	# uid
+	cat >"$b/config.json" <<EOT
+{"process": {"user": {"uid": $1, "gid": $1}, "args": ["/run/sbx/init", "--", "/usr/bin/python3", "/code/main.py"]},
+ "root": {"path": "$b/rootfs"}, "linux": {"cgroupsPath": "/sbx-vmrt-test/x"},
+ "mounts": [{"destination": "/in", "source": "$b/in"}, {"destination": "/code", "source": "$b/code"},
+            {"destination": "/scratch", "source": "$b/scratch"}]}
+EOT
+}
+spec 0
+vmrt create --bundle "$b" --pid-file "$b/pid" vmrt-test >"$T/vmrt.out" 2>&1 && fail "sbx-vmrt ran a spec whose user is root"
+grep -q 'not a microvm tier spec' "$T/vmrt.out" || { cat "$T/vmrt.out"; fail "sbx-vmrt's refusal of a root user does not say why"; }
+spec 65534
+vmrt create --bundle "$b" --pid-file "$b/pid" vmrt-test >"$T/vmrt.out" 2>&1 && fail "sbx-vmrt ran a root it did not find bound from the image cache"
+grep -q 'not an image.s rootfs bound by the monitor' "$T/vmrt.out" || { cat "$T/vmrt.out"; fail "sbx-vmrt's refusal of a stray root does not say why"; }
+vmrt create --bundle "$b" --pid-file "$b/pid" ../x >"$T/vmrt.out" 2>&1 && fail "sbx-vmrt took a path as an id"
+grep -q 'bad id' "$T/vmrt.out" || { cat "$T/vmrt.out"; fail "sbx-vmrt's refusal of a path as an id does not say why"; }
+[ ! -e "$b/pid" ] && [ ! -d "$b/vm-vmrt-test" ] || fail "a refused create left a pid file or VM directory"
+note "sbx-vmrt refuses a root user, a stray root file system and a path as an id, leaving nothing"
+
 id=sc-vm-$$
 sed -e "s/id: t-vm-1,/id: $id,/" "$EX/task-microvm.yaml" >"$T/task.yaml"
 grep -q "id: $id," "$T/task.yaml" || fail "the microvm task file changed shape"
