@@ -182,6 +182,7 @@ ALLCFLAGS += $(GATED_CFLAGS)
 PROGS = policyd sbxctl
 PROGS += launchd-sbx
 PROGS += sbx-monitor
+PROGS += sbx-vmrt
 PROGS += sbx-init
 PROGS += egressd
 PROGS += brokerd
@@ -299,6 +300,11 @@ LAUNCHD_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null)
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
+
+# sbx-vmrt: the microvm tier's runtime as sbx-monitor runs it (vmrt.c).
+$(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS) -ljansson
 
 $(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
 	@mkdir -p $(dir $@)
@@ -758,6 +764,7 @@ bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 bench-microvm: build/bin/vmrun build/vm/initrd.img
 	@bench/run_microvm build/bin build/vm build/images/py-analytics \
 	    $$(sed -n 's/.*@//p' build/images/py-analytics.ref)
+	@bench/run_microvm_stack 3
 
 # ---- running the daemons on the embedded default ---------------------------
 # As root the sandbox needs its pinned image: build it once if missing.
@@ -804,7 +811,7 @@ deps:
 # example configuration (the *.yaml.in sbx-up fills in, the templates, the
 # entitlements, the worked example's task, code, spreadsheet and FX API).
 # Honours DESTDIR and PREFIX.
-INSTALL_SBIN = policyd launchd-sbx sbx-monitor egressd brokerd gated approvald
+INSTALL_SBIN = policyd launchd-sbx sbx-monitor sbx-vmrt egressd brokerd gated approvald
 INSTALL_BIN  = sbxctl approvalctl
 MAN8 = $(sort $(wildcard */*.8))
 MAN5 = $(sort $(wildcard */*.5))

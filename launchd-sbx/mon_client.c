@@ -41,6 +41,7 @@
 #include "name.h"
 #include "util.h"
 #include "launchd-sbx/launchd.h"
+#include "launchd-sbx/microvm.h"
 #include "launchd-sbx/monitor.h"
 
 #define MON_READY_SECONDS	120	/* start-up reaping runs runtimes */
@@ -598,6 +599,19 @@ mon_path(const struct launchd *ld)
 	return p;
 }
 
+/* The directory of path (the monitor's: sbx-vmrt is installed beside it). */
+static const char *
+mon_dir(const char *path)
+{
+	static char	 dir[PATH_MAX];
+	char		*slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*slash = '\0';
+	return dir;
+}
+
 static void
 mon_argv(const struct launchd *ld, const char *path, int fd, char **av)
 {
@@ -632,6 +646,23 @@ mon_argv(const struct launchd *ld, const char *path, int fd, char **av)
 		if (rt->path == NULL)
 			continue;
 		mon_add(av, &n, "-t");
+		if (t == SBX__V1__ISOLATION__ISOLATION_MICROVM) {
+			/* QEMU through sbx-vmrt, next to the monitor. */
+			mon_add(av, &n, "%d:%d:%s:%s/sbx-vmrt", t,
+			    (int)rt->flavor, parse_tier_name(t), mon_dir(path));
+			mon_add(av, &n, "-a");
+			mon_add(av, &n, "%d:--qemu=%s", t, rt->path);
+			mon_add(av, &n, "-a");
+			mon_add(av, &n, "%d:--kernel=%s", t, rt->kernel);
+			mon_add(av, &n, "-a");
+			mon_add(av, &n, "%d:--initrd=%s", t, rt->initrd);
+			mon_add(av, &n, "-a");
+			mon_add(av, &n, "%d:--forwarder=%s", t, rt->fwd);
+			mon_add(av, &n, "-a");
+			mon_add(av, &n, "%d:--accel=%s", t,
+			    microvm_accel_name(rt->accel));
+			continue;
+		}
 		mon_add(av, &n, "%d:%d:%s:%s", t, (int)rt->flavor,
 		    parse_tier_name(t), rt->path);
 		for (size_t i = 0; i < rt->nargs; i++) {

@@ -431,7 +431,8 @@ pool_tier_ok(const struct launchd *ld, int tier)
 		return 0;
 	rt = &ld->conf->runtimes[tier];
 	return rt->path != NULL && rt->available &&
-	    (rt->flavor == SPEC_RUNC || rt->flavor == SPEC_RUNSC);
+	    (rt->flavor == SPEC_RUNC || rt->flavor == SPEC_RUNSC) &&
+	    tier != SBX__V1__ISOLATION__ISOLATION_MICROVM;
 }
 
 void

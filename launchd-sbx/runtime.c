@@ -259,7 +259,8 @@ runtime_check_vm(const struct launchd_runtime *rt)
 		{ "initrd", rt->initrd },
 		{ "forwarder", rt->fwd },
 	};
-	char	 err[256];
+	struct stat	 st;
+	char		 err[256];
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		if (need[i].path == NULL) {
@@ -272,6 +273,15 @@ runtime_check_vm(const struct launchd_runtime *rt)
 			    need[i].key, need[i].path);
 			return -1;
 		}
+	}
+	/* QEMU runs as the sandbox's user: it opens the device through its
+	 * group (sbx-vmrt), never as root. */
+	if (rt->accel == MICROVM_ACCEL_KVM && (stat(RUNTIME_KVM_DEV, &st) ==
+	    -1 || st.st_gid == 0 || (st.st_mode & 060) != 060)) {
+		log_warnx("tier microvm unavailable: accel kvm: %s is not "
+		    "read-write for a group other than root's, so the "
+		    "sandbox's QEMU cannot open it", RUNTIME_KVM_DEV);
+		return -1;
 	}
 	if (microvm_accel_check(rt->accel, RUNTIME_KVM_DEV, err,
 	    sizeof(err)) == -1) {
@@ -301,16 +311,9 @@ runtime_check(struct launchd *ld)
 		if (t == SBX__V1__ISOLATION__ISOLATION_MICROVM) {
 			if (runtime_check_vm(rt) == -1)
 				continue;
-			/*
-			 * Its kernel, initramfs and accelerator pass; the
-			 * launch path (images by descriptor, QEMU through
-			 * the monitor, the archive into scratch) is not in
-			 * run.c yet, so the tier stays refused rather than
-			 * handed to the OCI path it does not fit.
-			 */
-			log_warnx("tier microvm unavailable: %s, accel %s: "
-			    "checked, but launches through launchd-sbx are "
-			    "not built yet", rt->path,
+			/* Launched by sbx-vmrt, which the monitor runs. */
+			rt->available = 1;
+			log_info("tier microvm: %s, accel %s", rt->path,
 			    microvm_accel_name(rt->accel));
 			continue;
 		}
