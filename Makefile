@@ -643,6 +643,7 @@ test:
 	@mkdir -p build && rm -f build/test-results.txt
 	@$(MAKE) --no-print-directory build/images/py-analytics.ref $(call RECORD_FAIL,image)
 	@$(MAKE) --no-print-directory build/images/compat.ref $(call RECORD_FAIL,compat-image)
+	@$(MAKE) --no-print-directory build/vm/initrd.img $(call RECORD_FAIL,vm)
 	@$(MAKE) --no-print-directory test-suites
 	@$(MAKE) --no-print-directory SAN=1 test-suites
 	@tests/summary
