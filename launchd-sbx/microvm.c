@@ -12,16 +12,19 @@
  * downgraded to emulation the configuration did not allow (invariant 7).
  */
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <linux/kvm.h>
+#include <net/if.h>
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,5 +473,30 @@ done:
 		microvm_undo(dirfd, names, n);
 	archive_read_free(ar);
 	free(names);
+	return rc;
+}
+
+/*
+ * An empty network namespace for the calling process, its loopback up in QEMU's own empty network namespace: slirp pairs each
+ * guestfwd connection with its forwarder over a 127.0.0.1 socket pair.
+ * The namespace holds nothing else to reach.  0, or -1 with errno.
+ */
+int
+microvm_netns(void)
+{
+	struct ifreq	 ifr;
+	int		 s, rc = -1;
+
+	if (unshare(CLONE_NEWNET) == -1)
+		return -1;
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
 	return rc;
 }

@@ -58,6 +58,8 @@ struct microvm_caps {
 
 /* "kvm", "tcg" -> enum; -1 for anything else. */
 int	 microvm_accel_parse(const char *);
+/* A new network namespace with only loopback, up (QEMU's). */
+int	 microvm_netns(void);
 const char *microvm_accel_name(int);
 /*
  * Whether guests may run under accel: KVM needs kvm_dev to open and

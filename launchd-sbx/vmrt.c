@@ -20,7 +20,6 @@
  * status.  kill and delete kill the supervisor's process group; the wall
  * clock is run.c's, through them.
  */
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -34,8 +33,6 @@
 #include <grp.h>
 #include <jansson.h>
 #include <limits.h>
-#include <net/if.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -278,24 +275,6 @@ cg_join(json_t *cfg, uint32_t memory_mb, uint32_t cpus_milli, pid_t pid)
 	}
 }
 
-static int
-lo_up(void)
-{
-	struct ifreq	 ifr;
-	int		 s, rc = -1;
-
-	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return rc;
-}
-
 /* name in dirfd copied to fd, then removed: the guest's stdout/stderr. */
 static void
 hand_out(int dirfd, const char *name, int fd)
@@ -386,7 +365,7 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 		die("%s: %s", bundle, strerror(errno));
 	/* No network of the host's: slirp's one forward is a Unix socket,
 	 * its connections paired over this namespace's loopback. */
-	if (unshare(CLONE_NEWNET) == -1 || lo_up() == -1)
+	if (microvm_netns() == -1)
 		die("network namespace: %s", strerror(errno));
 	/* KVM: /dev/kvm's group as well (as libvirt's qemu user has it),
 	 * never root's; that device and nothing else is what it opens. */

@@ -11,7 +11,6 @@
  *          -o OUTDIR [-e EGRESS.sock -f FORWARDER] [-a kvm|tcg] [-m MB]
  *          [-c CPUS_MILLI] [-p PIDS] [-s SCRATCH_MB] [-w SECONDS] CODE
  */
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -23,8 +22,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <net/if.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,29 +52,6 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/*
- * Loopback up in QEMU's own empty network namespace: slirp pairs each
- * guestfwd connection with its forwarder over a 127.0.0.1 socket pair.
- * The namespace holds nothing else to reach.
- */
-static int
-lo_up(void)
-{
-	struct ifreq	 ifr;
-	int		 s, rc = -1;
-
-	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return rc;
 }
 
 /* s as a JSON string (the error may quote what the guest wrote). */
@@ -225,8 +199,7 @@ main(int argc, char *argv[])
 		/* Root: QEMU gets no network of the host's at all (slirp
 		 * needs none: its one forward is a Unix socket), and runs
 		 * as nobody. */
-		if (geteuid() == 0 && (unshare(CLONE_NEWNET) == -1 ||
-		    lo_up() == -1 ||
+		if (geteuid() == 0 && (microvm_netns() == -1 ||
 		    setgroups(0, NULL) == -1 || setgid(VMRUN_NOBODY) == -1 ||
 		    setuid(VMRUN_NOBODY) == -1))
 			_exit(126);
