@@ -40,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "version.h"
 #include "launchd-sbx/microvm.h"
 
 #define VMRT_OUT_MB	96	/* the output device; the console's cap too */
@@ -728,13 +729,20 @@ vmrt_delete(const struct vmrt *v, const char *id)
 }
 
 static void __attribute__((noreturn))
-usage(void)
+usage_to(FILE *f, int status)
 {
-	fprintf(stderr, "usage: sbx-vmrt --qemu=PATH --kernel=PATH "
+	fprintf(f, "usage: sbx-vmrt --qemu=PATH --kernel=PATH "
 	    "--initrd=PATH --accel=kvm|tcg [--forwarder=PATH] --root DIR\n"
 	    "\tcreate --bundle DIR --pid-file FILE ID | start ID |\n"
-	    "\tkill --all ID KILL | delete --force ID | --version\n");
-	exit(2);
+	    "\tkill --all ID KILL | delete --force ID\n"
+	    "       sbx-vmrt --help | --version\n");
+	exit(status);
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	usage_to(stderr, 2);
 }
 
 int
@@ -748,9 +756,11 @@ main(int argc, char *argv[])
 		const char	*a = argv[i];
 
 		if (strcmp(a, "--version") == 0) {
-			printf("sbx-vmrt (the microvm tier)\n");
+			printf("sbx-vmrt %s\n", SBX_VERSION);
 			return 0;
-		} else if (strncmp(a, "--qemu=", 7) == 0)
+		} else if (strcmp(a, "--help") == 0)
+			usage_to(stdout, 0);
+		else if (strncmp(a, "--qemu=", 7) == 0)
 			v.qemu = a + 7;
 		else if (strncmp(a, "--kernel=", 9) == 0)
 			v.kernel = a + 9;
