@@ -1019,6 +1019,10 @@ store_finish(struct store *s, struct store_batch *b, int ok)
 			    "review recorded", r->task_id, s->fleet != NULL ?
 			    s->fleet_at : s->review_at);
 		}
+		if (!ok && r->reviewed && s->fleet != NULL)
+			log_warnx("task %s: the fleet's security review was "
+			    "counted here but its record did not commit: not "
+			    "made again", r->task_id);
 		if (ok && r->nden > 0 && s->fleet != NULL && b != &s->open)
 			store_fleet_review(s, r);
 		free(r->rule);
