@@ -709,8 +709,10 @@ compile_task(struct policyd *pd, const Sbx__V1__Task *t, const char *actor,
 	 * execution is reserved there, committed, before it is signed. */
 	if (pd->fleet != NULL && run != COMPILE_PREVIEW &&
 	    compile_fleet(pd, t, actor, tm, run, budget, &used, out,
-	    err) == -1)
+	    err) == -1) {
+		free(canon);
 		return -1;
+	}
 	xasprintf(&out->template, "%s@%u", tm->name, tm->version);
 	out->issued_at = now_s();
 	out->expires_at = out->issued_at + pd->ttl;
