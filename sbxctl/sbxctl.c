@@ -1040,6 +1040,8 @@ ctl_audit_one(const struct ctl_daemon *d, Sbx__V1__Envelope *req,
 		free(path);
 		return CTL_ABSENT;
 	}
+	/* Operators may be on policyd's admin socket only: try it when the
+	 * orchestrator socket will not have us. */
 	if (strcmp(d->name, "policyd") == 0) {
 		ctl.quiet = 1;
 		r = ctl_call(d->name, path, req, want, &rep);
@@ -1049,6 +1051,7 @@ ctl_audit_one(const struct ctl_daemon *d, Sbx__V1__Envelope *req,
 			r = ctl_call(d->name, ctl.admin_sock, req, want, &rep);
 			ctl.quiet = 0;
 		}
+		/* Neither: report the orchestrator socket. */
 		if (r == SBXCTL_UNREACHABLE)
 			r = ctl_call(d->name, path, req, want, &rep);
 	} else
@@ -1147,33 +1150,12 @@ ctl_audit_each(Sbx__V1__Envelope *req, Sbx__V1__Envelope__BodyCase want,
 	*reps = xcalloc(CTL_NDAEMONS, sizeof(**reps));
 	*nreps = 0;
 	for (size_t i = 0; i < CTL_NDAEMONS; i++) {
-		const struct ctl_daemon	*d = &ctl_audit_daemons[i];
-		char			*path = ctl_daemon_socket(d);
 		Sbx__V1__Envelope	*rep;
 		int			 r;
 
-		if (d->optional && access(path, F_OK) == -1) {
-			free(path);
+		r = ctl_audit_one(&ctl_audit_daemons[i], req, want, &rep);
+		if (r == CTL_ABSENT)
 			continue;
-		}
-		/* Operators may be on policyd's admin socket only: try it
-		 * when the orchestrator socket will not have us. */
-		if (strcmp(d->name, "policyd") == 0) {
-			ctl.quiet = 1;
-			r = ctl_call(d->name, path, req, want, &rep);
-			ctl.quiet = 0;
-			if (r == SBXCTL_UNREACHABLE) {
-				ctl.quiet = 1;
-				r = ctl_call(d->name, ctl.admin_sock, req,
-				    want, &rep);
-				ctl.quiet = 0;
-			}
-			/* Neither: report the orchestrator socket. */
-			if (r == SBXCTL_UNREACHABLE)
-				r = ctl_call(d->name, path, req, want, &rep);
-		} else
-			r = ctl_call(d->name, path, req, want, &rep);
-		free(path);
 		if (r != SBXCTL_OK) {
 			rc = r;
 			continue;
