@@ -30,6 +30,23 @@ admin_audit_fit(Sbx__V1__AuditEvent *const *v, size_t n, size_t max)
 	return i;
 }
 
+uint32_t
+admin_audit_limit(struct frame_conn *c, const Sbx__V1__AuditQuery *q)
+{
+	size_t	 most;
+
+	if (!q->chain)
+		return q->limit;
+	/* No record packs smaller than its two 32-byte hashes: a frame
+	 * never holds more than this, so no more are read. */
+	most = frame_conn_max_frame(c) / 64 + 1;
+	if (most > UINT32_MAX)
+		most = UINT32_MAX;
+	if (q->limit == 0 || q->limit > most)
+		return (uint32_t)most;
+	return q->limit;
+}
+
 int
 admin_audit_page(struct frame_conn *c, const Sbx__V1__Envelope *req,
     Sbx__V1__AuditEvent *const *v, size_t *n)
@@ -68,8 +85,8 @@ admin_audit_query(struct frame_conn *c, const Sbx__V1__Envelope *req,
 		    "records: task_id must be empty");
 		return;
 	}
-	if (audit_query_after(a, q->task_id, q->after_seq, q->limit, &v,
-	    &n) == -1) {
+	if (audit_query_after(a, q->task_id, q->after_seq,
+	    admin_audit_limit(c, q), &v, &n) == -1) {
 		frame_conn_send_error(c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "audit log cannot be read");

@@ -334,7 +334,8 @@ audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
 	    "WHERE task_id = ?1 AND seq > ?3 ORDER BY seq LIMIT ?2",
 	    &a->st_query_task, err, errlen) == -1 ||
 	    audit_prepare(a, "SELECT " AUDIT_COLS " FROM audit "
-	    "WHERE seq > ?2 ORDER BY seq LIMIT ?1", &a->st_query_all, err, errlen) == -1 ||
+	    "WHERE seq > ?2 ORDER BY seq LIMIT ?1", &a->st_query_all, err,
+	    errlen) == -1 ||
 	    audit_prepare(a, "SELECT " AUDIT_COLS " FROM audit ORDER BY seq",
 	    &a->st_walk, err, errlen) == -1)
 		goto fail;

@@ -547,7 +547,8 @@ control_audit_query(struct control *ctl, struct frame_conn *c,
 	 * still roll back. */
 	commit_flush(ctl->pd->commit);
 	if (audit_query_after(store_audit(ctl->pd->store), q->task_id,
-	    q->after_seq, scoped ? 0 : q->limit, &v, &n) == -1) {
+	    q->after_seq, scoped ? 0 : admin_audit_limit(c, q), &v,
+	    &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "audit log cannot be read");
