@@ -590,7 +590,7 @@ test-k8s: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/mkspec $(PY_PB)
 # binding and grants hold across hosts, and an unreachable database
 # refuses (tests/fleet/run).  Skipped when PostgreSQL is not installed.
 .PHONY: test-fleet
-test-fleet: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/approvald $(B)/bin/approvalctl
+test-fleet: $(B)/bin/policyd $(B)/bin/sbxctl $(B)/bin/approvald $(B)/bin/approvalctl $(PY_PB)
 	@tests/record fleet$(SUITE_SFX) tests/fleet/run $(CURDIR)/$(B)/bin
 
 test-golden: $(B)/bin/policyd

@@ -15,6 +15,19 @@ struct frame_conn;
 /* req carries audit_query: reply audit_records, or ERROR_INTERNAL. */
 void	admin_audit_query(struct frame_conn *, const Sbx__V1__Envelope *req,
 	    struct audit *);
+/*
+ * How many of v[0..n) fit one reply frame of at most max bytes, oldest
+ * first: a page of a chain (AuditQuery.chain) is cut there, never sent
+ * larger than the daemon's own max_frame_kb.
+ */
+size_t	admin_audit_fit(Sbx__V1__AuditEvent *const *v, size_t n, size_t max);
+/* The limit to read a query with: a chain page's at most what one frame
+ * can hold, so a page of a long chain never reads it all. */
+uint32_t admin_audit_limit(struct frame_conn *, const Sbx__V1__AuditQuery *);
+/* AuditQuery.chain: *n cut to what fits one frame, 0; or, when the first
+ * record alone does not fit, the error sent and 1. */
+int	admin_audit_page(struct frame_conn *, const Sbx__V1__Envelope *req,
+	    Sbx__V1__AuditEvent *const *v, size_t *n);
 /* Reply audit_verified (daemon names the log when the walk did not). */
 void	admin_audit_verify(struct frame_conn *, const Sbx__V1__Envelope *req,
 	    struct audit *, const char *daemon);

@@ -331,10 +331,11 @@ audit_open_db(struct sqlite3 *db, const char *daemon, char *err,
 	    audit_prepare(a, "UPDATE audit_head SET seq = ?1, hash = ?2 "
 	    "WHERE id = 1", &a->st_move_head, err, errlen) == -1 ||
 	    audit_prepare(a, "SELECT " AUDIT_COLS " FROM audit "
-	    "WHERE task_id = ?1 ORDER BY seq LIMIT ?2",
+	    "WHERE task_id = ?1 AND seq > ?3 ORDER BY seq LIMIT ?2",
 	    &a->st_query_task, err, errlen) == -1 ||
 	    audit_prepare(a, "SELECT " AUDIT_COLS " FROM audit "
-	    "ORDER BY seq LIMIT ?1", &a->st_query_all, err, errlen) == -1 ||
+	    "WHERE seq > ?2 ORDER BY seq LIMIT ?1", &a->st_query_all, err,
+	    errlen) == -1 ||
 	    audit_prepare(a, "SELECT " AUDIT_COLS " FROM audit ORDER BY seq",
 	    &a->st_walk, err, errlen) == -1)
 		goto fail;
@@ -684,6 +685,13 @@ int
 audit_query(struct audit *a, const char *task_id, uint32_t limit,
     Sbx__V1__AuditEvent ***out, size_t *n)
 {
+	return audit_query_after(a, task_id, 0, limit, out, n);
+}
+
+int
+audit_query_after(struct audit *a, const char *task_id, uint64_t after_seq,
+    uint32_t limit, Sbx__V1__AuditEvent ***out, size_t *n)
+{
 	Sbx__V1__AuditEvent	**v = NULL;
 	sqlite3_stmt		 *st;
 	sqlite3_int64		  lim = limit == 0 ? -1 : (sqlite3_int64)limit;
@@ -692,13 +700,17 @@ audit_query(struct audit *a, const char *task_id, uint32_t limit,
 
 	*out = NULL;
 	*n = 0;
+	if (after_seq >= INT64_MAX)
+		return 0;	/* no record is numbered past that */
 	if (task_id != NULL && *task_id != '\0') {
 		st = a->st_query_task;
 		sqlite3_bind_text(st, 1, task_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, lim);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)after_seq);
 	} else {
 		st = a->st_query_all;
 		sqlite3_bind_int64(st, 1, lim);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)after_seq);
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (cnt == cap) {

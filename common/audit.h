@@ -52,6 +52,10 @@ int		 audit_append(struct audit *, Sbx__V1__AuditEvent *);
  * free with audit_events_free. */
 int		 audit_query(struct audit *, const char *task_id, uint32_t limit,
 		    Sbx__V1__AuditEvent ***out, size_t *n);
+/* As audit_query, only records with seq > after_seq (a page). */
+int		 audit_query_after(struct audit *, const char *task_id,
+		    uint64_t after_seq, uint32_t limit,
+		    Sbx__V1__AuditEvent ***out, size_t *n);
 void		 audit_events_free(Sbx__V1__AuditEvent **, size_t);
 
 /* Walk the whole chain.  Fills ok, records, first_bad_seq, problem and

@@ -307,6 +307,12 @@ frame_conn_peer(const struct frame_conn *c)
 	return &c->fc_peer;
 }
 
+size_t
+frame_conn_max_frame(const struct frame_conn *c)
+{
+	return c->fc_srv->fs_max_frame;
+}
+
 int
 frame_conn_fd(const struct frame_conn *c)
 {

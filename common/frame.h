@@ -121,6 +121,8 @@ int	frame_conn_send_error(struct frame_conn *, uint64_t request_id,
 	    Sbx__V1__ErrorCode, const char *rule, const char *fmt, ...)
 	    __attribute__((format(printf, 5, 6)));
 const struct ucred *frame_conn_peer(const struct frame_conn *);
+/* The largest frame its server takes (max_frame_kb), a reply's bound too. */
+size_t	frame_conn_max_frame(const struct frame_conn *);
 /* The connection's socket, for more of the peer's credentials
  * (SO_PEERGROUPS); -1 once gone. */
 int	frame_conn_fd(const struct frame_conn *);

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "audit.h"
 #include "frame.h"
 #include "log.h"
@@ -528,14 +529,26 @@ control_audit_query(struct control *ctl, struct frame_conn *c,
 	Sbx__V1__Envelope		 env;
 	Sbx__V1__AuditRecords		 recs;
 	Sbx__V1__AuditEvent		**v = NULL;
-	size_t				 n = 0;
+	size_t				 n = 0, page;
 	int				 scoped = s != NULL && s->set && !s->all;
 
+	/* A page of the whole chain (audit ship) is the operator's: a
+	 * scoped caller's view has holes by design. */
+	if (q->chain && (scoped || (q->task_id != NULL &&
+	    *q->task_id != '\0'))) {
+		control_send_error(ctl, c, req->request_id,
+		    SBX__V1__ERROR_CODE__ERROR_INVALID, "", scoped ?
+		    "audit_query: chain is the whole chain, not a tenant's "
+		    "records" : "audit_query: chain pages the whole chain, "
+		    "not a task's records: task_id must be empty");
+		return;
+	}
 	/* Read only what is committed: never show a record that might
 	 * still roll back. */
 	commit_flush(ctl->pd->commit);
-	if (audit_query(store_audit(ctl->pd->store), q->task_id, scoped ? 0 :
-	    q->limit, &v, &n) == -1) {
+	if (audit_query_after(store_audit(ctl->pd->store), q->task_id,
+	    q->after_seq, scoped ? 0 : admin_audit_limit(c, q), &v,
+	    &n) == -1) {
 		control_send_error(ctl, c, req->request_id,
 		    SBX__V1__ERROR_CODE__ERROR_INTERNAL, "",
 		    "audit log cannot be read");
@@ -543,9 +556,14 @@ control_audit_query(struct control *ctl, struct frame_conn *c,
 	}
 	if (scoped)
 		v = control_audit_scope(ctl, s, v, n, q->limit, &n);
+	page = n;
+	if (admin_audit_page(c, req, v, &page)) {
+		audit_events_free(v, n);
+		return;
+	}
 	sbx__v1__audit_records__init(&recs);
 	recs.events = v;
-	recs.n_events = n;
+	recs.n_events = page;
 	frame_env_init(&env, req->request_id);
 	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
 	env.audit_records = &recs;

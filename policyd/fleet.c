@@ -127,7 +127,17 @@ static const char fleet_schema[] =
     " version bigint NOT NULL,"
     " rule text NOT NULL,"
     " n bigint NOT NULL DEFAULT 0,"
-    " PRIMARY KEY (tmpl, version, rule));";
+    " PRIMARY KEY (tmpl, version, rule));"
+    /* The security review: a task's denials at every replica, raised in
+     * place (n = n + k) after the replica's batch that records them is
+     * durable, against the one threshold in sbx_review. */
+    "CREATE TABLE IF NOT EXISTS sbx_task_denials("
+    " task_id text PRIMARY KEY,"
+    " n bigint NOT NULL DEFAULT 0 CHECK (n >= 0));"
+    "CREATE TABLE IF NOT EXISTS sbx_review("
+    " id integer PRIMARY KEY CHECK (id = 1),"
+    " denials bigint NOT NULL CHECK (denials >= 0),"
+    " host text NOT NULL);";
 
 static void
 fleet_err(char *err, size_t errlen, const char *fmt, ...)
@@ -1036,4 +1046,37 @@ fail:
 	PQclear(res);
 	pg_rollback(f->pg);
 	return -1;
+}
+
+int
+fleet_review_count(struct fleet *f, const char *task_id, uint32_t k,
+    uint32_t local_at, const char *host, int64_t *n, uint32_t *at,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 kb[16], lb[16];
+	const char	*v[4];
+
+	snprintf(kb, sizeof(kb), "%u", k);
+	snprintf(lb, sizeof(lb), "%u", local_at);
+	v[0] = task_id;
+	v[1] = kb;
+	v[2] = lb;
+	v[3] = host;
+	/* One statement: the first replica to count registers its
+	 * threshold; the increment holds the row's lock, so of two
+	 * replicas counting at once exactly one sees the count cross. */
+	if ((res = pg_query(f->pg, "WITH cfg AS (INSERT INTO sbx_review(id,"
+	    " denials, host) VALUES (1, $3::bigint, $4) ON CONFLICT (id) DO"
+	    " NOTHING RETURNING denials), up AS (INSERT INTO"
+	    " sbx_task_denials(task_id, n) VALUES ($1, $2::bigint) ON CONFLICT"
+	    " (task_id) DO UPDATE SET n = sbx_task_denials.n + EXCLUDED.n"
+	    " RETURNING n) SELECT (SELECT n FROM up), coalesce((SELECT"
+	    " denials FROM cfg), (SELECT denials FROM sbx_review WHERE id ="
+	    " 1), $3::bigint)", 4, v, PGRES_TUPLES_OK, err, errlen)) == NULL)
+		return -1;
+	*n = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	*at = (uint32_t)strtoul(PQgetvalue(res, 0, 1), NULL, 10);
+	PQclear(res);
+	return 0;
 }

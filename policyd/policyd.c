@@ -280,6 +280,7 @@ policyd_open(void *arg)
 	if (pd->conf->store.pg) {
 		pd->fleet = fleet_open(pd->conf->store.conninfo);
 		entitle_use_fleet(pd->ent, pd->fleet);
+		store_use_fleet(pd->store, pd->fleet, pd->conf->store.host);
 		log_info("store: postgresql, %s, as host %s",
 		    fleet_where_str(pd->fleet), pd->conf->store.host);
 	}

@@ -312,6 +312,14 @@ int		 fleet_roll_count(struct fleet *, const char *tmpl,
 		    void (*fn)(void *, uint32_t, const char *, uint64_t),
 		    void *arg, char *err, size_t errlen);
 
+/* The security review in a fleet: k more denials of task_id, counted in
+ * place after they are durable here; *n the fleet's count after them and
+ * *at the fleet's security_review.denials (local_at registered by the
+ * first replica to count).  0 or -1 with err (nothing counted). */
+int		 fleet_review_count(struct fleet *, const char *task_id,
+		    uint32_t k, uint32_t local_at, const char *host,
+		    int64_t *n, uint32_t *at, char *err, size_t errlen);
+
 /* ---- store.c ---- */
 
 struct store;
@@ -349,6 +357,12 @@ void		 store_close(struct store *);
 /* The security review: once a task's denials, across its executions,
  * reach n, one "security-review" event (0: never). */
 void		 store_set_review(struct store *, uint32_t n);
+/* A fleet (policyd.yaml store: postgresql): a task's denials counted in
+ * the fleet's database on the loop once their batch is durable, and the
+ * review raised by the replica whose count crosses the fleet's threshold,
+ * in place of this host's own count.  Before the writer starts. */
+void		 store_use_fleet(struct store *, struct fleet *,
+		    const char *host);
 /* Security reviews this process has recorded (committed). */
 uint64_t	 store_reviews(const struct store *);
 /* The write handle: the writer thread's while store_busy(). */

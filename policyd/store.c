@@ -149,6 +149,9 @@ struct store {
 	sqlite3_stmt		*st_last_tmpl;	/* rdb */
 	sqlite3_stmt		*st_rv_count;	/* db */
 	uint32_t		 review_at;	/* denials; 0: never */
+	struct fleet		*fleet;		/* the loop's; NULL: one host */
+	const char		*host;		/* this replica's name */
+	uint32_t		 fleet_at;	/* the fleet's last said */
 	uint64_t		 reviews;	/* committed since start */
 	void			*tasks;		/* tsearch tree */
 
@@ -402,6 +405,13 @@ store_close(struct store *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mtx);
 	free(s);
+}
+
+void
+store_use_fleet(struct store *s, struct fleet *f, const char *host)
+{
+	s->fleet = f;
+	s->host = host;
 }
 
 void
@@ -931,6 +941,58 @@ store_add_execution(struct store *s, const Sbx__V1__Task *t,
 }
 
 /*
+ * In a fleet, on the loop once r's batch is durable: its denials counted
+ * in the fleet's database, and when that count crosses the fleet's
+ * threshold, a "security-review" record in the open batch -- made by the
+ * one replica whose increment crossed it, so once in the fleet.  A
+ * database that cannot be reached leaves them uncounted there (logged):
+ * the rows stay in this host's task_denials.
+ */
+static void
+store_fleet_review(struct store *s, const struct store_rec *r)
+{
+	struct store_rec	*rv;
+	char			 err[512], *rules = NULL, *t;
+	int64_t			 n;
+	uint32_t		 at;
+
+	if (fleet_review_count(s->fleet, r->task_id, (uint32_t)r->nden,
+	    s->review_at, s->host, &n, &at, err, sizeof(err)) == -1) {
+		log_warnx("task %s: %zu denial%s not counted in the fleet's "
+		    "store for the security review: %s", r->task_id, r->nden,
+		    r->nden == 1 ? "" : "s", err);
+		return;
+	}
+	if (at != s->review_at && at != s->fleet_at)
+		log_warnx("security_review.denials is %u here, the fleet's "
+		    "is %u (sbx_review): the fleet's holds", s->review_at, at);
+	s->fleet_at = at;
+	if (at == 0 || n < (int64_t)at || n - (int64_t)r->nden >= (int64_t)at)
+		return;
+	for (size_t i = 0; i < r->nden; i++) {
+		size_t	 j;
+
+		for (j = 0; j < i; j++)
+			if (strcmp(r->den[j].rule, r->den[i].rule) == 0)
+				break;
+		if (j < i)
+			continue;
+		xasprintf(&t, "%s%s%s", rules != NULL ? rules : "",
+		    rules != NULL ? "," : "", r->den[i].rule);
+		free(rules);
+		rules = t;
+	}
+	rv = store_rec_new(s, r->task_id, "security-review", r->execution_id,
+	    r->hash, rules, NULL, r->actor);
+	free(rv->detail);
+	xasprintf(&rv->detail, "%lld denials across the fleet reached "
+	    "security_review.denials %u (the last %zu at host %s)",
+	    (long long)n, at, r->nden, s->host);
+	rv->reviewed = 1;
+	free(rules);
+}
+
+/*
  * Settle a batch that has run (or will never run) in the task map, then
  * empty it.  Event loop only.
  */
@@ -954,8 +1016,15 @@ store_finish(struct store *s, struct store_batch *b, int ok)
 		if (ok && r->reviewed) {
 			s->reviews++;
 			log_warnx("task %s: its denials reached %u: security "
-			    "review recorded", r->task_id, s->review_at);
+			    "review recorded", r->task_id, s->fleet != NULL ?
+			    s->fleet_at : s->review_at);
 		}
+		if (!ok && r->reviewed && s->fleet != NULL)
+			log_warnx("task %s: the fleet's security review was "
+			    "counted here but its record did not commit: not "
+			    "made again", r->task_id);
+		if (ok && r->nden > 0 && s->fleet != NULL && b != &s->open)
+			store_fleet_review(s, r);
 		free(r->rule);
 		free(r->detail);
 		free(r->datasets);
@@ -1060,7 +1129,9 @@ store_review(struct store *s, struct store_rec *r)
 	int64_t			 n = -1, nexec = 0;
 	int			 rc, ret = -1;
 
-	if (s->review_at == 0)
+	/* A fleet counts on the loop, from its database (store_fleet_review):
+	 * this thread never touches the loop's connection. */
+	if (s->review_at == 0 || s->fleet != NULL)
 		return 0;
 	st = s->st_reviewed;
 	sqlite3_bind_text(st, 1, r->task_id, -1, SQLITE_STATIC);

@@ -63,47 +63,106 @@ fleet_pg(const char *conninfo)
 	return pg;
 }
 
-static int
-fleet_ship_stopped(const char **v, size_t n, const char *daemon)
+struct fleet_ship {
+	struct pg	*pg;
+	char		*host;
+	size_t		 added, same, bad, pages;
+	int		 rc;
+};
+
+struct fleet_ship *
+fleet_ship_open(const char *conninfo, const char *host, int *rc)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i], daemon) == 0)
-			return 1;
+	struct fleet_ship	*fs;
+	struct pg		*pg;
+
+	if (!name_ok(host)) {
+		log_warnx("\"%s\" is not a host name", host);
+		*rc = SBXCTL_USAGE;
+		return NULL;
+	}
+	if ((pg = fleet_pg(conninfo)) == NULL) {
+		*rc = SBXCTL_UNREACHABLE;
+		return NULL;
+	}
+	fs = xcalloc(1, sizeof(*fs));
+	fs->pg = pg;
+	fs->host = xstrdup(host);
+	fs->rc = SBXCTL_OK;
+	return fs;
+}
+
+/*
+ * Where shipping a daemon's chain resumes: after the record before the
+ * last one the fleet holds, so that one comes back first and is compared
+ * (a chain reset, or a second host under this name, differs there).
+ */
+int
+fleet_ship_resume(struct fleet_ship *fs, const char *daemon, uint64_t *after)
+{
+	PGresult	*res;
+	const char	*v[2] = { fs->host, daemon };
+
+	*after = 0;
+	res = PQexecParams(pg_conn(fs->pg), "SELECT coalesce(max(seq), 0)"
+	    " FROM sbx_audit WHERE host = $1 AND daemon = $2", 2, NULL, v,
+	    NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		log_warnx("%s: %s", pg_where(fs->pg), pg_msg(fs->pg));
+		PQclear(res);
+		fs->rc = SBXCTL_ERR;
+		return -1;
+	}
+	*after = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	if (*after > 0)
+		(*after)--;
 	return 0;
 }
 
 int
-fleet_ship(const char *conninfo, const char *host,
+fleet_page_check(const char *daemon, uint64_t after, uint32_t limit,
+    Sbx__V1__AuditEvent *const *ev, size_t n, char *err, size_t errlen)
+{
+	if (limit != 0 && n > limit) {
+		snprintf(err, errlen, "%s answered %zu records for a page of "
+		    "at most %u (a daemon without AuditQuery paging?)",
+		    daemon, n, limit);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(ev[i]->daemon, daemon) != 0) {
+			snprintf(err, errlen, "%s answered a record of \"%s\"",
+			    daemon, ev[i]->daemon);
+			return -1;
+		}
+		if (ev[i]->seq != after + 1 + i) {
+			snprintf(err, errlen, "%s answered seq %" PRIu64 " where "
+			    "seq %" PRIu64 " was next (a daemon without "
+			    "AuditQuery paging, or a hole in its chain)",
+			    daemon, ev[i]->seq, after + 1 + i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+fleet_ship_page(struct fleet_ship *fs, const char *daemon,
     Sbx__V1__AuditEvent *const *ev, size_t n)
 {
-	struct pg	*pg;
 	PGresult	*res;
 	char		 seq[24], tns[24];
 	const char	*v[7];
 	int		 lens[7], fmts[7];
-	size_t		 added = 0, same = 0, bad = 0, skipped = 0;
-	const char	**stopped = NULL;
-	size_t		 nstopped = 0;
 	uint8_t		*buf;
 	size_t		 len;
 
-	if (!name_ok(host)) {
-		log_warnx("\"%s\" is not a host name", host);
-		return SBXCTL_USAGE;
-	}
-	if ((pg = fleet_pg(conninfo)) == NULL)
-		return SBXCTL_UNREACHABLE;
+	fs->pages++;
 	for (size_t i = 0; i < n; i++) {
 		const Sbx__V1__AuditEvent	*e = ev[i];
 		int				 k;
 
-		/* A chain that differs from the fleet's at one record has
-		 * diverged: nothing after it is shipped, or a second host
-		 * under this name would extend the first host's chain. */
-		if (fleet_ship_stopped(stopped, nstopped, e->daemon)) {
-			skipped++;
-			continue;
-		}
 		len = sbx__v1__audit_event__get_packed_size(e);
 		buf = xmalloc(len + 1);
 		sbx__v1__audit_event__pack(e, buf);
@@ -111,8 +170,8 @@ fleet_ship(const char *conninfo, const char *host,
 		snprintf(tns, sizeof(tns), "%" PRId64, e->time_ns);
 		memset(lens, 0, sizeof(lens));
 		memset(fmts, 0, sizeof(fmts));
-		v[0] = host;
-		v[1] = e->daemon;
+		v[0] = fs->host;
+		v[1] = daemon;
 		v[2] = seq;
 		v[3] = tns;
 		v[4] = e->task_id;
@@ -123,7 +182,7 @@ fleet_ship(const char *conninfo, const char *host,
 		lens[6] = (int)len;
 		fmts[6] = 1;
 		/* Never replaces a row: what is there is compared below. */
-		res = PQexecParams(pg_conn(pg), "WITH ins AS (INSERT INTO"
+		res = PQexecParams(pg_conn(fs->pg), "WITH ins AS (INSERT INTO"
 		    " sbx_audit(host, daemon, seq, time_ns, task_id, hash,"
 		    " record) VALUES ($1, $2, $3::bigint, $4::bigint, $5,"
 		    " $6::bytea, $7::bytea) ON CONFLICT (host, daemon, seq) DO"
@@ -133,37 +192,57 @@ fleet_ship(const char *conninfo, const char *host,
 		    fmts, 0);
 		free(buf);
 		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-			log_warnx("%s: %s", pg_where(pg), pg_msg(pg));
+			log_warnx("%s: %s", pg_where(fs->pg), pg_msg(fs->pg));
 			PQclear(res);
-			pg_free(pg);
-			return SBXCTL_ERR;
+			fs->rc = SBXCTL_ERR;
+			return -1;
 		}
 		k = atoi(PQgetvalue(res, 0, 0));
 		if (k == 1)
-			added++;
+			fs->added++;
 		else if (strcmp(PQgetvalue(res, 0, 1), "t") == 0)
-			same++;
+			fs->same++;
 		else {
 			/* The snapshot of the CTE does not see its own insert,
-			 * so a conflict is the one case that reaches here. */
+			 * so a conflict is the one case that reaches here.  A
+			 * chain that differs from the fleet's at one record has
+			 * diverged: nothing after it is shipped, or a second
+			 * host under this name would extend the first's. */
 			log_warnx("host %s %s seq %" PRIu64 ": the fleet holds "
 			    "a different record under this name and number "
 			    "(an altered record, or another host shipping as "
 			    "%s): not shipped, nor any later record of %s",
-			    host, e->daemon, e->seq, host, e->daemon);
-			bad++;
-			stopped = xreallocarray(stopped, nstopped + 1,
-			    sizeof(*stopped));
-			stopped[nstopped++] = e->daemon;
+			    fs->host, daemon, e->seq, fs->host, daemon);
+			fs->bad++;
+			fs->rc = SBXCTL_ERR;
+			PQclear(res);
+			return 1;
 		}
 		PQclear(res);
 	}
+	return 0;
+}
+
+void
+fleet_ship_fail(struct fleet_ship *fs, int rc)
+{
+	if (fs->rc == SBXCTL_OK)
+		fs->rc = rc;
+}
+
+int
+fleet_ship_close(struct fleet_ship *fs)
+{
+	int	 rc = fs->rc;
+
 	printf("host %s: %zu record%s shipped, %zu already there, %zu "
-	    "refused, %zu after a refused one not shipped\n", host, added,
-	    added == 1 ? "" : "s", same, bad, skipped);
-	free(stopped);
-	pg_free(pg);
-	return bad > 0 ? SBXCTL_ERR : SBXCTL_OK;
+	    "refused (%zu page%s)\n", fs->host, fs->added,
+	    fs->added == 1 ? "" : "s", fs->same, fs->bad, fs->pages,
+	    fs->pages == 1 ? "" : "s");
+	pg_free(fs->pg);
+	free(fs->host);
+	free(fs);
+	return rc;
 }
 
 /* One chain's walk; problems printed; the count of them. */

@@ -1025,6 +1025,121 @@ ctl_event_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* Ask one daemon of the list; CTL_ABSENT for an optional one not here. */
+#define CTL_ABSENT	(-2)
+static int
+ctl_audit_one(const struct ctl_daemon *d, Sbx__V1__Envelope *req,
+    Sbx__V1__Envelope__BodyCase want, Sbx__V1__Envelope **repp)
+{
+	char			*path = ctl_daemon_socket(d);
+	Sbx__V1__Envelope	*rep = NULL;
+	int			 r;
+
+	*repp = NULL;
+	if (d->optional && access(path, F_OK) == -1) {
+		free(path);
+		return CTL_ABSENT;
+	}
+	/* Operators may be on policyd's admin socket only: try it when the
+	 * orchestrator socket will not have us. */
+	if (strcmp(d->name, "policyd") == 0) {
+		ctl.quiet = 1;
+		r = ctl_call(d->name, path, req, want, &rep);
+		ctl.quiet = 0;
+		if (r == SBXCTL_UNREACHABLE) {
+			ctl.quiet = 1;
+			r = ctl_call(d->name, ctl.admin_sock, req, want, &rep);
+			ctl.quiet = 0;
+		}
+		/* Neither: report the orchestrator socket. */
+		if (r == SBXCTL_UNREACHABLE)
+			r = ctl_call(d->name, path, req, want, &rep);
+	} else
+		r = ctl_call(d->name, path, req, want, &rep);
+	free(path);
+	if (r == SBXCTL_OK)
+		*repp = rep;
+	return r;
+}
+
+/* Records a page of audit ship asks a daemon for; the daemon cuts it
+ * shorter to fit its max_frame_kb. */
+#define CTL_SHIP_PAGE	1000
+
+/*
+ * audit ship --host NAME: each daemon's chain in pages (AuditQuery.chain),
+ * from the record before the last one the fleet holds, until a daemon has
+ * no more.  A page that is not the next records in order (a daemon that
+ * ignores after_seq pages from 1 again) is refused, never shipped with a
+ * hole.
+ */
+static int
+ctl_audit_ship(const char *conninfo, const char *host)
+{
+	Sbx__V1__Envelope	 req = SBX__V1__ENVELOPE__INIT, *rep;
+	Sbx__V1__AuditQuery	 q = SBX__V1__AUDIT_QUERY__INIT;
+	struct fleet_ship	*fs;
+	char			 err[256];
+	uint64_t		 after;
+	int			 rc, r, first;
+
+	if ((fs = fleet_ship_open(conninfo, host, &rc)) == NULL)
+		return rc;
+	q.task_id = (char *)"";
+	q.limit = CTL_SHIP_PAGE;
+	q.chain = 1;
+	req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
+	req.audit_query = &q;
+	for (size_t i = 0; i < CTL_NDAEMONS; i++) {
+		const struct ctl_daemon	*d = &ctl_audit_daemons[i];
+
+		if (fleet_ship_resume(fs, d->name, &after) == -1)
+			break;
+		for (first = 1;; first = 0) {
+			Sbx__V1__AuditRecords	*recs;
+
+			q.after_seq = after;
+			r = ctl_audit_one(d, &req,
+			    SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS, &rep);
+			if (r == CTL_ABSENT)
+				break;
+			if (r != SBXCTL_OK) {
+				/* What did answer is shipped; a daemon that
+				 * did not is an error all the same. */
+				fleet_ship_fail(fs, r);
+				break;
+			}
+			recs = rep->audit_records;
+			if (fleet_page_check(d->name, after, q.limit,
+			    recs->events, recs->n_events, err,
+			    sizeof(err)) == -1) {
+				log_warnx("host %s: %s: nothing of this page "
+				    "shipped", host, err);
+				fleet_ship_fail(fs, SBXCTL_ERR);
+				r = -1;
+			} else if (recs->n_events == 0 && first && after > 0) {
+				log_warnx("host %s %s: the fleet holds seq %"
+				    PRIu64 " but the daemon has no record %"
+				    PRIu64 " (a chain started again, or another "
+				    "host shipping as %s): nothing shipped",
+				    host, d->name, after + 1, after + 1, host);
+				fleet_ship_fail(fs, SBXCTL_ERR);
+				r = -1;
+			} else if (recs->n_events == 0)
+				r = 1;
+			else {
+				r = fleet_ship_page(fs, d->name, recs->events,
+				    recs->n_events);
+				after = recs->events[recs->n_events - 1]->seq;
+			}
+			sbx__v1__envelope__free_unpacked(rep, NULL);
+			if (r != 0)
+				break;
+		}
+	}
+	return fleet_ship_close(fs);
+}
+
 /* Ask every daemon on the list; collect the replies of type want. */
 static int
 ctl_audit_each(Sbx__V1__Envelope *req, Sbx__V1__Envelope__BodyCase want,
@@ -1035,33 +1150,12 @@ ctl_audit_each(Sbx__V1__Envelope *req, Sbx__V1__Envelope__BodyCase want,
 	*reps = xcalloc(CTL_NDAEMONS, sizeof(**reps));
 	*nreps = 0;
 	for (size_t i = 0; i < CTL_NDAEMONS; i++) {
-		const struct ctl_daemon	*d = &ctl_audit_daemons[i];
-		char			*path = ctl_daemon_socket(d);
 		Sbx__V1__Envelope	*rep;
 		int			 r;
 
-		if (d->optional && access(path, F_OK) == -1) {
-			free(path);
+		r = ctl_audit_one(&ctl_audit_daemons[i], req, want, &rep);
+		if (r == CTL_ABSENT)
 			continue;
-		}
-		/* Operators may be on policyd's admin socket only: try it
-		 * when the orchestrator socket will not have us. */
-		if (strcmp(d->name, "policyd") == 0) {
-			ctl.quiet = 1;
-			r = ctl_call(d->name, path, req, want, &rep);
-			ctl.quiet = 0;
-			if (r == SBXCTL_UNREACHABLE) {
-				ctl.quiet = 1;
-				r = ctl_call(d->name, ctl.admin_sock, req,
-				    want, &rep);
-				ctl.quiet = 0;
-			}
-			/* Neither: report the orchestrator socket. */
-			if (r == SBXCTL_UNREACHABLE)
-				r = ctl_call(d->name, path, req, want, &rep);
-		} else
-			r = ctl_call(d->name, path, req, want, &rep);
-		free(path);
 		if (r != SBXCTL_OK) {
 			rc = r;
 			continue;
@@ -1103,32 +1197,8 @@ ctl_audit(int argc, char **argv)
 		return fleet_verify(conninfo, stale);
 	}
 	if (argc == 4 && strcmp(argv[1], "ship") == 0 &&
-	    strcmp(argv[2], "--host") == 0) {
-		q.task_id = (char *)"";
-		q.limit = 0;
-		req.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_QUERY;
-		req.audit_query = &q;
-		rc = ctl_audit_each(&req, SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS,
-		    &reps, &nreps);
-		for (size_t i = 0; i < nreps; i++) {
-			Sbx__V1__AuditRecords	*r = reps[i]->audit_records;
-
-			ev = xreallocarray(ev, nev + r->n_events + 1,
-			    sizeof(*ev));
-			for (size_t k = 0; k < r->n_events; k++)
-				ev[nev++] = r->events[k];
-		}
-		/* What did answer is shipped; a daemon that did not is an
-		 * error all the same. */
-		if (nev > 0) {
-			int	 r2 = fleet_ship(conninfo, argv[3], ev, nev);
-
-			if (rc == SBXCTL_OK)
-				rc = r2;
-		}
-		free(ev);
-		goto done;
-	}
+	    strcmp(argv[2], "--host") == 0)
+		return ctl_audit_ship(conninfo, argv[3]);
 	if (argc != 2)
 		return ctl_usage("audit takes a task id, verify [--fleet], or "
 		    "ship --host name");

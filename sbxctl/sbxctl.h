@@ -57,8 +57,27 @@ int		 cmd_render(int argc, char **argv, const char *state,
 		    const char *orch_sock, int json);
 
 /* fleet.c: the audit chains shipped to a fleet's database */
-int		 fleet_ship(const char *conninfo, const char *host,
-		    Sbx__V1__AuditEvent *const *, size_t);
+struct fleet_ship;
+/* audit ship (fleet.c): open the fleet database for host's chains; NULL
+ * with *rc set when it cannot be. */
+struct fleet_ship *fleet_ship_open(const char *conninfo, const char *host,
+		    int *rc);
+/* The seq a daemon's next page starts after (one before the last the
+ * fleet holds, which must come back the same); -1 on a database error. */
+int		 fleet_ship_resume(struct fleet_ship *, const char *daemon,
+		    uint64_t *after);
+/* A page must be at most limit records of daemon, numbered after + 1 on
+ * without a hole; -1 with err set if not. */
+int		 fleet_page_check(const char *daemon, uint64_t after,
+		    uint32_t limit, Sbx__V1__AuditEvent *const *ev, size_t n,
+		    char *err, size_t errlen);
+/* Ship a checked page: 0, 1 when the fleet holds a different record (the
+ * daemon's chain stops there), -1 on a database error. */
+int		 fleet_ship_page(struct fleet_ship *, const char *daemon,
+		    Sbx__V1__AuditEvent *const *ev, size_t n);
+void		 fleet_ship_fail(struct fleet_ship *, int rc);
+/* Print the totals; the exit code of the whole ship. */
+int		 fleet_ship_close(struct fleet_ship *);
 int		 fleet_verify(const char *conninfo, int64_t stale);
 int		 fleet_task(const char *conninfo, const char *task_id,
 		    Sbx__V1__AuditEvent ***, size_t *);

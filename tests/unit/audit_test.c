@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admin.h"
 #include "audit.h"
 #include "util.h"
 
@@ -428,6 +429,93 @@ Test(audit, query_by_task)
 
 	cr_assert_eq(audit_query(fx.a, "", 0, &v, &n), 0);
 	cr_assert_eq(n, 30);
+	audit_events_free(v, n);
+	fx_teardown(&fx);
+}
+
+/* AuditQuery.after_seq: a page is the records after it, in order, the
+ * limit held; paging walks the whole chain once, without a hole. */
+Test(audit, query_after_pages)
+{
+	struct fixture		 fx;
+	Sbx__V1__AuditEvent	**v;
+	size_t			  n;
+	uint64_t		  after = 0, seen = 0;
+
+	fx_setup(&fx);
+	append_n(fx.a, 0, 30);
+	for (;;) {
+		cr_assert_eq(audit_query_after(fx.a, "", after, 7, &v, &n), 0);
+		cr_assert_leq(n, 7);
+		for (size_t i = 0; i < n; i++)
+			cr_assert_eq(v[i]->seq, after + 1 + i);
+		if (n > 0)
+			after = v[n - 1]->seq;
+		seen += n;
+		audit_events_free(v, n);
+		if (n == 0)
+			break;
+	}
+	cr_assert_eq(seen, 30);
+	cr_assert_eq(after, 30);
+
+	/* A task's records after seq 10: seq 11, 14, 17, ... */
+	cr_assert_eq(audit_query_after(fx.a, "t-1", 10, 2, &v, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(v[0]->seq, 11);
+	cr_assert_eq(v[1]->seq, 14);
+	audit_events_free(v, n);
+
+	/* Past the end, and a number that would be negative as SQLite's. */
+	cr_assert_eq(audit_query_after(fx.a, "", 30, 0, &v, &n), 0);
+	cr_assert_eq(n, 0);
+	audit_events_free(v, n);
+	cr_assert_eq(audit_query_after(fx.a, "", UINT64_MAX, 0, &v, &n), 0);
+	cr_assert_eq(n, 0);
+	audit_events_free(v, n);
+	cr_assert_eq(audit_query_after(fx.a, "", (uint64_t)INT64_MAX + 1, 0,
+	    &v, &n), 0);
+	cr_assert_eq(n, 0);
+	audit_events_free(v, n);
+	fx_teardown(&fx);
+}
+
+/* A chain page is cut to what one frame of max bytes holds: the packed
+ * reply of the records kept never exceeds it, and one more would. */
+Test(audit, page_fits_frame)
+{
+	struct fixture		 fx;
+	Sbx__V1__AuditEvent	**v;
+	Sbx__V1__Envelope	  env = SBX__V1__ENVELOPE__INIT;
+	Sbx__V1__AuditRecords	  recs = SBX__V1__AUDIT_RECORDS__INIT;
+	size_t			  n, k, max;
+
+	fx_setup(&fx);
+	append_n(fx.a, 0, 40);
+	cr_assert_eq(audit_query(fx.a, "", 0, &v, &n), 0);
+	cr_assert_eq(n, 40);
+	env.request_id = UINT64_MAX;
+	env.version = UINT32_MAX;
+	env.body_case = SBX__V1__ENVELOPE__BODY_AUDIT_RECORDS;
+	env.audit_records = &recs;
+	recs.events = v;
+	for (max = 256; max <= 8192; max += 97) {
+		k = admin_audit_fit(v, n, max);
+		recs.n_events = k;
+		cr_assert_leq(sbx__v1__envelope__get_packed_size(&env), max,
+		    "max %zu: %zu records", max, k);
+		if (k < n) {
+			recs.n_events = k + 1;
+			/* The fit's room: 64 bytes, a tag and 10 length
+			 * bytes a record. */
+			cr_assert_gt(sbx__v1__envelope__get_packed_size(&env)
+			    + 64 + 11 * (k + 1), max, "max %zu: record %zu "
+			    "would fit", max, k);
+		}
+	}
+	/* One record larger than the frame: none fits, and it is said. */
+	cr_assert_eq(admin_audit_fit(v, n, 40), 0);
+	cr_assert_eq(admin_audit_fit(v, n, SIZE_MAX), n);
 	audit_events_free(v, n);
 	fx_teardown(&fx);
 }
