@@ -608,7 +608,7 @@ test-denial: all
 # channel attack and sbxctl canary as code in VMs of their own.  Not in
 # `make test`: under TCG it takes about half an hour (bench/README.md).
 .PHONY: test-denial-vm
-test-denial-vm: all build/vm/initrd.img
+test-denial-vm: all build/vm/initrd.img $(B)/bin/probe
 	@tests/record denial-vm$(SUITE_SFX) env SBX_BIN=$(CURDIR)/$(B)/bin \
 	    SBX_DENIAL_TIER=microvm tests/denial/run
 

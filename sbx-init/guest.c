@@ -239,6 +239,35 @@ vm_write_file(const char *path, const char *text)
 	close(fd);
 }
 
+/*
+ * The guest's kernel is the code's alone, but what the other tiers'
+ * seccomp profile refuses should not be open here either: the switches
+ * the guest kernel has, set for good before the code runs.  No user
+ * namespaces (unshare, clone with CLONE_NEWUSER: no namespace then, as
+ * every other needs a capability), no ptrace of anything, no unprivileged
+ * bpf, perf or userfaultfd, no kernel log or pointers, and no module
+ * loading after ours.  A switch that is missing stops the boot.
+ * keyctl and io_uring have none in this kernel (tests/denial/run).
+ */
+static void
+vm_harden(void)
+{
+	static const char *const sw[][2] = {
+		{ "/proc/sys/user/max_user_namespaces", "0" },
+		{ "/proc/sys/kernel/yama/ptrace_scope", "3" },
+		{ "/proc/sys/kernel/unprivileged_bpf_disabled", "1" },
+		{ "/proc/sys/kernel/perf_event_paranoid", "3" },
+		{ "/proc/sys/vm/unprivileged_userfaultfd", "0" },
+		{ "/proc/sys/kernel/dmesg_restrict", "1" },
+		{ "/proc/sys/kernel/kptr_restrict", "2" },
+		{ "/proc/sys/kernel/modules_disabled", "1" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < sizeof(sw) / sizeof(sw[0]); i++)
+		vm_write_file(sw[i][0], sw[i][1]);
+}
+
 /* A cgroup of its own with pids.max, which the code's process joins. */
 static void
 vm_cgroup(unsigned long pids)
@@ -454,6 +483,7 @@ main(void)
 	vm_wait_dev("/dev/vdd");
 	vm_cgroup(a.pids);
 	vm_net(a.net);
+	vm_harden();
 	if ((out = open("/dev/vdd", O_WRONLY | O_CLOEXEC)) == -1)
 		vm_fatal("/dev/vdd: %s", strerror(errno));
 
