@@ -422,7 +422,7 @@ vm_child(const struct vm_args *a)
 	char		 prog[160];
 	int		 fd;
 	char *const	 env[] = { "PATH=/usr/local/bin:/usr/bin:/bin",
-	    "HOME=/scratch", "LANG=C.UTF-8", NULL };
+	    "HOME=/scratch", "TMPDIR=/scratch", "LANG=C.UTF-8", NULL };
 
 	vm_write_file("/sys/fs/cgroup/sbx/cgroup.procs", "0");
 	if ((fd = open("/run/sbx/stdout", O_WRONLY | O_CREAT | O_TRUNC,
@@ -497,8 +497,10 @@ main(void)
 	    MS_NODEV | MS_NOSUID | MS_NOEXEC, opts);
 	snprintf(opts, sizeof(opts), "size=%dm,mode=0755", VM_RUN_MB);
 	vm_mount("tmpfs", VM_ROOT "/run", "tmpfs", MS_NODEV | MS_NOSUID, opts);
+	/* Read-only, as in the other tiers: the code writes /scratch
+	 * alone, within the policy's scratch_mb (TMPDIR points there). */
 	vm_mount("tmpfs", VM_ROOT "/tmp", "tmpfs",
-	    MS_NODEV | MS_NOSUID | MS_NOEXEC, "size=16m,mode=1777");
+	    MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "size=4k,mode=0755");
 	vm_mount("proc", VM_ROOT "/proc", "proc",
 	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	vm_mount("/dev", VM_ROOT "/dev", NULL, MS_BIND, NULL);
