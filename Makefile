@@ -334,7 +334,7 @@ $(B)/bin/sbx-init: sbx-init/sbx-init.c common/version.h
 # guest, whose kernel has no sanitizer runtime to offer it).
 $(B)/bin/sbx-vminit: sbx-init/guest.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ sbx-init/guest.c
+	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) -O2 -static -o $@ sbx-init/guest.c -lseccomp
 
 # ---- the microvm tier's kernel and initramfs (deploy/microvm/build) ------
 # Debian's cloud kernel, unpacked under build/vm (never installed into the
