@@ -46,7 +46,7 @@ canary_usage(const char *why)
 	fprintf(stderr, "usage: sbxctl canary [--state S] [--probes DIR] "
 	    "[--type T] [--tenant T] [--user U]\n"
 	    "              [--target URL] [--host-port N] "
-	    "[--intruder-user U] [--verbose]\n"
+	    "[--intruder-user U] [--hold S] [--verbose]\n"
 	    "              [probe ... | channel]\n");
 	return SBXCTL_USAGE;
 }
@@ -276,6 +276,7 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 		{ "target", required_argument, NULL, 'g' },
 		{ "host-port", required_argument, NULL, 'P' },
 		{ "intruder-user", required_argument, NULL, 'I' },
+		{ "hold", required_argument, NULL, 'H' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -296,6 +297,7 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 	o.target = "http://127.0.0.1:8419";
 	o.host_port = "8417";
 	o.intruder = "nobody";
+	o.hold = 20;
 	optind = 0;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
@@ -323,6 +325,13 @@ cmd_canary(int argc, char **argv, const char *state, const char *orch_sock)
 			break;
 		case 'I':
 			o.intruder = optarg;
+			break;
+		case 'H':
+			if (strspn(optarg, "0123456789") != strlen(optarg) ||
+			    optarg[0] == '\0' || strlen(optarg) > 4 ||
+			    (o.hold = atoi(optarg)) < 1 || o.hold > 3600)
+				return canary_usage("--hold takes seconds, "
+				    "1 to 3600");
 			break;
 		case 'v':
 			o.verbose = 1;

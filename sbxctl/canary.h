@@ -26,6 +26,8 @@ struct canary_opts {
 	const char	*intruder;	/* --intruder-user: who plays the
 					 * other host user (root only) */
 	char		 host_dns[64];
+	int		 hold;		/* --hold: seconds the holding task
+					 * keeps its channel after its request */
 	int		 verbose;
 };
 

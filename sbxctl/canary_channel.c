@@ -48,7 +48,7 @@ static const char channel_hold[] =
     "import time, urllib.request\n"
     "print('own', urllib.request.urlopen('@TARGET@/ok', timeout=20).status,"
     " flush=True)\n"
-    "time.sleep(20)\n"
+    "time.sleep(@HOLD@)\n"
     "print('HOLD-DONE', flush=True)\n";
 
 static FILE	*channel_socks;		/* nftw has no argument */
@@ -266,6 +266,7 @@ canary_channel(const struct canary_opts *o, const char *dir)
 	Sbx__V1__RunRequest	 rr = SBX__V1__RUN_REQUEST__INIT;
 	Sbx__V1__Task		 t = SBX__V1__TASK__INIT;
 	char			 id[160], xid[160] = "", why[512], msg[2048];
+	char			 hold[16];
 	char			 cands[] = "/tmp/sbx-canary-socks.XXXXXX";
 	char			 line[512], *code, *out = NULL;
 	size_t			 len = sizeof(channel_hold) - 1;
@@ -294,6 +295,8 @@ canary_channel(const struct canary_opts *o, const char *dir)
 	}
 	code = canary_strndup(channel_hold, len);
 	canary_subst(&code, &len, "@TARGET@", o->target);
+	snprintf(hold, sizeof(hold), "%d", o->hold);
+	canary_subst(&code, &len, "@HOLD@", hold);
 	snprintf(id, sizeof(id), "canary-channel-hold-%lld-%d",
 	    (long long)time(NULL), (int)getpid());
 	t.id = id;

@@ -2,7 +2,9 @@
 """Denial probe: devices and code the sandbox must not have (issue 11).
 
 /dev holds only what the OCI spec lists: /dev/fuse and /dev/net/tun
-(which gVisor adds by itself) must not open for reading and writing.
+(which gVisor adds by itself) must not open for reading and writing, nor
+may any other device node but null, zero, full, random, urandom, tty and
+ptmx (a microvm guest's /dev is its kernel's devtmpfs).
 Code written to /scratch (noexec) must not run when mapped executable:
 the mapping fails (runc), or running it faults (gVisor before late 2023
 maps it; the host's noexec mount refuses to run it), checked in a child
@@ -27,6 +29,31 @@ for dev in ("/dev/fuse", "/dev/net/tun"):
     else:
         os.close(fd)
         say("ALLOWED", "dev-open", f"{dev} opened read-write")
+
+# Every other device node: a microvm guest's /dev is the guest kernel's
+# devtmpfs (its disks, serial port, kernel log...), the other tiers' the
+# spec's short list.  Only the harmless ones may open read-write.
+import stat
+harmless = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random",
+            "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"}
+for top, dirs, files in os.walk("/dev"):
+    for n in sorted(files):
+        dev = os.path.join(top, n)
+        try:
+            m = os.lstat(dev).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISCHR(m) or stat.S_ISBLK(m)) or dev in harmless or \
+                dev.startswith("/dev/pts/") or dev in ("/dev/fuse", "/dev/net/tun"):
+            continue
+        try:
+            fd = os.open(dev, os.O_RDWR | os.O_NONBLOCK | os.O_NOCTTY)
+        except OSError as e:
+            say("DENIED", "dev-open", f"{dev}: errno {e.errno} "
+                f"{os.strerror(e.errno)}")
+        else:
+            os.close(fd)
+            say("ALLOWED", "dev-open", f"{dev} opened read-write")
 
 # A lone x86-64 "ret" (0xc3), padded to a page.
 path = f"/scratch/.sbx-probe-exec-{os.getpid()}"

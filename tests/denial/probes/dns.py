@@ -3,7 +3,8 @@
 
 Only the proxy resolves names.  A query sent straight to a public resolver
 (8.8.8.8, 1.1.1.1) or to the host's resolver (@HOSTDNS@, and systemd's
-127.0.0.53) must get no answer: the send fails for want of a route, or
+127.0.0.53, and 10.0.2.3, the DNS of QEMU's user network that a microvm
+guest sits on) must get no answer: the send fails for want of a route, or
 nothing comes back.  The C library's resolver must fail too.  Prints one
 CHECK line per attempt and PROBE-DONE at the end."""
 import os
@@ -57,7 +58,7 @@ def tcp(server):
         s.close()
 
 
-servers = ["8.8.8.8", "1.1.1.1", "127.0.0.53"]
+servers = ["8.8.8.8", "1.1.1.1", "127.0.0.53", "10.0.2.3"]
 try:
     socket.inet_aton(HOSTDNS)
     if HOSTDNS not in servers:
@@ -75,6 +76,7 @@ except OSError:
 for srv in servers:
     udp(srv)
 tcp("8.8.8.8")
+tcp("10.0.2.3")
 try:
     ai = socket.getaddrinfo("example.com", 443, proto=socket.IPPROTO_TCP)
     say("ALLOWED", "getaddrinfo", f"example.com resolved to {ai[0][4][0]}")

@@ -41,6 +41,13 @@ try:
 except ValueError:
     port = 22
 direct(f"direct-127.0.0.1:{port}", ("127.0.0.1", port))
+# A microvm guest has a NIC on QEMU's user network (launchd-sbx/microvm.h):
+# to slirp, 10.0.2.2 is the host's loopback and 10.0.2.100 the one forward,
+# port 3128 to egressd; restrict=on must drop everything else.  In the
+# other tiers these addresses have no route.
+direct(f"direct-10.0.2.2:{port}", ("10.0.2.2", port))
+direct("direct-10.0.2.2:22", ("10.0.2.2", 22))
+direct("direct-10.0.2.100:22", ("10.0.2.100", 22))
 
 # Through the proxy: the only route out, which must refuse the address.
 proxy = urllib.parse.urlsplit(os.environ.get("HTTPS_PROXY", ""))
