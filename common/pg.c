@@ -301,18 +301,33 @@ pg_begin(struct pg *p, char *err, size_t errlen)
 }
 
 PGresult *
-pg_query(struct pg *p, const char *sql, int n, const char *const *v,
-    ExecStatusType want, char *err, size_t errlen)
+pg_params(struct pg *p, const char *sql, int n, const char *const *v,
+    const int *lens, const int *fmts, int bin, ExecStatusType want,
+    char *err, size_t errlen)
 {
 	PGresult	*res;
 
-	res = PQexecParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
+	res = PQexecParams(p->conn, sql, n, NULL, v, lens, fmts, bin);
 	if (PQresultStatus(res) != want) {
 		pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
 		PQclear(res);
 		return NULL;
 	}
 	return res;
+}
+
+PGresult *
+pg_query(struct pg *p, const char *sql, int n, const char *const *v,
+    ExecStatusType want, char *err, size_t errlen)
+{
+	return pg_params(p, sql, n, v, NULL, NULL, 0, want, err, errlen);
+}
+
+int
+pg_in_tx(const struct pg *p)
+{
+	return p->conn != NULL &&
+	    PQtransactionStatus(p->conn) == PQTRANS_INTRANS;
 }
 
 void

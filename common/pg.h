@@ -53,6 +53,13 @@ int		 pg_exec(struct pg *, const char *sql, char *err,
 PGresult	*pg_query(struct pg *, const char *sql, int n,
 		    const char *const *v, ExecStatusType want, char *err,
 		    size_t errlen);
+/* pg_query with binary parameters where fmts says so (lens their
+ * lengths), and binary results if bin. */
+PGresult	*pg_params(struct pg *, const char *sql, int n,
+		    const char *const *v, const int *lens, const int *fmts,
+		    int bin, ExecStatusType want, char *err, size_t errlen);
+/* Inside a transaction that has not failed. */
+int		 pg_in_tx(const struct pg *);
 /* End a failed transaction, dropping a connection that cannot. */
 void		 pg_rollback(struct pg *);
 /* libpq's last message, one line. */
