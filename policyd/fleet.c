@@ -215,12 +215,13 @@ fleet_commit(struct fleet *f, char *err, size_t errlen)
 	    (errlen))
 
 struct fleet *
-fleet_open(const char *conninfo)
+fleet_open(const struct pg_store *st)
 {
 	struct fleet	*f;
 
 	f = xcalloc(1, sizeof(*f));
-	f->pg = pg_new(conninfo, fleet_schema);
+	f->pg = pg_new(st->conninfo, fleet_schema);
+	pg_limits(f->pg, st->timeout_ms, st->retry_ms);
 	return f;
 }
 
