@@ -16,14 +16,16 @@
  * then COMMIT with synchronous_commit on, before compile.c signs or
  * replies.  A replica never decides from a count it read outside that
  * lock.  Fail closed: a database that cannot be reached, or a statement
- * that fails, refuses the compile or the grant with a clear error; the
- * next call reconnects, so the daemon recovers when the database does.
+ * that fails or gets no answer within store.timeout_ms (pg.c), refuses
+ * the compile or the grant with a clear error; after a round trip that
+ * ran out its deadline every call is refused at once for a back-off,
+ * then one reconnects, so the daemon recovers when the database does.
  * A reservation whose local commit then fails stays counted: more,
  * never less (as store.c counts an unknown spend).
  *
  * Every statement goes through fleet_exec (parameters in, a result or an
- * error out, the transaction rolled back on failure).  The calls block
- * the event loop for their round trips; conninfo is
+ * error out, the transaction rolled back on failure).  The calls run on
+ * the event loop, each round trip within its deadline; conninfo is
  * never logged (it may hold a password), only its host and database.
  */
 #include <stdarg.h>
