@@ -16,7 +16,9 @@
  * new connection, and each probe that fails doubles the back-off (up to
  * PG_RETRY_GROW times retry_ms).  A refused connection or an error the
  * server sent costs no wait and opens nothing.  Not PQcancel: it blocks
- * until the postmaster answers, which a hung one never does.
+ * until the postmaster answers, which a hung one never does.  A host
+ * name in conninfo is resolved before the deadline starts (getaddrinfo
+ * blocks): a socket directory or hostaddr= avoids that.
  */
 #include <errno.h>
 #include <poll.h>
@@ -192,10 +194,16 @@ pg_run(struct pg *p, const char *sql, int n, const char *const *v,
 	if (r == -1)
 		goto lost;
 	for (;;) {
+		/* Read what is there before waiting for more: over TLS
+		 * the socket can be quiet while libssl holds the answer. */
 		while (PQisBusy(p->conn)) {
+			if (!PQconsumeInput(p->conn))
+				goto lost;
+			if (!PQisBusy(p->conn))
+				break;
 			if ((r = pg_wait(p, POLLIN, deadline)) == 0)
 				goto late;
-			if (r == -1 || !PQconsumeInput(p->conn))
+			if (r == -1)
 				goto lost;
 		}
 		if ((res = PQgetResult(p->conn)) == NULL)
