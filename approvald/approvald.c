@@ -31,8 +31,7 @@ approvald_open(void *arg)
 		fatalx("%s/%s: %s", ad->conf->common.state_dir, APPROVALD_DB,
 		    err);
 	if (ad->conf->store.pg)
-		aqueue_use_pg(ad->queue, ad->conf->store.conninfo,
-		    ad->conf->store.host);
+		aqueue_use_pg(ad->queue, &ad->conf->store);
 }
 
 static void

@@ -131,8 +131,7 @@ int		 aqueue_audit_event(struct aqueue *, const char *actor,
 
 /* In a fleet (store.backend postgresql): the queue is the database's,
  * the audit log stays this file's.  The connection is made on first use. */
-void		 aqueue_use_pg(struct aqueue *, const char *conninfo,
-		    const char *host);
+void		 aqueue_use_pg(struct aqueue *, const struct pg_store *);
 
 /* ---- queue_pg.c: the queue in the fleet's database ---- */
 

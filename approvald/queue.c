@@ -86,9 +86,12 @@ fail:
 }
 
 void
-aqueue_use_pg(struct aqueue *q, const char *conninfo, const char *host)
+aqueue_use_pg(struct aqueue *q, const struct pg_store *st)
 {
+	const char	*conninfo = st->conninfo, *host = st->host;
+
 	q->pg = pg_new(conninfo, aqueue_pg_schema);
+	pg_limits(q->pg, st->timeout_ms, st->retry_ms);
 	q->host = xstrdup(host);
 	log_info("queue: %s, as host %s", pg_where(q->pg), host);
 }

@@ -129,6 +129,7 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	const char	*v[5];
 	int		 lens[5] = { 0 }, fmts[5] = { 0 };
 	int		 n;
+	char		 e[400];
 
 	if (aqpg_ready(pg, "written", err, errlen) == -1)
 		return -1;
@@ -140,14 +141,11 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	lens[3] = (int)len;
 	fmts[3] = 1;
 	v[4] = host;
-	res = PQexecParams(pg_conn(pg), "INSERT INTO sbx_approval_requests("
+	if ((res = pg_params(pg, "INSERT INTO sbx_approval_requests("
 	    "request_id, task_id, received_ns, body, host) VALUES ($1, $2,"
 	    " $3::bigint, $4::bytea, $5) ON CONFLICT (request_id) DO NOTHING",
-	    5, NULL, v, lens, fmts, 0);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		snprintf(err, errlen, "the queue cannot be written: %s: %s",
-		    pg_where(pg), pg_msg(pg));
-		PQclear(res);
+	    5, v, lens, fmts, 0, PGRES_COMMAND_OK, e, sizeof(e))) == NULL) {
+		snprintf(err, errlen, "the queue cannot be written: %s", e);
 		pg_rollback(pg);
 		return -1;
 	}
@@ -164,17 +162,15 @@ aqueue_pg_get(struct pg *pg, const char *request_id,
 	PGresult	*res;
 	const char	*v[1] = { request_id };
 	int		 rc;
+	char		 e[400];
 
 	*req = NULL;
 	*dec = NULL;
 	if (aqpg_ready(pg, "read", err, errlen) == -1)
 		return -1;
-	res = PQexecParams(pg_conn(pg), AQPG_SELECT "WHERE r.request_id = $1",
-	    1, NULL, v, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		snprintf(err, errlen, "the queue cannot be read: %s: %s",
-		    pg_where(pg), pg_msg(pg));
-		PQclear(res);
+	if ((res = pg_params(pg, AQPG_SELECT "WHERE r.request_id = $1", 1, v,
+	    NULL, NULL, 1, PGRES_TUPLES_OK, e, sizeof(e))) == NULL) {
+		snprintf(err, errlen, "the queue cannot be read: %s", e);
 		pg_rollback(pg);
 		return -1;
 	}
@@ -234,17 +230,16 @@ aqueue_pg_list(struct pg *pg, int pending_only, Sbx__V1__ApprovalItems *it,
 	Sbx__V1__CapabilityDecision	*d;
 	PGresult			*res;
 	size_t				 cap = 0;
+	char				 e[400];
 
 	sbx__v1__approval_items__init(it);
 	if (aqpg_ready(pg, "read", err, errlen) == -1)
 		return -1;
-	res = PQexecParams(pg_conn(pg), pending_only ?
+	if ((res = pg_params(pg, pending_only ?
 	    AQPG_SELECT "WHERE d.request_id IS NULL ORDER BY r.seq" :
-	    AQPG_SELECT "ORDER BY r.seq", 0, NULL, NULL, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		snprintf(err, errlen, "the queue cannot be read: %s: %s",
-		    pg_where(pg), pg_msg(pg));
-		PQclear(res);
+	    AQPG_SELECT "ORDER BY r.seq", 0, NULL, NULL, NULL, 1,
+	    PGRES_TUPLES_OK, e, sizeof(e))) == NULL) {
+		snprintf(err, errlen, "the queue cannot be read: %s", e);
 		pg_rollback(pg);
 		return -1;
 	}

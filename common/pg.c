@@ -5,12 +5,29 @@
  * connects again, so a daemon recovers when the database does, without
  * a restart.  Never logs the conninfo (it may name a passfile, a user,
  * an application name): only its host and dbname.
+ *
+ * The calls run on the daemon's one event loop, so none may wait on the
+ * database for ever: every round trip -- the connection, each statement
+ * -- is libpq's non-blocking API polled against a deadline (timeout_ms).
+ * One that passes it drops the connection (the server ends the session
+ * when it next reads from it; a statement it still runs ends then, or at
+ * statement_timeout) and opens the breaker: for retry_ms every call is
+ * refused at once, without a round trip; then one call probes with a
+ * new connection, and each probe that fails doubles the back-off (up to
+ * PG_RETRY_GROW times retry_ms).  A refused connection or an error the
+ * server sent costs no wait and opens nothing.  Not PQcancel: it blocks
+ * until the postmaster answers, which a hung one never does.  A host
+ * name in conninfo is resolved before the deadline starts (getaddrinfo
+ * blocks): a socket directory or hostaddr= avoids that.
  */
+#include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -18,12 +35,19 @@
 #include "yaml.h"
 #include "pg.h"
 
+#define PG_RETRY_GROW	16	/* the back-off grows to retry_ms * this */
+
 struct pg {
 	char		*conninfo;
 	const char	*schema;
 	char		 where[256];
 	PGconn		*conn;
 	int		 schema_ok;
+	int		 timeout_ms;	/* each round trip's deadline */
+	int		 retry_ms;	/* the breaker's first back-off */
+	int		 backoff_ms;	/* its current one; 0: closed */
+	int64_t		 open_until;	/* monotonic ms: refuse before */
+	char		 why[128];	/* what opened it */
 };
 
 static void
@@ -54,6 +78,158 @@ pg_msg(struct pg *p)
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
 	return buf[0] != '\0' ? buf : "no message";
+}
+
+/* A result's own message, one line. */
+static const char *
+pg_res_msg(struct pg *p, const PGresult *res)
+{
+	static char	 buf[256];
+	const char	*m;
+	size_t		 n;
+
+	if (res == NULL || *(m = PQresultErrorMessage(res)) == '\0')
+		return pg_msg(p);
+	snprintf(buf, sizeof(buf), "%s", m);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return buf;
+}
+
+static int64_t
+pg_now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+pg_drop(struct pg *p)
+{
+	if (p->conn != NULL)
+		PQfinish(p->conn);
+	p->conn = NULL;
+}
+
+/*
+ * The connection's socket ready for events, or the deadline: 1 ready
+ * (or hung up: libpq then says what), 0 at the deadline, -1 no socket.
+ */
+static int
+pg_wait(struct pg *p, short events, int64_t deadline)
+{
+	struct pollfd	 pfd;
+	int64_t		 left;
+	int		 r;
+
+	if ((pfd.fd = PQsocket(p->conn)) < 0)
+		return -1;
+	for (;;) {
+		if ((left = deadline - pg_now_ms()) <= 0)
+			return 0;
+		pfd.events = events;
+		pfd.revents = 0;
+		r = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (r > 0)
+			return 1;
+		if (r == -1 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* A round trip past its deadline: the connection dropped, the breaker
+ * opened, err saying so. */
+static void
+pg_trip(struct pg *p, const char *what, char *err, size_t errlen)
+{
+	pg_drop(p);
+	snprintf(p->why, sizeof(p->why), "no answer within %d ms (%s)",
+	    p->timeout_ms, what);
+	pg_err(err, errlen, "%s: %s", p->where, p->why);
+	if (p->retry_ms == 0)
+		return;
+	if (p->backoff_ms == 0)
+		p->backoff_ms = p->retry_ms;
+	else if (p->backoff_ms < p->retry_ms * PG_RETRY_GROW)
+		p->backoff_ms *= 2;
+	p->open_until = pg_now_ms() + p->backoff_ms;
+	log_warnx("%s: %s: every call refused for %d ms, then one tries "
+	    "again", p->where, p->why, p->backoff_ms);
+}
+
+/*
+ * One round trip within the deadline: sql (with parameters unless
+ * n < 0, then possibly several statements), and its result -- the first
+ * that failed, else the last -- or NULL with err when the connection
+ * broke or the deadline passed (the breaker then opened).
+ */
+static PGresult *
+pg_run(struct pg *p, const char *sql, int n, const char *const *v,
+    const int *lens, const int *fmts, int bin, char *err, size_t errlen)
+{
+	PGresult	*res, *last = NULL;
+	int64_t		 deadline;
+	int		 r, sent;
+
+	if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
+		pg_err(err, errlen, "%s: %s", p->where, p->conn == NULL ?
+		    "not connected" : pg_msg(p));
+		pg_drop(p);
+		return NULL;
+	}
+	deadline = pg_now_ms() + p->timeout_ms;
+	sent = n < 0 ? PQsendQuery(p->conn, sql) : PQsendQueryParams(p->conn,
+	    sql, n, NULL, v, lens, fmts, bin);
+	if (!sent)
+		goto lost;
+	while ((r = PQflush(p->conn)) == 1) {
+		if ((r = pg_wait(p, POLLOUT | POLLIN, deadline)) == 0)
+			goto late;
+		if (r == -1 || !PQconsumeInput(p->conn))
+			goto lost;
+	}
+	if (r == -1)
+		goto lost;
+	for (;;) {
+		/* Read what is there before waiting for more: over TLS
+		 * the socket can be quiet while libssl holds the answer. */
+		while (PQisBusy(p->conn)) {
+			if (!PQconsumeInput(p->conn))
+				goto lost;
+			if (!PQisBusy(p->conn))
+				break;
+			if ((r = pg_wait(p, POLLIN, deadline)) == 0)
+				goto late;
+			if (r == -1)
+				goto lost;
+		}
+		if ((res = PQgetResult(p->conn)) == NULL)
+			break;
+		if (last != NULL &&
+		    PQresultStatus(last) == PGRES_FATAL_ERROR)
+			PQclear(res);
+		else {
+			PQclear(last);
+			last = res;
+		}
+	}
+	if (last == NULL)
+		goto lost;
+	/* The server answered: the breaker is closed. */
+	p->backoff_ms = 0;
+	return last;
+late:
+	PQclear(last);
+	pg_trip(p, "a statement", err, errlen);
+	return NULL;
+lost:
+	PQclear(last);
+	pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
+	pg_drop(p);
+	return NULL;
 }
 
 int
@@ -89,13 +265,14 @@ pg_conninfo_ok(const char *conninfo, char *err, size_t errlen)
 }
 
 static const char *const pg_store_keys[] = { "backend", "conninfo", "host",
-	NULL };
+	"timeout_ms", "retry_ms", NULL };
 
 void
 pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 {
 	const char	*b = NULL, *ci = NULL, *h = NULL;
 	char		 err[256], hn[256];
+	uint64_t	 to = PG_TIMEOUT_MS, re = PG_RETRY_MS;
 	int		 bad;
 
 	if (n == NULL)
@@ -107,6 +284,12 @@ pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 	bad |= yget_str(doc, ymap_get(n, "conninfo"), "store.conninfo",
 	    &ci) == -1;
 	bad |= yget_str(doc, ymap_get(n, "host"), "store.host", &h) == -1;
+	/* A deadline under the loop's own latency, or one so long the
+	 * loop stalls for minutes, is a mistake. */
+	bad |= yget_uint(doc, ymap_get(n, "timeout_ms"), "store.timeout_ms",
+	    50, 60000, &to) == -1;
+	bad |= yget_uint(doc, ymap_get(n, "retry_ms"), "store.retry_ms", 0,
+	    60000, &re) == -1;
 	if (b == NULL || strcmp(b, "sqlite") == 0) {
 		if (ci != NULL)
 			yerr(doc, ymap_get(n, "conninfo"), "store.conninfo",
@@ -143,6 +326,8 @@ pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 	s->pg = 1;
 	s->conninfo = xstrdup(ci);
 	s->host = xstrdup(h);
+	s->timeout_ms = (int)to;
+	s->retry_ms = (int)re;
 }
 
 void
@@ -185,8 +370,19 @@ pg_new(const char *conninfo, const char *schema)
 	p = xcalloc(1, sizeof(*p));
 	p->conninfo = xstrdup(conninfo);
 	p->schema = schema;
+	p->timeout_ms = PG_TIMEOUT_MS;
+	p->retry_ms = PG_RETRY_MS;
 	pg_where_set(p);
 	return p;
+}
+
+void
+pg_limits(struct pg *p, int timeout_ms, int retry_ms)
+{
+	if (timeout_ms > 0)
+		p->timeout_ms = timeout_ms;
+	if (retry_ms >= 0)
+		p->retry_ms = retry_ms;
 }
 
 void
@@ -219,11 +415,13 @@ pg_exec(struct pg *p, const char *sql, char *err, size_t errlen)
 	PGresult	*res;
 	int		 ok;
 
-	res = PQexec(p->conn, sql);
+	if ((res = pg_run(p, sql, -1, NULL, NULL, NULL, 0, err,
+	    errlen)) == NULL)
+		return -1;
 	ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
 	    PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!ok)
-		pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
+		pg_err(err, errlen, "%s: %s", p->where, pg_res_msg(p, res));
 	PQclear(res);
 	return ok ? 0 : -1;
 }
@@ -231,10 +429,24 @@ pg_exec(struct pg *p, const char *sql, char *err, size_t errlen)
 int
 pg_ready(struct pg *p, char *err, size_t errlen)
 {
-	const char	*kw[] = { "connect_timeout", "dbname", NULL };
-	const char	*val[] = { "5", p->conninfo, NULL };
-	struct pollfd	 pfd;
+	const char		*kw[] = { "dbname", NULL };
+	const char		*val[] = { p->conninfo, NULL };
+	struct pollfd		 pfd;
+	PostgresPollingStatusType st;
+	int64_t			 now, deadline;
+	int			 r;
 
+	/* The breaker open: refused at once, no round trip.  Once it has
+	 * passed, this call is the one that tries. */
+	if (p->open_until != 0) {
+		if ((now = pg_now_ms()) < p->open_until) {
+			pg_err(err, errlen, "%s: unavailable: %s; not asked "
+			    "again for %lld ms", p->where, p->why,
+			    (long long)(p->open_until - now));
+			return -1;
+		}
+		p->open_until = 0;
+	}
 	/* An idle connection has nothing to read unless the server went
 	 * away since (a restart leaves its goodbye, or an end of file):
 	 * then it is made again now rather than fail the request. */
@@ -246,20 +458,28 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 		if (pfd.fd >= 0 && poll(&pfd, 1, 0) == 0)
 			return 0;
 	}
-	if (p->conn != NULL) {
-		PQfinish(p->conn);
-		p->conn = NULL;
+	pg_drop(p);
+	/* Connected within the deadline, or not at all (libpq's own
+	 * connect_timeout applies only to its blocking calls). */
+	deadline = pg_now_ms() + p->timeout_ms;
+	if ((p->conn = PQconnectStartParams(kw, val, 1)) == NULL ||
+	    PQstatus(p->conn) == CONNECTION_BAD)
+		goto unreachable;
+	for (st = PGRES_POLLING_WRITING; st != PGRES_POLLING_OK;
+	    st = PQconnectPoll(p->conn)) {
+		if (st == PGRES_POLLING_FAILED)
+			goto unreachable;
+		if ((r = pg_wait(p, st == PGRES_POLLING_READING ? POLLIN :
+		    POLLOUT, deadline)) == 0) {
+			pg_trip(p, "connecting", err, errlen);
+			return -1;
+		}
+		if (r == -1)
+			goto unreachable;
 	}
-	/* conninfo's own connect_timeout, if any, wins: it comes later. */
-	p->conn = PQconnectdbParams(kw, val, 1);
-	if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
-		pg_err(err, errlen, "%s: unreachable: %s", p->where,
-		    pg_msg(p));
-		if (p->conn != NULL)
-			PQfinish(p->conn);
-		p->conn = NULL;
-		return -1;
-	}
+	/* Writes never block the loop either (pg_run flushes). */
+	if (PQsetnonblocking(p->conn, 1) == -1)
+		goto unreachable;
 	/* Durable before the reply; no statement waits for ever. */
 	if (pg_exec(p, "SET synchronous_commit = on;"
 	    " SET statement_timeout = '10s';"
@@ -276,9 +496,10 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 	p->schema_ok = 1;
 	log_debug("connected to %s", p->where);
 	return 0;
+unreachable:
+	pg_err(err, errlen, "%s: unreachable: %s", p->where, pg_msg(p));
 fail:
-	PQfinish(p->conn);
-	p->conn = NULL;
+	pg_drop(p);
 	return -1;
 }
 
@@ -290,46 +511,61 @@ pg_begin(struct pg *p, char *err, size_t errlen)
 	if (pg_exec(p, "BEGIN", err, errlen) == 0)
 		return 0;
 	/* A connection the server dropped since its last use (a restart)
-	 * fails here, before anything was asked: one fresh try. */
-	if (PQstatus(p->conn) != CONNECTION_BAD)
+	 * fails here, before anything was asked: one fresh try.  Not after
+	 * a deadline: the breaker is open. */
+	if (p->conn != NULL && PQstatus(p->conn) != CONNECTION_BAD)
 		return -1;
-	PQfinish(p->conn);
-	p->conn = NULL;
+	if (p->open_until != 0)
+		return -1;
+	pg_drop(p);
 	if (pg_ready(p, err, errlen) == -1)
 		return -1;
 	return pg_exec(p, "BEGIN", err, errlen);
 }
 
 PGresult *
-pg_query(struct pg *p, const char *sql, int n, const char *const *v,
-    ExecStatusType want, char *err, size_t errlen)
+pg_params(struct pg *p, const char *sql, int n, const char *const *v,
+    const int *lens, const int *fmts, int bin, ExecStatusType want,
+    char *err, size_t errlen)
 {
 	PGresult	*res;
 
-	res = PQexecParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
+	if ((res = pg_run(p, sql, n < 0 ? 0 : n, v, lens, fmts, bin, err,
+	    errlen)) == NULL)
+		return NULL;
 	if (PQresultStatus(res) != want) {
-		pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
+		pg_err(err, errlen, "%s: %s", p->where, pg_res_msg(p, res));
 		PQclear(res);
 		return NULL;
 	}
 	return res;
 }
 
+PGresult *
+pg_query(struct pg *p, const char *sql, int n, const char *const *v,
+    ExecStatusType want, char *err, size_t errlen)
+{
+	return pg_params(p, sql, n, v, NULL, NULL, 0, want, err, errlen);
+}
+
+int
+pg_in_tx(const struct pg *p)
+{
+	return p->conn != NULL &&
+	    PQtransactionStatus(p->conn) == PQTRANS_INTRANS;
+}
+
 void
 pg_rollback(struct pg *p)
 {
-	PGresult	*res;
-
 	if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
-		if (p->conn != NULL)
-			PQfinish(p->conn);
-		p->conn = NULL;
+		pg_drop(p);
 		return;
 	}
-	res = PQexec(p->conn, "ROLLBACK");
-	PQclear(res);
-	if (PQtransactionStatus(p->conn) != PQTRANS_IDLE) {
-		PQfinish(p->conn);
-		p->conn = NULL;
-	}
+	/* Within the deadline too; a connection left in a transaction,
+	 * or gone, is dropped. */
+	(void)pg_exec(p, "ROLLBACK", NULL, 0);
+	if (p->conn != NULL &&
+	    PQtransactionStatus(p->conn) != PQTRANS_IDLE)
+		pg_drop(p);
 }

@@ -16,12 +16,16 @@
  * then COMMIT with synchronous_commit on, before compile.c signs or
  * replies.  A replica never decides from a count it read outside that
  * lock.  Fail closed: a database that cannot be reached, or a statement
- * that fails, refuses the compile or the grant with a clear error; the
- * next call reconnects, so the daemon recovers when the database does.
+ * that fails or gets no answer within store.timeout_ms (pg.c), refuses
+ * the compile or the grant with a clear error; after a round trip that
+ * ran out its deadline every call is refused at once for a back-off,
+ * then one reconnects, so the daemon recovers when the database does.
  * A reservation whose local commit then fails stays counted: more,
  * never less (as store.c counts an unknown spend).
  *
- * The calls block the event loop for their round trips; conninfo is
+ * Every statement goes through fleet_exec (parameters in, a result or an
+ * error out, the transaction rolled back on failure).  The calls run on
+ * the event loop, each round trip within its deadline; conninfo is
  * never logged (it may hold a password), only its host and database.
  */
 #include <stdarg.h>
@@ -153,13 +157,73 @@ fleet_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * One statement of the fleet's, every call's way to the database: the
+ * parameters in (text, or binary where fmts says so, lens giving the
+ * length), the result out when its status is want (binary results if
+ * bin), else NULL with err naming the database and libpq's message, and
+ * the transaction rolled back (a connection that cannot is dropped, so
+ * the next call makes a new one).  Outside a transaction the connection
+ * is made ready first: a call alone needs no pg_ready of its own.
+ */
+static PGresult *
+fleet_exec(struct fleet *f, const char *sql, int n, const char *const *v,
+    const int *lens, const int *fmts, int bin, ExecStatusType want,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+
+	if (!pg_in_tx(f->pg) && pg_ready(f->pg, err, errlen) == -1)
+		return NULL;
+	if ((res = pg_params(f->pg, sql, n, v, lens, fmts, bin, want, err,
+	    errlen)) == NULL)
+		pg_rollback(f->pg);
+	return res;
+}
+
+/* A statement whose result is only its status: 0, or -1 as fleet_exec. */
+static int
+fleet_run(struct fleet *f, const char *sql, int n, const char *const *v,
+    char *err, size_t errlen)
+{
+	PGresult	*res;
+
+	if ((res = fleet_exec(f, sql, n, v, NULL, NULL, 0, PGRES_COMMAND_OK,
+	    err, errlen)) == NULL)
+		return -1;
+	PQclear(res);
+	return 0;
+}
+
+/* BEGIN, after a ready connection: 0, or -1 with err. */
+static int
+fleet_begin(struct fleet *f, char *err, size_t errlen)
+{
+	if (pg_begin(f->pg, err, errlen) == 0)
+		return 0;
+	pg_rollback(f->pg);
+	return -1;
+}
+
+/* synchronous_commit is on: durable when COMMIT returns. */
+static int
+fleet_commit(struct fleet *f, char *err, size_t errlen)
+{
+	return fleet_run(f, "COMMIT", 0, NULL, err, errlen);
+}
+
+#define FLEET_Q(f, sql, n, v, want, err, errlen)			\
+	fleet_exec((f), (sql), (n), (v), NULL, NULL, 0, (want), (err),	\
+	    (errlen))
+
 struct fleet *
-fleet_open(const char *conninfo)
+fleet_open(const struct pg_store *st)
 {
 	struct fleet	*f;
 
 	f = xcalloc(1, sizeof(*f));
-	f->pg = pg_new(conninfo, fleet_schema);
+	f->pg = pg_new(st->conninfo, fleet_schema);
+	pg_limits(f->pg, st->timeout_ms, st->retry_ms);
 	return f;
 }
 
@@ -184,62 +248,60 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
     const char *execution_id, const char *host, uint32_t cap,
     int64_t budget, struct fleet_res *out, char *err, size_t errlen)
 {
-	PGresult	*res = NULL;
+	PGresult	*res;
 	char		 capbuf[16], granted[24];
 	const char	*v[5];
 	int64_t		 used, g;
 
 	memset(out, 0, sizeof(*out));
-	if (pg_begin(f->pg, err, errlen) == -1) {
-		pg_rollback(f->pg);
+	if (fleet_begin(f, err, errlen) == -1)
 		return -1;
-	}
 	v[0] = t->id;
 	v[1] = t->tenant;
 	v[2] = t->user;
 	v[3] = t->type;
-	if ((res = pg_query(f->pg, "INSERT INTO sbx_tasks(task_id, tenant,"
-	    " usr, type) VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO"
-	    " NOTHING", 4, v, PGRES_COMMAND_OK, err, errlen)) == NULL)
-		goto fail;
-	PQclear(res);
+	if (fleet_run(f, "INSERT INTO sbx_tasks(task_id, tenant, usr, type)"
+	    " VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO NOTHING", 4, v,
+	    err, errlen) == -1)
+		return -1;
 	/* The row is this transaction's until COMMIT: every replica's
 	 * reservation of the task waits here for the one before it. */
-	if ((res = pg_query(f->pg, "SELECT tenant, usr, type, executions FROM"
+	if ((res = FLEET_Q(f, "SELECT tenant, usr, type, executions FROM"
 	    " sbx_tasks WHERE task_id = $1 FOR UPDATE", 1, v,
 	    PGRES_TUPLES_OK, err, errlen)) == NULL)
-		goto fail;
+		return -1;
 	if (PQntuples(res) != 1) {
 		fleet_err(err, errlen, "%s: task %s: no row", pg_where(f->pg), t->id);
-		goto fail;
+		PQclear(res);
+		pg_rollback(f->pg);
+		return -1;
 	}
 	snprintf(out->tenant, sizeof(out->tenant), "%s", PQgetvalue(res, 0, 0));
 	snprintf(out->user, sizeof(out->user), "%s", PQgetvalue(res, 0, 1));
 	snprintf(out->type, sizeof(out->type), "%s", PQgetvalue(res, 0, 2));
 	out->executions = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
 	PQclear(res);
-	res = NULL;
 	if (strcmp(out->tenant, t->tenant) != 0 ||
 	    strcmp(out->user, t->user) != 0 ||
 	    strcmp(out->type, t->type) != 0) {
 		pg_rollback(f->pg);
 		return FLEET_MISMATCH;
 	}
-	if ((res = pg_query(f->pg, "SELECT coalesce(sum(coalesce(spent,"
+	if ((res = FLEET_Q(f, "SELECT coalesce(sum(coalesce(spent,"
 	    " granted)), 0) FROM sbx_egress WHERE task_id = $1", 1, v,
 	    PGRES_TUPLES_OK, err, errlen)) == NULL)
-		goto fail;
+		return -1;
 	used = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	out->egress_used = used < 0 ? 0 : (uint64_t)used;
 	/* Conditional, so the cap holds even were the lock not there. */
 	snprintf(capbuf, sizeof(capbuf), "%u", cap);
 	v[1] = capbuf;
-	if ((res = pg_query(f->pg, "UPDATE sbx_tasks SET executions ="
+	if ((res = FLEET_Q(f, "UPDATE sbx_tasks SET executions ="
 	    " executions + 1 WHERE task_id = $1 AND executions < $2::bigint"
 	    " RETURNING executions", 2, v, PGRES_TUPLES_OK, err,
 	    errlen)) == NULL)
-		goto fail;
+		return -1;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		pg_rollback(f->pg);
@@ -255,51 +317,35 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 		v[1] = t->id;
 		v[2] = host;
 		v[3] = granted;
-		if ((res = pg_query(f->pg, "INSERT INTO sbx_egress(execution_id,"
+		if (fleet_run(f, "INSERT INTO sbx_egress(execution_id,"
 		    " task_id, host, granted) VALUES ($1, $2, $3,"
-		    " $4::bigint)", 4, v, PGRES_COMMAND_OK, err,
-		    errlen)) == NULL)
-			goto fail;
-		PQclear(res);
+		    " $4::bigint)", 4, v, err, errlen) == -1)
+			return -1;
 	}
-	res = NULL;
-	/* synchronous_commit is on: durable when COMMIT returns. */
-	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
-		goto fail;
+	if (fleet_commit(f, err, errlen) == -1)
+		return -1;
 	return FLEET_RESERVED;
-fail:
-	PQclear(res);
-	pg_rollback(f->pg);
-	return -1;
 }
 
 int
 fleet_spent(struct fleet *f, const char *execution_id, uint64_t spent)
 {
-	PGresult	*res;
 	char		 buf[24], err[512];
 	const char	*v[2];
 
-	if (pg_ready(f->pg, err, sizeof(err)) == -1) {
-		log_warnx("execution %s: spend not shipped: %s", execution_id,
-		    err);
-		return -1;
-	}
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(spent >
 	    INT64_MAX ? INT64_MAX : spent));
 	v[0] = execution_id;
 	v[1] = buf;
 	/* Only ever lowers a run's count to what it sent: a replayed or
 	 * late report cannot raise another's budget. */
-	if ((res = pg_query(f->pg, "UPDATE sbx_egress SET spent ="
-	    " least(granted, $2::bigint) WHERE execution_id = $1 AND spent"
-	    " IS NULL", 2, v, PGRES_COMMAND_OK, err, sizeof(err))) == NULL) {
+	if (fleet_run(f, "UPDATE sbx_egress SET spent = least(granted,"
+	    " $2::bigint) WHERE execution_id = $1 AND spent IS NULL", 2, v,
+	    err, sizeof(err)) == -1) {
 		log_warnx("execution %s: spend not shipped: %s", execution_id,
 		    err);
-		pg_rollback(f->pg);
 		return -1;
 	}
-	PQclear(res);
 	return 0;
 }
 
@@ -313,8 +359,6 @@ fleet_grant_put(struct fleet *f, const char *task_id,
 	int		 lens[5] = { 0, 0, 0, 0, 0 };
 	int		 fmts[5] = { 0, 0, 0, 1, 0 };
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	v[0] = task_id;
 	v[1] = request_id;
 	v[2] = dataset != NULL ? dataset : "";
@@ -322,16 +366,11 @@ fleet_grant_put(struct fleet *f, const char *task_id,
 	lens[3] = (int)len;
 	v[4] = host;
 	/* One statement: committed, durably, when it returns. */
-	res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_grants(task_id,"
+	if ((res = fleet_exec(f, "INSERT INTO sbx_grants(task_id,"
 	    " request_id, dataset, rule, host) VALUES ($1, $2, $3,"
 	    " $4::bytea, $5) ON CONFLICT (task_id, request_id) DO NOTHING",
-	    5, NULL, v, lens, fmts, 0);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		fleet_err(err, errlen, "%s: %s", pg_where(f->pg), pg_msg(f->pg));
-		PQclear(res);
-		pg_rollback(f->pg);
+	    5, v, lens, fmts, 0, PGRES_COMMAND_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	PQclear(res);
 	return 0;
 }
@@ -345,18 +384,11 @@ fleet_grants(struct fleet *f, const char *task_id,
 	const char	*v[1] = { task_id };
 	int		 i, rc = 0;
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	/* Binary results: the rule is the AllowRule's packed bytes. */
-	res = PQexecParams(pg_conn(f->pg), "SELECT dataset, rule FROM sbx_grants"
-	    " WHERE task_id = $1 ORDER BY request_id", 1, NULL, v, NULL,
-	    NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		fleet_err(err, errlen, "%s: %s", pg_where(f->pg), pg_msg(f->pg));
-		PQclear(res);
-		pg_rollback(f->pg);
+	if ((res = fleet_exec(f, "SELECT dataset, rule FROM sbx_grants WHERE"
+	    " task_id = $1 ORDER BY request_id", 1, v, NULL, NULL, 1,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	for (i = 0; i < PQntuples(res) && rc == 0; i++) {
 		char	*ds;
 		int	 dl = PQgetlength(res, i, 0);
@@ -389,8 +421,6 @@ fleet_request_put(struct fleet *f, const char *request_id,
 	const char	*v[9];
 	int		 lens[9] = { 0 }, fmts[9] = { 0 };
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	snprintf(st, sizeof(st), "%d", status);
 	snprintf(when, sizeof(when), "%lld", (long long)(status ==
 	    SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING ? 0 : now_s()));
@@ -405,17 +435,12 @@ fleet_request_put(struct fleet *f, const char *request_id,
 	lens[7] = (int)len;
 	fmts[7] = 1;
 	v[8] = host;
-	res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_cap_requests("
-	    "request_id, task_id, template, status, reason, decided_at,"
-	    " policy_hash, request, host) VALUES ($1, $2, $3, $4::integer,"
-	    " $5, $6::bigint, $7, $8::bytea, $9)", 9, NULL, v, lens, fmts, 0);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
-		    pg_msg(f->pg));
-		PQclear(res);
-		pg_rollback(f->pg);
+	if ((res = fleet_exec(f, "INSERT INTO sbx_cap_requests(request_id,"
+	    " task_id, template, status, reason, decided_at, policy_hash,"
+	    " request, host) VALUES ($1, $2, $3, $4::integer, $5,"
+	    " $6::bigint, $7, $8::bytea, $9)", 9, v, lens, fmts, 0,
+	    PGRES_COMMAND_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	PQclear(res);
 	return 0;
 }
@@ -429,20 +454,12 @@ fleet_request_get(struct fleet *f, const char *request_id,
 	int		 n;
 
 	memset(out, 0, sizeof(*out));
-	if (pg_ready(f->pg, err, errlen) == -1)
+	/* Binary results, the integers as text (status::text). */
+	if ((res = fleet_exec(f, "SELECT task_id, template, status::text,"
+	    " reason, approver, decided_at::text, policy_hash, request FROM"
+	    " sbx_cap_requests WHERE request_id = $1", 1, v, NULL, NULL, 1,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	/* Binary results: the integers in network order. */
-	res = PQexecParams(pg_conn(f->pg), "SELECT task_id, template,"
-	    " status::text, reason, approver, decided_at::text, policy_hash,"
-	    " request FROM sbx_cap_requests WHERE request_id = $1", 1, NULL,
-	    v, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
-		    pg_msg(f->pg));
-		PQclear(res);
-		pg_rollback(f->pg);
-		return -1;
-	}
 	if ((n = PQntuples(res)) == 1) {
 		char	 buf[32];
 
@@ -481,8 +498,6 @@ fleet_request_decide(struct fleet *f, const char *request_id, int status,
 	const char	*v[7];
 	int		 n;
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	snprintf(st, sizeof(st), "%d", status);
 	snprintf(pend, sizeof(pend), "%d",
 	    SBX__V1__CAPABILITY_STATUS__CAPABILITY_PENDING);
@@ -496,13 +511,11 @@ fleet_request_decide(struct fleet *f, const char *request_id, int status,
 	v[6] = pend;
 	/* The one place a request leaves PENDING, whichever replica asks:
 	 * two approvers at two hosts cannot both decide it. */
-	if ((res = pg_query(f->pg, "UPDATE sbx_cap_requests SET status ="
+	if ((res = FLEET_Q(f, "UPDATE sbx_cap_requests SET status ="
 	    " $2::integer, reason = $3, approver = $4, decided_at ="
 	    " $5::bigint, policy_hash = $6 WHERE request_id = $1 AND status"
-	    " = $7::integer", 7, v, PGRES_COMMAND_OK, err, errlen)) == NULL) {
-		pg_rollback(f->pg);
+	    " = $7::integer", 7, v, PGRES_COMMAND_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	n = atoi(PQcmdTuples(res));
 	PQclear(res);
 	return n == 1 ? 1 : 0;
@@ -512,17 +525,15 @@ int
 fleet_templates(struct fleet *f, const struct tmpl_registry *reg,
     const char *host, struct yerrs *errs, char *err, size_t errlen)
 {
-	PGresult	*res = NULL;
+	PGresult	*res;
 	const char	*v[6];
 	int		 lens[6] = { 0 }, fmts[6] = { 0 };
 	char		 ver[16];
 	uint8_t		*buf;
 	size_t		 i, len, nerr = errs->n;
 
-	if (pg_begin(f->pg, err, errlen) == -1) {
-		pg_rollback(f->pg);
+	if (fleet_begin(f, err, errlen) == -1)
 		return -1;
-	}
 	for (i = 0; i < reg->n; i++) {
 		const struct tmpl	*t = reg->t[i];
 
@@ -540,25 +551,25 @@ fleet_templates(struct fleet *f, const struct tmpl_registry *reg,
 		v[5] = t->file;
 		/* Registered if absent; a version another host registered
 		 * first is left as it is, and compared below. */
-		res = PQexecParams(pg_conn(f->pg), "INSERT INTO sbx_templates("
-		    "name, version, hash, policy, host, file) VALUES ($1,"
+		res = fleet_exec(f, "INSERT INTO sbx_templates(name,"
+		    " version, hash, policy, host, file) VALUES ($1,"
 		    " $2::bigint, $3, $4::bytea, $5, $6) ON CONFLICT (name,"
-		    " version) DO NOTHING", 6, NULL, v, lens, fmts, 0);
+		    " version) DO NOTHING", 6, v, lens, fmts, 0,
+		    PGRES_COMMAND_OK, err, errlen);
 		free(buf);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			fleet_err(err, errlen, "%s: %s", pg_where(f->pg),
-			    pg_msg(f->pg));
-			goto fail;
-		}
+		if (res == NULL)
+			return -1;
 		PQclear(res);
-		if ((res = pg_query(f->pg, "SELECT hash, host, file FROM"
+		if ((res = FLEET_Q(f, "SELECT hash, host, file FROM"
 		    " sbx_templates WHERE name = $1 AND version = $2::bigint",
 		    2, v, PGRES_TUPLES_OK, err, errlen)) == NULL)
-			goto fail;
+			return -1;
 		if (PQntuples(res) != 1) {
 			fleet_err(err, errlen, "%s: template %s version %u: no "
 			    "row", pg_where(f->pg), t->name, t->version);
-			goto fail;
+			PQclear(res);
+			pg_rollback(f->pg);
+			return -1;
 		}
 		if (strcmp(PQgetvalue(res, 0, 0), t->hash) != 0)
 			yerrs_add(errs, "%s: template %s version %u differs "
@@ -570,34 +581,13 @@ fleet_templates(struct fleet *f, const struct tmpl_registry *reg,
 			    t->version, PQgetvalue(res, 0, 0),
 			    PQgetvalue(res, 0, 2));
 		PQclear(res);
-		res = NULL;
 	}
 	/* None registered by a host that refuses its set. */
 	if (errs->n != nerr) {
 		pg_rollback(f->pg);
 		return -2;
 	}
-	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
-		goto fail;
-	return 0;
-fail:
-	PQclear(res);
-	pg_rollback(f->pg);
-	return -1;
-}
-
-/* One statement of an entitlement change, inside its transaction. */
-static int
-fleet_ent_run(struct fleet *f, const char *sql, int n, const char *const *v,
-    char *err, size_t errlen)
-{
-	PGresult	*res;
-
-	if ((res = pg_query(f->pg, sql, n, v, PGRES_COMMAND_OK, err,
-	    errlen)) == NULL)
-		return -1;
-	PQclear(res);
-	return 0;
+	return fleet_commit(f, err, errlen);
 }
 
 int
@@ -612,21 +602,19 @@ fleet_entitle_begin(struct fleet *f, const Sbx__V1__Entitlement *m, int add,
 	size_t			 i;
 	int			 ok = 1, found;
 
-	if (pg_begin(f->pg, err, errlen) == -1) {
-		pg_rollback(f->pg);
+	if (fleet_begin(f, err, errlen) == -1)
 		return -1;
-	}
 	v[0] = m->tenant;
 	v[1] = m->user;
 	if (add) {
 		if (m->replace)
-			ok = fleet_ent_run(f, "DELETE FROM"
+			ok = fleet_run(f, "DELETE FROM"
 			    " sbx_entitlement_datasets WHERE tenant = $1 AND"
 			    " usr = $2", 2, v, err, errlen) == 0 &&
-			    fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts"
+			    fleet_run(f, "DELETE FROM sbx_entitlement_hosts"
 			    " WHERE tenant = $1 AND usr = $2", 2, v, err,
 			    errlen) == 0;
-		ok = ok && fleet_ent_run(f, "INSERT INTO sbx_entitlements("
+		ok = ok && fleet_run(f, "INSERT INTO sbx_entitlements("
 		    "tenant, usr) VALUES ($1, $2) ON CONFLICT DO NOTHING", 2,
 		    v, err, errlen) == 0;
 		snprintf(lim[0], sizeof(lim[0]), "%u", l ? l->cpus_milli : 0);
@@ -639,7 +627,7 @@ fleet_entitle_begin(struct fleet *f, const Sbx__V1__Entitlement *m, int add,
 		v[7] = m->replace ? "true" : "false";
 		/* The row locked until COMMIT: a change at another replica
 		 * waits, none is lost. */
-		ok = ok && fleet_ent_run(f, "UPDATE sbx_entitlements SET"
+		ok = ok && fleet_run(f, "UPDATE sbx_entitlements SET"
 		    " cpus_milli = CASE WHEN $3::bigint > 0 OR $8::boolean"
 		    " THEN $3::bigint ELSE cpus_milli END,"
 		    " memory_mb = CASE WHEN $4::bigint > 0 OR $8::boolean"
@@ -654,31 +642,26 @@ fleet_entitle_begin(struct fleet *f, const Sbx__V1__Entitlement *m, int add,
 		    errlen) == 0;
 		for (i = 0; ok && i < m->n_datasets; i++) {
 			v[2] = m->datasets[i];
-			ok = fleet_ent_run(f, "INSERT INTO"
+			ok = fleet_run(f, "INSERT INTO"
 			    " sbx_entitlement_datasets(tenant, usr, dataset)"
 			    " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3,
 			    v, err, errlen) == 0;
 		}
 		for (i = 0; ok && i < m->n_hosts; i++) {
 			v[2] = h = entitle_host_norm(m->hosts[i]);
-			ok = fleet_ent_run(f, "INSERT INTO"
+			ok = fleet_run(f, "INSERT INTO"
 			    " sbx_entitlement_hosts(tenant, usr, host)"
 			    " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3,
 			    v, err, errlen) == 0;
 			free(h);
 		}
-		if (!ok) {
-			pg_rollback(f->pg);
-			return -1;
-		}
-		return 0;
+		/* A statement that failed rolled the change back. */
+		return ok ? 0 : -1;
 	}
-	if ((res = pg_query(f->pg, "SELECT 1 FROM sbx_entitlements WHERE"
+	if ((res = FLEET_Q(f, "SELECT 1 FROM sbx_entitlements WHERE"
 	    " tenant = $1 AND usr = $2 FOR UPDATE", 2, v, PGRES_TUPLES_OK,
-	    err, errlen)) == NULL) {
-		pg_rollback(f->pg);
+	    err, errlen)) == NULL)
 		return -1;
-	}
 	found = PQntuples(res) == 1;
 	PQclear(res);
 	if (!found) {
@@ -686,42 +669,33 @@ fleet_entitle_begin(struct fleet *f, const Sbx__V1__Entitlement *m, int add,
 		return 1;
 	}
 	if (m->n_datasets == 0 && m->n_hosts == 0)
-		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_datasets"
+		ok = fleet_run(f, "DELETE FROM sbx_entitlement_datasets"
 		    " WHERE tenant = $1 AND usr = $2", 2, v, err,
 		    errlen) == 0 &&
-		    fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts WHERE"
+		    fleet_run(f, "DELETE FROM sbx_entitlement_hosts WHERE"
 		    " tenant = $1 AND usr = $2", 2, v, err, errlen) == 0 &&
-		    fleet_ent_run(f, "DELETE FROM sbx_entitlements WHERE"
+		    fleet_run(f, "DELETE FROM sbx_entitlements WHERE"
 		    " tenant = $1 AND usr = $2", 2, v, err, errlen) == 0;
 	for (i = 0; ok && i < m->n_datasets; i++) {
 		v[2] = m->datasets[i];
-		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_datasets"
+		ok = fleet_run(f, "DELETE FROM sbx_entitlement_datasets"
 		    " WHERE tenant = $1 AND usr = $2 AND dataset = $3", 3, v,
 		    err, errlen) == 0;
 	}
 	for (i = 0; ok && i < m->n_hosts; i++) {
 		v[2] = h = entitle_host_norm(m->hosts[i]);
-		ok = fleet_ent_run(f, "DELETE FROM sbx_entitlement_hosts"
+		ok = fleet_run(f, "DELETE FROM sbx_entitlement_hosts"
 		    " WHERE tenant = $1 AND usr = $2 AND host = $3", 3, v,
 		    err, errlen) == 0;
 		free(h);
 	}
-	if (!ok) {
-		pg_rollback(f->pg);
-		return -1;
-	}
-	return 0;
+	return ok ? 0 : -1;
 }
 
 int
 fleet_entitle_commit(struct fleet *f, char *err, size_t errlen)
 {
-	/* synchronous_commit is on: durable when COMMIT returns. */
-	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1) {
-		pg_rollback(f->pg);
-		return -1;
-	}
-	return 0;
+	return fleet_commit(f, err, errlen);
 }
 
 void
@@ -751,12 +725,10 @@ fleet_entitle_get(struct fleet *f, const char *tenant, const char *user,
 	sbx__v1__limits__init(&eff->plan);
 	sbx__v1__limits__init(&ul);
 	sbx__v1__limits__init(&al);
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return NULL;
 	/* One statement, one snapshot: the rows, datasets and hosts of
 	 * the user and of "*", the lists in strcmp order (COLLATE "C"),
 	 * as entitle_can_read() searches them. */
-	if ((res = pg_query(f->pg, "SELECT 'r', usr COLLATE \"C\","
+	if ((res = FLEET_Q(f, "SELECT 'r', usr COLLATE \"C\","
 	    " cpus_milli, memory_mb, pids, wall_seconds, scratch_mb FROM"
 	    " sbx_entitlements WHERE tenant = $1 AND (usr = $2 OR"
 	    " usr = '*')"
@@ -767,10 +739,8 @@ fleet_entitle_get(struct fleet *f, const char *tenant, const char *user,
 	    " 0, 0 FROM sbx_entitlement_hosts WHERE tenant = $1 AND"
 	    " (usr = $2 OR usr = '*'))"
 	    " ORDER BY 1, 2", 2, v, PGRES_TUPLES_OK, err,
-	    errlen)) == NULL) {
-		pg_rollback(f->pg);
+	    errlen)) == NULL)
 		return NULL;
-	}
 	for (i = 0; i < PQntuples(res); i++) {
 		const char	*k = PQgetvalue(res, i, 0);
 		const char	*s = PQgetvalue(res, i, 1);
@@ -824,13 +794,11 @@ fleet_entitle_list(struct fleet *f, const char *tenant, const char *user,
 
 	*out = NULL;
 	*n = 0;
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	v[0] = tenant != NULL ? tenant : "";
 	v[1] = user != NULL ? user : "";
 	/* One statement: each row's lists ride along as 'd'/'h' rows
 	 * after it. */
-	if ((res = pg_query(f->pg, "SELECT tenant COLLATE \"C\", usr"
+	if ((res = FLEET_Q(f, "SELECT tenant COLLATE \"C\", usr"
 	    " COLLATE \"C\", 'r', cpus_milli, memory_mb, pids, wall_seconds,"
 	    " scratch_mb, '' COLLATE \"C\" FROM sbx_entitlements WHERE"
 	    " ($1 = '' OR tenant = $1) AND ($2 = '' OR usr = $2)"
@@ -843,10 +811,8 @@ fleet_entitle_list(struct fleet *f, const char *tenant, const char *user,
 	    " (tenant, usr) WHERE ($1 = '' OR e.tenant = $1) AND ($2 = '' OR"
 	    " e.usr = $2)"
 	    " ORDER BY 1, 2, 3 DESC, 9", 2, v, PGRES_TUPLES_OK, err,
-	    errlen)) == NULL) {
-		pg_rollback(f->pg);
+	    errlen)) == NULL)
 		return -1;
-	}
 	m = NULL;
 	for (i = 0; i < PQntuples(res); i++) {
 		const char	*k = PQgetvalue(res, i, 2);
@@ -921,22 +887,18 @@ fleet_roll_get(struct fleet *f, const char *type, const char *tmpl,
 	char		 num[3][16];
 	const char	*v[9];
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	fleet_roll_args(type, tmpl, init, host, num, v);
 	/* The first replica to start the rollout writes it; every replica
 	 * then reads the one row, whoever changed it last. */
-	if ((res = pg_query(f->pg, "WITH ins AS (INSERT INTO sbx_rollouts("
+	if ((res = FLEET_Q(f, "WITH ins AS (INSERT INTO sbx_rollouts("
 	    "type, tmpl, stable, canary, percent, halted, promoted, reason,"
 	    " host) VALUES ($1, $2, $3::bigint, $4::bigint, $5::bigint,"
 	    " $6::boolean, $7::boolean, $8, $9) ON CONFLICT (type) DO NOTHING"
 	    " RETURNING stable, canary, percent, halted, promoted, reason)"
 	    " SELECT * FROM ins UNION ALL SELECT stable, canary, percent,"
 	    " halted, promoted, reason FROM sbx_rollouts WHERE type = $1 AND"
-	    " tmpl = $2", 9, v, PGRES_TUPLES_OK, err, errlen)) == NULL) {
-		pg_rollback(f->pg);
+	    " tmpl = $2", 9, v, PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	if (PQntuples(res) < 1) {
 		/* Another template under this type in the fleet: this
 		 * host's configuration is not the fleet's. */
@@ -954,26 +916,17 @@ int
 fleet_roll_put(struct fleet *f, const char *type, const char *tmpl,
     const struct fleet_roll *r, const char *host, char *err, size_t errlen)
 {
-	PGresult	*res;
 	char		 num[3][16];
 	const char	*v[9];
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	fleet_roll_args(type, tmpl, r, host, num, v);
-	if ((res = pg_query(f->pg, "INSERT INTO sbx_rollouts(type, tmpl,"
+	return fleet_run(f, "INSERT INTO sbx_rollouts(type, tmpl,"
 	    " stable, canary, percent, halted, promoted, reason, host) VALUES"
 	    " ($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::boolean,"
 	    " $7::boolean, $8, $9) ON CONFLICT (type) DO UPDATE SET tmpl ="
 	    " $2, stable = $3::bigint, canary = $4::bigint, percent ="
 	    " $5::bigint, halted = $6::boolean, promoted = $7::boolean,"
-	    " reason = $8, host = $9, updated = now()", 9, v,
-	    PGRES_COMMAND_OK, err, errlen)) == NULL) {
-		pg_rollback(f->pg);
-		return -1;
-	}
-	PQclear(res);
-	return 0;
+	    " reason = $8, host = $9, updated = now()", 9, v, err, errlen);
 }
 
 int
@@ -984,16 +937,12 @@ fleet_roll_halt(struct fleet *f, const char *type, const char *reason,
 	const char	*v[3] = { type, reason, host };
 	int		 n;
 
-	if (pg_ready(f->pg, err, errlen) == -1)
-		return -1;
 	/* Once, whichever replicas decide it together. */
-	if ((res = pg_query(f->pg, "UPDATE sbx_rollouts SET percent = 0,"
+	if ((res = FLEET_Q(f, "UPDATE sbx_rollouts SET percent = 0,"
 	    " halted = true, reason = $2, host = $3, updated = now() WHERE"
 	    " type = $1 AND NOT halted AND NOT promoted", 3, v,
-	    PGRES_COMMAND_OK, err, errlen)) == NULL) {
-		pg_rollback(f->pg);
+	    PGRES_COMMAND_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	n = atoi(PQcmdTuples(res));
 	PQclear(res);
 	return n;
@@ -1005,47 +954,36 @@ fleet_roll_count(struct fleet *f, const char *tmpl, uint32_t version,
     void (*fn)(void *, uint32_t, const char *, uint64_t), void *arg,
     char *err, size_t errlen)
 {
-	PGresult	*res = NULL;
+	PGresult	*res;
 	char		 ver[16];
 	const char	*v[3];
 	size_t		 i;
 	int		 k;
 
-	if (pg_begin(f->pg, err, errlen) == -1) {
-		pg_rollback(f->pg);
+	if (fleet_begin(f, err, errlen) == -1)
 		return -1;
-	}
 	snprintf(ver, sizeof(ver), "%u", version);
 	v[0] = tmpl;
 	v[1] = ver;
 	/* In place: two replicas counting at once lose nothing. */
 	for (i = 0; i <= nrules; i++) {
 		v[2] = i == 0 ? "" : rules[i - 1];
-		if ((res = pg_query(f->pg, "INSERT INTO sbx_rollout_counts("
-		    "tmpl, version, rule, n) VALUES ($1, $2::bigint, $3, 1) ON"
+		if (fleet_run(f, "INSERT INTO sbx_rollout_counts(tmpl,"
+		    " version, rule, n) VALUES ($1, $2::bigint, $3, 1) ON"
 		    " CONFLICT (tmpl, version, rule) DO UPDATE SET n ="
-		    " sbx_rollout_counts.n + 1", 3, v, PGRES_COMMAND_OK, err,
-		    errlen)) == NULL)
-			goto fail;
-		PQclear(res);
+		    " sbx_rollout_counts.n + 1", 3, v, err, errlen) == -1)
+			return -1;
 	}
-	if ((res = pg_query(f->pg, "SELECT version, rule, n FROM"
+	if ((res = FLEET_Q(f, "SELECT version, rule, n FROM"
 	    " sbx_rollout_counts WHERE tmpl = $1", 1, v, PGRES_TUPLES_OK, err,
 	    errlen)) == NULL)
-		goto fail;
+		return -1;
 	for (k = 0; k < PQntuples(res); k++)
 		fn(arg, (uint32_t)strtoul(PQgetvalue(res, k, 0), NULL, 10),
 		    PQgetvalue(res, k, 1), strtoull(PQgetvalue(res, k, 2), NULL,
 		    10));
 	PQclear(res);
-	res = NULL;
-	if (pg_exec(f->pg, "COMMIT", err, errlen) == -1)
-		goto fail;
-	return 0;
-fail:
-	PQclear(res);
-	pg_rollback(f->pg);
-	return -1;
+	return fleet_commit(f, err, errlen);
 }
 
 int
@@ -1066,7 +1004,7 @@ fleet_review_count(struct fleet *f, const char *task_id, uint32_t k,
 	/* One statement: the first replica to count registers its
 	 * threshold; the increment holds the row's lock, so of two
 	 * replicas counting at once exactly one sees the count cross. */
-	if ((res = pg_query(f->pg, "WITH cfg AS (INSERT INTO sbx_review(id,"
+	if ((res = FLEET_Q(f, "WITH cfg AS (INSERT INTO sbx_review(id,"
 	    " denials, host) VALUES (1, $3::bigint, $4) ON CONFLICT (id) DO"
 	    " NOTHING RETURNING denials), up AS (INSERT INTO"
 	    " sbx_task_denials(task_id, n) VALUES ($1, $2::bigint) ON CONFLICT"

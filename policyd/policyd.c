@@ -278,11 +278,13 @@ policyd_open(void *arg)
 	/* The fleet's database is reached on first use, so a replica
 	 * starts (and refuses compiles) while it is down. */
 	if (pd->conf->store.pg) {
-		pd->fleet = fleet_open(pd->conf->store.conninfo);
+		pd->fleet = fleet_open(&pd->conf->store);
 		entitle_use_fleet(pd->ent, pd->fleet);
 		store_use_fleet(pd->store, pd->fleet, pd->conf->store.host);
-		log_info("store: postgresql, %s, as host %s",
-		    fleet_where_str(pd->fleet), pd->conf->store.host);
+		log_info("store: postgresql, %s, as host %s, each round "
+		    "trip within %d ms, %d ms back-off after one that is not",
+		    fleet_where_str(pd->fleet), pd->conf->store.host,
+		    pd->conf->store.timeout_ms, pd->conf->store.retry_ms);
 	}
 	if (capability_open(pd, err, sizeof(err)) == NULL)
 		fatalx("%s/%s: %s", dir, POLICYD_DB, err);

@@ -195,7 +195,7 @@ struct fleet_res {
 #define RULE_STORE_UNAVAILABLE	"store-unavailable"
 
 /* Connects on first use, and again after a failure. */
-struct fleet	*fleet_open(const char *conninfo);
+struct fleet	*fleet_open(const struct pg_store *);
 void		 fleet_close(struct fleet *);
 const char	*fleet_where_str(const struct fleet *);
 /*

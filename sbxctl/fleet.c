@@ -55,6 +55,9 @@ fleet_pg(const char *conninfo)
 		return NULL;
 	}
 	pg = pg_new(conninfo, fleet_audit_schema);
+	/* An operator's command, not a daemon's loop: a longer deadline
+	 * (a page of a chain is one round trip), and no back-off. */
+	pg_limits(pg, 30000, 0);
 	if (pg_ready(pg, err, sizeof(err)) == -1) {
 		log_warnx("%s", err);
 		pg_free(pg);
