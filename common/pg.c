@@ -7,7 +7,6 @@
  * an application name): only its host and dbname.
  */
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,22 +24,6 @@ struct pg {
 	PGconn		*conn;
 	int		 schema_ok;
 };
-
-static void
-pg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-pg_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 const char *
 pg_msg(struct pg *p)
@@ -65,7 +48,7 @@ pg_conninfo_ok(const char *conninfo, char *err, size_t errlen)
 
 	if ((o = PQconninfoParse(conninfo, &msg)) == NULL) {
 		/* libpq's message names the keyword, not the value. */
-		pg_err(err, errlen, "%s", msg != NULL ? msg :
+		errf(err, errlen, "%s", msg != NULL ? msg :
 		    "does not parse");
 		n = strlen(err);
 		while (n > 0 && err[n - 1] == '\n')
@@ -78,7 +61,7 @@ pg_conninfo_ok(const char *conninfo, char *err, size_t errlen)
 	for (p = o; p->keyword != NULL; p++)
 		if (strcmp(p->keyword, "password") == 0 && p->val != NULL &&
 		    p->val[0] != '\0') {
-			pg_err(err, errlen, "a password does not belong here: "
+			errf(err, errlen, "a password does not belong here: "
 			    "name a passfile readable by the daemon's user "
 			    "only (passfile=PATH)");
 			PQconninfoFree(o);
@@ -223,7 +206,7 @@ pg_exec(struct pg *p, const char *sql, char *err, size_t errlen)
 	ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
 	    PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!ok)
-		pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
+		errf(err, errlen, "%s: %s", p->where, pg_msg(p));
 	PQclear(res);
 	return ok ? 0 : -1;
 }
@@ -253,7 +236,7 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 	/* conninfo's own connect_timeout, if any, wins: it comes later. */
 	p->conn = PQconnectdbParams(kw, val, 1);
 	if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
-		pg_err(err, errlen, "%s: unreachable: %s", p->where,
+		errf(err, errlen, "%s: unreachable: %s", p->where,
 		    pg_msg(p));
 		if (p->conn != NULL)
 			PQfinish(p->conn);
@@ -308,7 +291,7 @@ pg_query(struct pg *p, const char *sql, int n, const char *const *v,
 
 	res = PQexecParams(p->conn, sql, n, NULL, v, NULL, NULL, 0);
 	if (PQresultStatus(res) != want) {
-		pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
+		errf(err, errlen, "%s: %s", p->where, pg_msg(p));
 		PQclear(res);
 		return NULL;
 	}
