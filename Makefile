@@ -143,6 +143,7 @@ APPROVALD_SRCS += approvald/parse.c
 APPROVALD_SRCS += approvald/control.c
 APPROVALD_SRCS += approvald/queue.c
 APPROVALD_SRCS += approvald/queue_pg.c
+APPROVALD_SRCS += approvald/queue_item.c
 APPROVALD_SRCS += approvald/quote.c
 
 APPROVALCTL_SRCS  = approvalctl/approvalctl.c

@@ -55,21 +55,6 @@ aqpg_str(PGresult *res, int row, int col)
 	return s;
 }
 
-/* As aqueue_item_free (queue.c, which calls this file, not back). */
-static void
-aqpg_free(Sbx__V1__CapabilityRequest *r, Sbx__V1__CapabilityDecision *d)
-{
-	if (r != NULL)
-		sbx__v1__capability_request__free_unpacked(r, NULL);
-	if (d == NULL)
-		return;
-	free(d->request_id);
-	free(d->reason);
-	free(d->approver);
-	free(d->policy_hash);
-	free(d);
-}
-
 /* Row row of an AQPG_SELECT result (binary), or -1 if it does not decode. */
 static int
 aqpg_row(PGresult *res, int row, Sbx__V1__CapabilityRequest **req,
@@ -183,7 +168,7 @@ aqueue_pg_get(struct pg *pg, const char *request_id,
 	else if (aqpg_row(res, 0, req, dec) == -1) {
 		snprintf(err, errlen, "request %s cannot be read from the "
 		    "queue", request_id);
-		aqpg_free(*req, *dec);
+		aqueue_item_free(*req, *dec);
 		*req = NULL;
 		*dec = NULL;
 		rc = -1;
@@ -253,18 +238,10 @@ aqueue_pg_list(struct pg *pg, int pending_only, Sbx__V1__ApprovalItems *it,
 			/* One damaged row must not hide the others. */
 			log_warnx("queue: a request in %s does not decode; "
 			    "skipped", pg_where(pg));
-			aqpg_free(r, NULL);
+			aqueue_item_free(r, NULL);
 			continue;
 		}
-		if (it->n_requests == cap) {
-			cap = cap == 0 ? 16 : cap * 2;
-			it->requests = xreallocarray(it->requests, cap,
-			    sizeof(*it->requests));
-			it->decisions = xreallocarray(it->decisions, cap,
-			    sizeof(*it->decisions));
-		}
-		it->requests[it->n_requests++] = r;
-		it->decisions[it->n_decisions++] = d;
+		aqueue_append(it, &cap, r, d);
 	}
 	PQclear(res);
 	return 0;
