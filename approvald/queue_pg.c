@@ -100,8 +100,44 @@ aqpg_ready(struct pg *pg, const char *what, char *err, size_t errlen)
 
 	if (pg_ready(pg, e, sizeof(e)) == 0)
 		return 0;
-	snprintf(err, errlen, "the queue cannot be %s: %s", what, e);
+	errf(err, errlen, "the queue cannot be %s: %s", what, e);
 	return -1;
+}
+
+/*
+ * sql with its n parameters (lens and fmts as PQexecParams has them;
+ * NULL: all text), results in binary if binary, after aqpg_ready: the
+ * result if its status is want, else NULL with err saying what could
+ * not be done and the transaction rolled back.
+ */
+static PGresult *
+aqpg_exec(struct pg *pg, const char *what, const char *sql, int n,
+    const char *const *v, const int *lens, const int *fmts, int binary,
+    ExecStatusType want, char *err, size_t errlen)
+{
+	PGresult	*res;
+
+	if (aqpg_ready(pg, what, err, errlen) == -1)
+		return NULL;
+	res = PQexecParams(pg_conn(pg), sql, n, NULL, v, lens, fmts, binary);
+	if (PQresultStatus(res) == want)
+		return res;
+	errf(err, errlen, "the queue cannot be %s: %s: %s", what,
+	    pg_where(pg), pg_msg(pg));
+	PQclear(res);
+	pg_rollback(pg);
+	return NULL;
+}
+
+/* An INSERT ... ON CONFLICT DO NOTHING's outcome, res freed: 1 if it
+ * made its row, 0 if the row was there already. */
+static int
+aqpg_inserted(PGresult *res)
+{
+	int	 n = atoi(PQcmdTuples(res));
+
+	PQclear(res);
+	return n == 1 ? 1 : 0;
 }
 
 int
@@ -113,10 +149,7 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	char		 when[24];
 	const char	*v[5];
 	int		 lens[5] = { 0 }, fmts[5] = { 0 };
-	int		 n;
 
-	if (aqpg_ready(pg, "written", err, errlen) == -1)
-		return -1;
 	snprintf(when, sizeof(when), "%lld", (long long)now_ns());
 	v[0] = r->request_id;
 	v[1] = r->task_id;
@@ -125,20 +158,12 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	lens[3] = (int)len;
 	fmts[3] = 1;
 	v[4] = host;
-	res = PQexecParams(pg_conn(pg), "INSERT INTO sbx_approval_requests("
+	if ((res = aqpg_exec(pg, "written", "INSERT INTO sbx_approval_requests("
 	    "request_id, task_id, received_ns, body, host) VALUES ($1, $2,"
 	    " $3::bigint, $4::bytea, $5) ON CONFLICT (request_id) DO NOTHING",
-	    5, NULL, v, lens, fmts, 0);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-		snprintf(err, errlen, "the queue cannot be written: %s: %s",
-		    pg_where(pg), pg_msg(pg));
-		PQclear(res);
-		pg_rollback(pg);
+	    5, v, lens, fmts, 0, PGRES_COMMAND_OK, err, errlen)) == NULL)
 		return -1;
-	}
-	n = atoi(PQcmdTuples(res));
-	PQclear(res);
-	return n == 1 ? 1 : 0;
+	return aqpg_inserted(res);
 }
 
 int
@@ -152,17 +177,9 @@ aqueue_pg_get(struct pg *pg, const char *request_id,
 
 	*req = NULL;
 	*dec = NULL;
-	if (aqpg_ready(pg, "read", err, errlen) == -1)
+	if ((res = aqpg_exec(pg, "read", AQPG_SELECT "WHERE r.request_id = $1",
+	    1, v, NULL, NULL, 1, PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	res = PQexecParams(pg_conn(pg), AQPG_SELECT "WHERE r.request_id = $1",
-	    1, NULL, v, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		snprintf(err, errlen, "the queue cannot be read: %s: %s",
-		    pg_where(pg), pg_msg(pg));
-		PQclear(res);
-		pg_rollback(pg);
-		return -1;
-	}
 	if (PQntuples(res) == 0)
 		rc = 0;
 	else if (aqpg_row(res, 0, req, dec) == -1) {
@@ -185,7 +202,6 @@ aqueue_pg_decide(struct pg *pg, const char *host,
 	PGresult	*res;
 	char		 st[16], when[24];
 	const char	*v[7];
-	int		 n;
 
 	if (aqpg_ready(pg, "written", err, errlen) == -1)
 		return -1;
@@ -206,9 +222,7 @@ aqueue_pg_decide(struct pg *pg, const char *host,
 		pg_rollback(pg);
 		return -1;
 	}
-	n = atoi(PQcmdTuples(res));
-	PQclear(res);
-	return n == 1 ? 1 : 0;
+	return aqpg_inserted(res);
 }
 
 int
@@ -221,18 +235,11 @@ aqueue_pg_list(struct pg *pg, int pending_only, Sbx__V1__ApprovalItems *it,
 	size_t				 cap = 0;
 
 	sbx__v1__approval_items__init(it);
-	if (aqpg_ready(pg, "read", err, errlen) == -1)
-		return -1;
-	res = PQexecParams(pg_conn(pg), pending_only ?
+	if ((res = aqpg_exec(pg, "read", pending_only ?
 	    AQPG_SELECT "WHERE d.request_id IS NULL ORDER BY r.seq" :
-	    AQPG_SELECT "ORDER BY r.seq", 0, NULL, NULL, NULL, NULL, 1);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		snprintf(err, errlen, "the queue cannot be read: %s: %s",
-		    pg_where(pg), pg_msg(pg));
-		PQclear(res);
-		pg_rollback(pg);
+	    AQPG_SELECT "ORDER BY r.seq", 0, NULL, NULL, NULL, 1,
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	for (int i = 0; i < PQntuples(res); i++) {
 		if (aqpg_row(res, i, &r, &d) == -1) {
 			/* One damaged row must not hide the others. */
