@@ -21,7 +21,6 @@
  * clock is run.c's, through them.
  */
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -43,7 +42,6 @@
 #include "version.h"
 #include "launchd-sbx/microvm.h"
 
-#define VMRT_OUT_MB	96	/* the output device; the console's cap too */
 #define VMRT_QEMU_MB	256	/* QEMU's own memory over the guest's */
 #define VMRT_QEMU_PIDS	"64"	/* QEMU's and the forwarders' tasks */
 #define VMRT_CG		"/sys/fs/cgroup"
@@ -113,29 +111,6 @@ mount_src(json_t *cfg, const char *dest)
 	return NULL;
 }
 
-/* av run to its end with no output: 0 when it exited 0. */
-static int
-run_quiet(char *const av[])
-{
-	pid_t	 pid;
-	int	 st;
-
-	if ((pid = fork()) == -1)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int	 null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execv(av[0], av);
-		_exit(127);
-	}
-	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
-		return -1;
-	return 0;
-}
-
 /*
  * The code the guest sees: the staged /code, and with an egress CA the
  * CA too, as /code/.sbx-ca.pem (sbx-vminit hands it to sbx-init there):
@@ -156,8 +131,8 @@ code_tree(const char *code, const char *ca, const char *dir, char *buf,
 		char *const	 cp[] = { "/bin/cp", "-a", src, buf, NULL };
 		char *const	 cpca[] = { "/bin/cp", (char *)ca, dst, NULL };
 
-		if (mkdir(buf, 0755) == -1 || run_quiet(cp) == -1 ||
-		    run_quiet(cpca) == -1 || chmod(dst, 0444) == -1)
+		if (mkdir(buf, 0755) == -1 || microvm_run_quiet(cp) == -1 ||
+		    microvm_run_quiet(cpca) == -1 || chmod(dst, 0444) == -1)
 			die("code with the egress CA in %s failed", buf);
 	}
 	return buf;
@@ -166,25 +141,7 @@ code_tree(const char *code, const char *ca, const char *dir, char *buf,
 static void
 run_mkfs(const char *dir, const char *img)
 {
-	char	*av[MICROVM_ARGV_MAX], buf[4096];
-	pid_t	 pid;
-	int	 st;
-
-	if (microvm_mkfs_argv("/usr/bin/mkfs.erofs", dir, img, av, buf,
-	    sizeof(buf)) == -1)
-		die("mkfs.erofs: arguments for %s", dir);
-	if ((pid = fork()) == -1)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int	 null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execv(av[0], av);
-		_exit(127);
-	}
-	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
+	if (microvm_mkfs(dir, img) == -1)
 		die("mkfs.erofs %s failed", dir);
 	if (chmod(img, 0444) == -1)
 		die("chmod %s: %s", img, strerror(errno));
@@ -194,13 +151,8 @@ run_mkfs(const char *dir, const char *img)
 static void
 vm_file(const char *path, off_t size, uid_t uid, gid_t gid)
 {
-	int	 fd;
-
-	if ((fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) ==
-	    -1 || (size > 0 && ftruncate(fd, size) == -1) ||
-	    fchown(fd, uid, gid) == -1)
+	if (microvm_file(path, size, uid, gid) == -1)
 		die("%s: %s", path, strerror(errno));
-	close(fd);
 }
 
 static void
@@ -333,7 +285,6 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	gid_t			 gid = (gid_t)json_integer_value(
 	    json_object_get(user, "gid"));
 	char			*av[MICROVM_ARGV_MAX], buf[16384], err[512];
-	struct rlimit		 rl;
 	size_t			 nfiles;
 	pid_t			 pid;
 	int			 st, fd, dfd, go, qerr;
@@ -380,9 +331,7 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		die("drop to %u:%u: %s", uid, gid, strerror(errno));
 	/* The console log and anything else QEMU writes stay this size. */
-	rl.rlim_cur = rl.rlim_max = (rlim_t)VMRT_OUT_MB << 20;
-	signal(SIGXFSZ, SIG_IGN);
-	if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
+	if (microvm_fsize_cap() == -1)
 		die("RLIMIT_FSIZE: %s", strerror(errno));
 	/* Set up: create may exit. */
 	if (write(ready, "r", 1) != 1)
@@ -527,7 +476,7 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	run_mkfs(in, in_img);
 	run_mkfs(code_tree(code, mount_src(cfg, "/run/sbx/ca.pem"), dir,
 	    codebuf, sizeof(codebuf)), code_img);
-	vm_file(out_img, (off_t)VMRT_OUT_MB << 20, uid, gid);
+	vm_file(out_img, (off_t)MICROVM_OUT_MB << 20, uid, gid);
 	vm_file(log, 0, uid, gid);
 	if (mkfifo(fifo, 0600) == -1 || chown(fifo, uid, gid) == -1)
 		die("%s: %s", fifo, strerror(errno));
@@ -717,7 +666,7 @@ vmrt_delete(const struct vmrt *v, const char *id)
 		char *const	 rm[] = { "/bin/rm", "-rf", tree, NULL };
 
 		fmt(tree, sizeof(tree), "%s/code.d", dir);
-		(void)run_quiet(rm);
+		(void)microvm_run_quiet(rm);
 	}
 	for (size_t i = 0; files[i] != NULL; i++) {
 		fmt(path, sizeof(path), "%s/%s", dir, files[i]);
