@@ -505,6 +505,37 @@ microvm_netns(void)
 }
 
 int
+microvm_files(struct microvm_files *f, const char *dir,
+    struct microvm_params *p)
+{
+	static const char *const names[] = { "in.img", "code.img",
+	    "out.img", "console.log" };
+	char *const	 paths[] = { f->in_img, f->code_img, f->out_img,
+	    f->console_log };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (bufprintf(paths[i], PATH_MAX, "%s/%s", dir, names[i]) >=
+		    PATH_MAX)
+			return -1;
+	if (p != NULL) {
+		p->in_img = f->in_img;
+		p->code_img = f->code_img;
+		p->out_img = f->out_img;
+		p->console_log = f->console_log;
+	}
+	return 0;
+}
+
+void
+microvm_files_unlink(const struct microvm_files *f)
+{
+	(void)unlink(f->in_img);
+	(void)unlink(f->code_img);
+	(void)unlink(f->out_img);
+	(void)unlink(f->console_log);
+}
+
+int
 microvm_run_quiet(char *const av[])
 {
 	pid_t	 pid;

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,15 @@ struct microvm_params {
 	const char	*code_name;	/* main.py */
 };
 
+/* The files of one VM, in its directory: the images and the console log
+ * (microvm_files). */
+struct microvm_files {
+	char		 in_img[PATH_MAX];
+	char		 code_img[PATH_MAX];
+	char		 out_img[PATH_MAX];
+	char		 console_log[PATH_MAX];
+};
+
 struct microvm_caps {
 	size_t		 files;
 	uint64_t	 file_max;
@@ -90,6 +100,14 @@ int	 microvm_argv(const struct microvm_params *, char **av, char *buf,
  */
 int	 microvm_mkfs_argv(const char *mkfs, const char *dir,
 	    const char *img, char **av, char *buf, size_t buflen);
+/*
+ * The VM's files under dir into f (in.img, code.img, out.img,
+ * console.log), and, with p, p's names for them pointed there: 0, or -1
+ * when dir is too long for them.  microvm_files_unlink removes them.
+ */
+int	 microvm_files(struct microvm_files *f, const char *dir,
+	    struct microvm_params *p);
+void	 microvm_files_unlink(const struct microvm_files *);
 /* /usr/bin/mkfs.erofs with microvm_mkfs_argv's arguments, through
  * microvm_run_quiet: 0 when it made img, else -1. */
 int	 microvm_mkfs(const char *dir, const char *img);

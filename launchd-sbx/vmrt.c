@@ -421,12 +421,10 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	json_error_t		 jerr;
 	json_t			*cfg, *args, *res;
 	char			 path[PATH_MAX], dir[PATH_MAX], fifo[PATH_MAX];
-	char			 in_img[PATH_MAX], code_img[PATH_MAX];
-	char			 out_img[PATH_MAX], log[PATH_MAX];
+	struct microvm_files	 vf, qf;
 	char			 root_img[PATH_MAX], hex[80], pidbuf[32];
 	char			 codebuf[PATH_MAX], c;
-	char			 qin[PATH_MAX], qcode[PATH_MAX], qout[PATH_MAX];
-	char			 qlog[PATH_MAX], qsock[PATH_MAX];
+	char			 qdir[PATH_MAX], qsock[PATH_MAX];
 	int			 ready[2];
 	const char		*rootfs, *in, *code, *scratch, *prog;
 	json_t			*user;
@@ -468,16 +466,14 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	fmt(dir, sizeof(dir), "%s/vm-%s", bundle, id);
 	if (mkdir(dir, 0711) == -1 || chmod(dir, 0711) == -1)
 		die("%s: %s", dir, strerror(errno));
-	fmt(in_img, sizeof(in_img), "%s/in.img", dir);
-	fmt(code_img, sizeof(code_img), "%s/code.img", dir);
-	fmt(out_img, sizeof(out_img), "%s/out.img", dir);
-	fmt(log, sizeof(log), "%s/console.log", dir);
+	if (microvm_files(&vf, dir, NULL) == -1)
+		die("path too long");
 	fmt(fifo, sizeof(fifo), "%s/start", dir);
-	run_mkfs(in, in_img);
+	run_mkfs(in, vf.in_img);
 	run_mkfs(code_tree(code, mount_src(cfg, "/run/sbx/ca.pem"), dir,
-	    codebuf, sizeof(codebuf)), code_img);
-	vm_file(out_img, (off_t)MICROVM_OUT_MB << 20, uid, gid);
-	vm_file(log, 0, uid, gid);
+	    codebuf, sizeof(codebuf)), vf.code_img);
+	vm_file(vf.out_img, (off_t)MICROVM_OUT_MB << 20, uid, gid);
+	vm_file(vf.console_log, 0, uid, gid);
 	if (mkfifo(fifo, 0600) == -1 || chown(fifo, uid, gid) == -1)
 		die("%s: %s", fifo, strerror(errno));
 
@@ -508,14 +504,9 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	 * named through /proc/self/cwd, which its forwarder inherits too.
 	 */
 	p.root_img = root_img;
-	fmt(qin, sizeof(qin), "/proc/self/cwd/vm-%s/in.img", id);
-	fmt(qcode, sizeof(qcode), "/proc/self/cwd/vm-%s/code.img", id);
-	fmt(qout, sizeof(qout), "/proc/self/cwd/vm-%s/out.img", id);
-	fmt(qlog, sizeof(qlog), "/proc/self/cwd/vm-%s/console.log", id);
-	p.in_img = qin;
-	p.code_img = qcode;
-	p.out_img = qout;
-	p.console_log = qlog;
+	fmt(qdir, sizeof(qdir), "/proc/self/cwd/vm-%s", id);
+	if (microvm_files(&qf, qdir, &p) == -1)
+		die("path too long");
 	p.code_name = prog + 6;
 	p.egress_sock = mount_src(cfg, "/run/sbx/egress.sock");
 	if (p.egress_sock != NULL && strncmp(p.egress_sock, bundle,
@@ -532,7 +523,8 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 		close(ready[0]);
 		if (setsid() == -1)
 			_exit(126);
-		supervise(&p, cfg, bundle, fifo, out_img, scratch, ready[1]);
+		supervise(&p, cfg, bundle, fifo, vf.out_img, scratch,
+		    ready[1]);
 	}
 	close(ready[1]);
 	vmrt_child = pid;
@@ -652,10 +644,10 @@ vmrt_kill(const struct vmrt *v, const char *id, int quiet)
 static void
 vmrt_delete(const struct vmrt *v, const char *id)
 {
-	char	 bundle[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
-	static const char *const files[] = { "in.img", "code.img", "out.img",
-	    "console.log", "start", NULL };
-	pid_t	 pid;
+	struct microvm_files	 vf;
+	char			 bundle[PATH_MAX], dir[PATH_MAX];
+	char			 path[PATH_MAX];
+	pid_t			 pid;
 
 	if (state_read(v, id, &pid, bundle, sizeof(bundle)) == -1)
 		return;
@@ -668,10 +660,10 @@ vmrt_delete(const struct vmrt *v, const char *id)
 		fmt(tree, sizeof(tree), "%s/code.d", dir);
 		(void)microvm_run_quiet(rm);
 	}
-	for (size_t i = 0; files[i] != NULL; i++) {
-		fmt(path, sizeof(path), "%s/%s", dir, files[i]);
-		(void)unlink(path);
-	}
+	if (microvm_files(&vf, dir, NULL) == 0)
+		microvm_files_unlink(&vf);
+	fmt(path, sizeof(path), "%s/start", dir);
+	(void)unlink(path);
 	(void)rmdir(dir);
 	fmt(path, sizeof(path), "%s/%s", v->state, id);
 	(void)unlink(path);

@@ -75,8 +75,7 @@ main(int argc, char *argv[])
 	struct microvm_caps	 caps = { MICROVM_OUT_FILES,
 	    MICROVM_OUT_FILE_MAX, MICROVM_OUT_TOTAL_MAX };
 	char			 work[] = "/tmp/vmrun.XXXXXX";
-	char			 in_img[PATH_MAX], code_img[PATH_MAX];
-	char			 out_img[PATH_MAX], log[PATH_MAX];
+	struct microvm_files	 f;
 	char			*av[MICROVM_ARGV_MAX], buf[16384], err[512];
 	const char		*indir = NULL, *codedir = NULL, *outdir = NULL;
 	uint64_t		 t0, t1;
@@ -128,30 +127,23 @@ main(int argc, char *argv[])
 		printf("}\n");
 		return 4;
 	}
-	if (mkdtemp(work) == NULL || chmod(work, 0711) == -1)
+	if (mkdtemp(work) == NULL || chmod(work, 0711) == -1 ||
+	    microvm_files(&f, work, &p) == -1)
 		return 1;
-	snprintf(in_img, sizeof(in_img), "%s/in.img", work);
-	snprintf(code_img, sizeof(code_img), "%s/code.img", work);
-	snprintf(out_img, sizeof(out_img), "%s/out.img", work);
-	snprintf(log, sizeof(log), "%s/console.log", work);
-	p.in_img = in_img;
-	p.code_img = code_img;
-	p.out_img = out_img;
-	p.console_log = log;
 	/* Root: the files QEMU writes are nobody's, as QEMU is. */
 	owner = geteuid() == 0 ? VMRUN_NOBODY : (uid_t)-1;
-	if (microvm_mkfs(indir, in_img) == -1 ||
-	    microvm_mkfs(codedir, code_img) == -1) {
+	if (microvm_mkfs(indir, f.in_img) == -1 ||
+	    microvm_mkfs(codedir, f.code_img) == -1) {
 		printf("{\"error\": \"mkfs.erofs failed\"}\n");
 		return 1;
 	}
 	/* The output device: zeros, written only by the guest. */
-	if (microvm_file(out_img, (off_t)MICROVM_OUT_MB << 20, owner,
-	    (gid_t)owner) == -1 || microvm_file(log, 0, owner, (gid_t)owner) ==
-	    -1)
+	if (microvm_file(f.out_img, (off_t)MICROVM_OUT_MB << 20, owner,
+	    (gid_t)owner) == -1 || microvm_file(f.console_log, 0, owner,
+	    (gid_t)owner) == -1)
 		return 1;
-	chmod(in_img, 0444);
-	chmod(code_img, 0444);
+	chmod(f.in_img, 0444);
+	chmod(f.code_img, 0444);
 	if (microvm_argv(&p, av, buf, sizeof(buf), err, sizeof(err)) == -1) {
 		printf("{\"error\": ");
 		json_str(err);
@@ -196,7 +188,7 @@ main(int argc, char *argv[])
 		usleep(20000);
 	}
 	t1 = now_ms();
-	if ((fd = open(out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
+	if ((fd = open(f.out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    (dfd = open(outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 1;
 	err[0] = '\0';
@@ -213,10 +205,7 @@ main(int argc, char *argv[])
 	close(dfd);
 	/* VMRUN_KEEP=1 keeps the images and the console log. */
 	if (getenv("VMRUN_KEEP") == NULL) {
-		unlink(in_img);
-		unlink(code_img);
-		unlink(out_img);
-		unlink(log);
+		microvm_files_unlink(&f);
 		rmdir(work);
 	}
 	return rc == 0 ? 0 : 3;

@@ -728,3 +728,30 @@ Test(microvm, fsize_cap_fails_the_write_not_the_process)
 	cr_assert(WIFEXITED(st), "killed by signal %d", WTERMSIG(st));
 	cr_assert_eq(WEXITSTATUS(st), 0);
 }
+
+/* The VM's file names, one place for the runtime and the harness: under
+ * dir, pointed at by the params, removed by microvm_files_unlink; a dir
+ * too long for them is refused, not cut short. */
+Test(microvm, files_named_once)
+{
+	struct microvm_params	 p = { 0 };
+	struct microvm_files	 f;
+	char			 longdir[PATH_MAX];
+
+	cr_assert_eq(microvm_files(&f, dir, &p), 0);
+	cr_assert_eq(p.in_img, f.in_img);
+	cr_assert_eq(p.code_img, f.code_img);
+	cr_assert_eq(p.out_img, f.out_img);
+	cr_assert_eq(p.console_log, f.console_log);
+	cr_assert(strncmp(f.console_log, dir, strlen(dir)) == 0 &&
+	    strcmp(f.console_log + strlen(dir), "/console.log") == 0);
+	cr_assert_eq(microvm_file(f.in_img, 0, (uid_t)-1, (gid_t)-1), 0);
+	cr_assert_eq(microvm_file(f.console_log, 0, (uid_t)-1, (gid_t)-1), 0);
+	cr_assert_eq(count(dir), 2);
+	microvm_files_unlink(&f);
+	cr_assert_eq(count(dir), 0);
+	memset(longdir, 'a', sizeof(longdir) - 8);
+	longdir[0] = '/';
+	longdir[sizeof(longdir) - 8] = '\0';
+	cr_assert_eq(microvm_files(&f, longdir, NULL), -1);
+}
