@@ -67,6 +67,7 @@ COMMON_SRCS += common/admin.c
 COMMON_SRCS += common/scrape.c
 COMMON_SRCS += common/utf8.c
 COMMON_SRCS += common/name.c
+COMMON_SRCS += common/errf.c
 COMMON_SRCS += common/trace.c
 
 # ---- programs ------------------------------------------------------------
@@ -128,6 +129,7 @@ MONITOR_SRCS += launchd-sbx/seccomp.c
 MONITOR_SRCS += launchd-sbx/jsonw.c
 MONITOR_SRCS += common/log.c
 MONITOR_SRCS += common/name.c
+MONITOR_SRCS += common/errf.c
 MONITOR_SRCS += common/utf8.c
 
 BROKERD_SRCS  = brokerd/brokerd.c
@@ -141,6 +143,7 @@ APPROVALD_SRCS += approvald/parse.c
 APPROVALD_SRCS += approvald/control.c
 APPROVALD_SRCS += approvald/queue.c
 APPROVALD_SRCS += approvald/queue_pg.c
+APPROVALD_SRCS += approvald/queue_item.c
 APPROVALD_SRCS += approvald/quote.c
 
 APPROVALCTL_SRCS  = approvalctl/approvalctl.c
@@ -428,16 +431,17 @@ test-unit: $(UNIT_TESTS) $(B)/tests/spec_libc
 	@SAN_LABEL=$(if $(SUITE_SFX),san) tests/run-unit $(UNIT_TESTS)
 
 # The spec renderer links against libc alone (the root monitor links
-# nothing else): spec.c, seccomp.c and jsonw.c with common/utf8.c and
-# common/name.c, no -l and no library archive.  It is built with every
+# nothing else): spec.c, seccomp.c and jsonw.c with common/utf8.c,
+# common/name.c and common/errf.c, no -l and no library archive.  It is built with every
 # program, so a dependency that creeps in fails `make`.
 SPEC_LIBC_SRCS  = launchd-sbx/spec.c
 SPEC_LIBC_SRCS += launchd-sbx/seccomp.c
 SPEC_LIBC_SRCS += launchd-sbx/jsonw.c
 SPEC_LIBC_SRCS += common/utf8.c
 SPEC_LIBC_SRCS += common/name.c
+SPEC_LIBC_SRCS += common/errf.c
 SPEC_LIBC_SRCS += tests/unit/spec_libc_main.c
-$(B)/tests/spec_libc: $(SPEC_LIBC_SRCS) $(wildcard launchd-sbx/*.h common/utf8.h common/name.h tests/unit/spec_cases.h)
+$(B)/tests/spec_libc: $(SPEC_LIBC_SRCS) $(wildcard launchd-sbx/*.h common/utf8.h common/name.h common/errf.h tests/unit/spec_cases.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c17 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(XCFLAGS) -I. -iquote common $(XLDFLAGS) -o $@ $(SPEC_LIBC_SRCS)
 

@@ -109,8 +109,6 @@ int		 aqueue_get(struct aqueue *, const char *request_id,
 		    Sbx__V1__CapabilityRequest **req,
 		    Sbx__V1__CapabilityDecision **dec, char *err,
 		    size_t errlen);
-void		 aqueue_item_free(Sbx__V1__CapabilityRequest *,
-		    Sbx__V1__CapabilityDecision *);
 /*
  * Record the final decision of a pending request with its audit record
  * (action "approve" or "deny", actor the approver) in one commit.  0,
@@ -123,7 +121,6 @@ int		 aqueue_decide(struct aqueue *,
  * decisions in the same order.  Free with aqueue_items_clear. */
 int		 aqueue_list(struct aqueue *, int pending_only,
 		    Sbx__V1__ApprovalItems *, char *err, size_t errlen);
-void		 aqueue_items_clear(Sbx__V1__ApprovalItems *);
 /* Append one audit record on its own.  0 or -1. */
 int		 aqueue_audit_event(struct aqueue *, const char *actor,
 		    const char *action, const char *task_id, const char *hash,
@@ -132,6 +129,17 @@ int		 aqueue_audit_event(struct aqueue *, const char *actor,
 /* In a fleet (store.backend postgresql): the queue is the database's,
  * the audit log stays this file's.  The connection is made on first use. */
 void		 aqueue_use_pg(struct aqueue *, const struct pg_store *);
+
+/* ---- queue_item.c: what the queue hands out, from either store ---- */
+
+void		 aqueue_item_free(Sbx__V1__CapabilityRequest *,
+		    Sbx__V1__CapabilityDecision *);
+/* Append r and d to it, growing both arrays (*cap: their room; 0 at
+ * first); it owns them from then on.  Free with aqueue_items_clear. */
+void		 aqueue_append(Sbx__V1__ApprovalItems *it, size_t *cap,
+		    Sbx__V1__CapabilityRequest *r,
+		    Sbx__V1__CapabilityDecision *d);
+void		 aqueue_items_clear(Sbx__V1__ApprovalItems *);
 
 /* ---- queue_pg.c: the queue in the fleet's database ---- */
 

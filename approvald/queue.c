@@ -332,21 +332,6 @@ aqueue_get(struct aqueue *q, const char *request_id,
 	return 1;
 }
 
-void
-aqueue_item_free(Sbx__V1__CapabilityRequest *r,
-    Sbx__V1__CapabilityDecision *d)
-{
-	if (r != NULL)
-		sbx__v1__capability_request__free_unpacked(r, NULL);
-	if (d != NULL) {
-		free(d->request_id);
-		free(d->reason);
-		free(d->approver);
-		free(d->policy_hash);
-		free(d);
-	}
-}
-
 int
 aqueue_decide(struct aqueue *q, const Sbx__V1__CapabilityDecision *d,
     const char **rule, char *err, size_t errlen)
@@ -473,15 +458,7 @@ aqueue_list(struct aqueue *q, int pending_only, Sbx__V1__ApprovalItems *it,
 			aqueue_item_free(r, NULL);
 			continue;
 		}
-		if (it->n_requests == cap) {
-			cap = cap == 0 ? 16 : cap * 2;
-			it->requests = xreallocarray(it->requests, cap,
-			    sizeof(*it->requests));
-			it->decisions = xreallocarray(it->decisions, cap,
-			    sizeof(*it->decisions));
-		}
-		it->requests[it->n_requests++] = r;
-		it->decisions[it->n_decisions++] = d;
+		aqueue_append(it, &cap, r, d);
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
@@ -491,17 +468,4 @@ aqueue_list(struct aqueue *q, int pending_only, Sbx__V1__ApprovalItems *it,
 		return -1;
 	}
 	return 0;
-}
-
-void
-aqueue_items_clear(Sbx__V1__ApprovalItems *it)
-{
-	for (size_t i = 0; i < it->n_requests; i++)
-		aqueue_item_free(it->requests[i], it->decisions[i]);
-	free(it->requests);
-	free(it->decisions);
-	it->requests = NULL;
-	it->decisions = NULL;
-	it->n_requests = 0;
-	it->n_decisions = 0;
 }

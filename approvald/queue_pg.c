@@ -55,21 +55,6 @@ aqpg_str(PGresult *res, int row, int col)
 	return s;
 }
 
-/* As aqueue_item_free (queue.c, which calls this file, not back). */
-static void
-aqpg_free(Sbx__V1__CapabilityRequest *r, Sbx__V1__CapabilityDecision *d)
-{
-	if (r != NULL)
-		sbx__v1__capability_request__free_unpacked(r, NULL);
-	if (d == NULL)
-		return;
-	free(d->request_id);
-	free(d->reason);
-	free(d->approver);
-	free(d->policy_hash);
-	free(d);
-}
-
 /* Row row of an AQPG_SELECT result (binary), or -1 if it does not decode. */
 static int
 aqpg_row(PGresult *res, int row, Sbx__V1__CapabilityRequest **req,
@@ -115,8 +100,44 @@ aqpg_ready(struct pg *pg, const char *what, char *err, size_t errlen)
 
 	if (pg_ready(pg, e, sizeof(e)) == 0)
 		return 0;
-	snprintf(err, errlen, "the queue cannot be %s: %s", what, e);
+	errf(err, errlen, "the queue cannot be %s: %s", what, e);
 	return -1;
+}
+
+/*
+ * sql with its n parameters (lens and fmts as PQexecParams has them;
+ * NULL: all text), results in binary if binary, after aqpg_ready: the
+ * result if its status is want, else NULL with err saying what could
+ * not be done and the transaction rolled back.
+ */
+static PGresult *
+aqpg_exec(struct pg *pg, const char *what, const char *sql, int n,
+    const char *const *v, const int *lens, const int *fmts, int binary,
+    ExecStatusType want, char *err, size_t errlen)
+{
+	PGresult	*res;
+	char		 e[400];
+
+	if (aqpg_ready(pg, what, err, errlen) == -1)
+		return NULL;
+	/* pg_params: within the store's deadline (common/pg.c). */
+	if ((res = pg_params(pg, sql, n, v, lens, fmts, binary, want, e,
+	    sizeof(e))) != NULL)
+		return res;
+	errf(err, errlen, "the queue cannot be %s: %s", what, e);
+	pg_rollback(pg);
+	return NULL;
+}
+
+/* An INSERT ... ON CONFLICT DO NOTHING's outcome, res freed: 1 if it
+ * made its row, 0 if the row was there already. */
+static int
+aqpg_inserted(PGresult *res)
+{
+	int	 n = atoi(PQcmdTuples(res));
+
+	PQclear(res);
+	return n == 1 ? 1 : 0;
 }
 
 int
@@ -128,11 +149,7 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	char		 when[24];
 	const char	*v[5];
 	int		 lens[5] = { 0 }, fmts[5] = { 0 };
-	int		 n;
-	char		 e[400];
 
-	if (aqpg_ready(pg, "written", err, errlen) == -1)
-		return -1;
 	snprintf(when, sizeof(when), "%lld", (long long)now_ns());
 	v[0] = r->request_id;
 	v[1] = r->task_id;
@@ -141,17 +158,12 @@ aqueue_pg_add(struct pg *pg, const char *host,
 	lens[3] = (int)len;
 	fmts[3] = 1;
 	v[4] = host;
-	if ((res = pg_params(pg, "INSERT INTO sbx_approval_requests("
+	if ((res = aqpg_exec(pg, "written", "INSERT INTO sbx_approval_requests("
 	    "request_id, task_id, received_ns, body, host) VALUES ($1, $2,"
 	    " $3::bigint, $4::bytea, $5) ON CONFLICT (request_id) DO NOTHING",
-	    5, v, lens, fmts, 0, PGRES_COMMAND_OK, e, sizeof(e))) == NULL) {
-		snprintf(err, errlen, "the queue cannot be written: %s", e);
-		pg_rollback(pg);
+	    5, v, lens, fmts, 0, PGRES_COMMAND_OK, err, errlen)) == NULL)
 		return -1;
-	}
-	n = atoi(PQcmdTuples(res));
-	PQclear(res);
-	return n == 1 ? 1 : 0;
+	return aqpg_inserted(res);
 }
 
 int
@@ -162,24 +174,18 @@ aqueue_pg_get(struct pg *pg, const char *request_id,
 	PGresult	*res;
 	const char	*v[1] = { request_id };
 	int		 rc;
-	char		 e[400];
 
 	*req = NULL;
 	*dec = NULL;
-	if (aqpg_ready(pg, "read", err, errlen) == -1)
+	if ((res = aqpg_exec(pg, "read", AQPG_SELECT "WHERE r.request_id = $1",
+	    1, v, NULL, NULL, 1, PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	if ((res = pg_params(pg, AQPG_SELECT "WHERE r.request_id = $1", 1, v,
-	    NULL, NULL, 1, PGRES_TUPLES_OK, e, sizeof(e))) == NULL) {
-		snprintf(err, errlen, "the queue cannot be read: %s", e);
-		pg_rollback(pg);
-		return -1;
-	}
 	if (PQntuples(res) == 0)
 		rc = 0;
 	else if (aqpg_row(res, 0, req, dec) == -1) {
 		snprintf(err, errlen, "request %s cannot be read from the "
 		    "queue", request_id);
-		aqpg_free(*req, *dec);
+		aqueue_item_free(*req, *dec);
 		*req = NULL;
 		*dec = NULL;
 		rc = -1;
@@ -196,7 +202,6 @@ aqueue_pg_decide(struct pg *pg, const char *host,
 	PGresult	*res;
 	char		 st[16], when[24];
 	const char	*v[7];
-	int		 n;
 
 	if (aqpg_ready(pg, "written", err, errlen) == -1)
 		return -1;
@@ -217,9 +222,7 @@ aqueue_pg_decide(struct pg *pg, const char *host,
 		pg_rollback(pg);
 		return -1;
 	}
-	n = atoi(PQcmdTuples(res));
-	PQclear(res);
-	return n == 1 ? 1 : 0;
+	return aqpg_inserted(res);
 }
 
 int
@@ -230,36 +233,22 @@ aqueue_pg_list(struct pg *pg, int pending_only, Sbx__V1__ApprovalItems *it,
 	Sbx__V1__CapabilityDecision	*d;
 	PGresult			*res;
 	size_t				 cap = 0;
-	char				 e[400];
 
 	sbx__v1__approval_items__init(it);
-	if (aqpg_ready(pg, "read", err, errlen) == -1)
-		return -1;
-	if ((res = pg_params(pg, pending_only ?
+	if ((res = aqpg_exec(pg, "read", pending_only ?
 	    AQPG_SELECT "WHERE d.request_id IS NULL ORDER BY r.seq" :
 	    AQPG_SELECT "ORDER BY r.seq", 0, NULL, NULL, NULL, 1,
-	    PGRES_TUPLES_OK, e, sizeof(e))) == NULL) {
-		snprintf(err, errlen, "the queue cannot be read: %s", e);
-		pg_rollback(pg);
+	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
-	}
 	for (int i = 0; i < PQntuples(res); i++) {
 		if (aqpg_row(res, i, &r, &d) == -1) {
 			/* One damaged row must not hide the others. */
 			log_warnx("queue: a request in %s does not decode; "
 			    "skipped", pg_where(pg));
-			aqpg_free(r, NULL);
+			aqueue_item_free(r, NULL);
 			continue;
 		}
-		if (it->n_requests == cap) {
-			cap = cap == 0 ? 16 : cap * 2;
-			it->requests = xreallocarray(it->requests, cap,
-			    sizeof(*it->requests));
-			it->decisions = xreallocarray(it->decisions, cap,
-			    sizeof(*it->decisions));
-		}
-		it->requests[it->n_requests++] = r;
-		it->decisions[it->n_decisions++] = d;
+		aqueue_append(it, &cap, r, d);
 	}
 	PQclear(res);
 	return 0;

@@ -22,7 +22,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,22 +48,6 @@ struct pg {
 	int64_t		 open_until;	/* monotonic ms: refuse before */
 	char		 why[128];	/* what opened it */
 };
-
-static void
-pg_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-pg_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 const char *
 pg_msg(struct pg *p)
@@ -148,7 +131,7 @@ pg_trip(struct pg *p, const char *what, char *err, size_t errlen)
 	pg_drop(p);
 	snprintf(p->why, sizeof(p->why), "no answer within %d ms (%s)",
 	    p->timeout_ms, what);
-	pg_err(err, errlen, "%s: %s", p->where, p->why);
+	errf(err, errlen, "%s: %s", p->where, p->why);
 	if (p->retry_ms == 0)
 		return;
 	if (p->backoff_ms == 0)
@@ -175,7 +158,7 @@ pg_run(struct pg *p, const char *sql, int n, const char *const *v,
 	int		 r, sent;
 
 	if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
-		pg_err(err, errlen, "%s: %s", p->where, p->conn == NULL ?
+		errf(err, errlen, "%s: %s", p->where, p->conn == NULL ?
 		    "not connected" : pg_msg(p));
 		pg_drop(p);
 		return NULL;
@@ -227,7 +210,7 @@ late:
 	return NULL;
 lost:
 	PQclear(last);
-	pg_err(err, errlen, "%s: %s", p->where, pg_msg(p));
+	errf(err, errlen, "%s: %s", p->where, pg_msg(p));
 	pg_drop(p);
 	return NULL;
 }
@@ -241,7 +224,7 @@ pg_conninfo_ok(const char *conninfo, char *err, size_t errlen)
 
 	if ((o = PQconninfoParse(conninfo, &msg)) == NULL) {
 		/* libpq's message names the keyword, not the value. */
-		pg_err(err, errlen, "%s", msg != NULL ? msg :
+		errf(err, errlen, "%s", msg != NULL ? msg :
 		    "does not parse");
 		n = strlen(err);
 		while (n > 0 && err[n - 1] == '\n')
@@ -254,7 +237,7 @@ pg_conninfo_ok(const char *conninfo, char *err, size_t errlen)
 	for (p = o; p->keyword != NULL; p++)
 		if (strcmp(p->keyword, "password") == 0 && p->val != NULL &&
 		    p->val[0] != '\0') {
-			pg_err(err, errlen, "a password does not belong here: "
+			errf(err, errlen, "a password does not belong here: "
 			    "name a passfile readable by the daemon's user "
 			    "only (passfile=PATH)");
 			PQconninfoFree(o);
@@ -421,7 +404,7 @@ pg_exec(struct pg *p, const char *sql, char *err, size_t errlen)
 	ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
 	    PQresultStatus(res) == PGRES_TUPLES_OK;
 	if (!ok)
-		pg_err(err, errlen, "%s: %s", p->where, pg_res_msg(p, res));
+		errf(err, errlen, "%s: %s", p->where, pg_res_msg(p, res));
 	PQclear(res);
 	return ok ? 0 : -1;
 }
@@ -440,7 +423,7 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 	 * passed, this call is the one that tries. */
 	if (p->open_until != 0) {
 		if ((now = pg_now_ms()) < p->open_until) {
-			pg_err(err, errlen, "%s: unavailable: %s; not asked "
+			errf(err, errlen, "%s: unavailable: %s; not asked "
 			    "again for %lld ms", p->where, p->why,
 			    (long long)(p->open_until - now));
 			return -1;
@@ -497,7 +480,7 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 	log_debug("connected to %s", p->where);
 	return 0;
 unreachable:
-	pg_err(err, errlen, "%s: unreachable: %s", p->where, pg_msg(p));
+	errf(err, errlen, "%s: unreachable: %s", p->where, pg_msg(p));
 fail:
 	pg_drop(p);
 	return -1;
@@ -534,7 +517,7 @@ pg_params(struct pg *p, const char *sql, int n, const char *const *v,
 	    errlen)) == NULL)
 		return NULL;
 	if (PQresultStatus(res) != want) {
-		pg_err(err, errlen, "%s: %s", p->where, pg_res_msg(p, res));
+		errf(err, errlen, "%s: %s", p->where, pg_res_msg(p, res));
 		PQclear(res);
 		return NULL;
 	}

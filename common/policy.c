@@ -406,11 +406,9 @@ policy_why(char *why, size_t whylen, const char *fmt, ...)
 {
 	va_list	 ap;
 
-	if (why != NULL && whylen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	verrf(why, whylen, fmt, ap);
+	va_end(ap);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "errf.h"	/* errf, which lives apart: plain libc */
 #include "name.h"	/* name_ok, which lives apart: plain libc */
 
 int64_t	 now_ns(void);		/* CLOCK_REALTIME in nanoseconds */

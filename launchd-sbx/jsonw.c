@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errf.h"
 #include "utf8.h"
 #include "launchd-sbx/jsonw.h"
 
@@ -165,8 +166,7 @@ jw_finish(struct jw *w, size_t *len, char *err, size_t errlen)
 		jw_fail(w, "internal: the spec ends inside a value");
 	jw_put(w, "\n", 1);
 	if (w->error[0] != '\0') {
-		if (err != NULL && errlen > 0)
-			snprintf(err, errlen, "%s", w->error);
+		errf(err, errlen, "%s", w->error);
 		jw_free(w);
 		errno = EINVAL;
 		return NULL;

@@ -12,9 +12,11 @@
  * downgraded to emulation the configuration did not allow (invariant 7).
  */
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <linux/kvm.h>
 #include <net/if.h>
@@ -25,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -499,4 +502,98 @@ microvm_netns(void)
 	}
 	close(s);
 	return rc;
+}
+
+int
+microvm_files(struct microvm_files *f, const char *dir,
+    struct microvm_params *p)
+{
+	static const char *const names[] = { "in.img", "code.img",
+	    "out.img", "console.log" };
+	char *const	 paths[] = { f->in_img, f->code_img, f->out_img,
+	    f->console_log };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (bufprintf(paths[i], PATH_MAX, "%s/%s", dir, names[i]) >=
+		    PATH_MAX)
+			return -1;
+	if (p != NULL) {
+		p->in_img = f->in_img;
+		p->code_img = f->code_img;
+		p->out_img = f->out_img;
+		p->console_log = f->console_log;
+	}
+	return 0;
+}
+
+void
+microvm_files_unlink(const struct microvm_files *f)
+{
+	(void)unlink(f->in_img);
+	(void)unlink(f->code_img);
+	(void)unlink(f->out_img);
+	(void)unlink(f->console_log);
+}
+
+int
+microvm_run_quiet(char *const av[])
+{
+	pid_t	 pid;
+	int	 st;
+
+	if ((pid = fork()) == -1)
+		return -1;
+	if (pid == 0) {
+		int	 null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(av[0], av);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return -1;
+	return 0;
+}
+
+int
+microvm_mkfs(const char *dir, const char *img)
+{
+	char	*av[MICROVM_ARGV_MAX], buf[4096];
+
+	if (microvm_mkfs_argv("/usr/bin/mkfs.erofs", dir, img, av, buf,
+	    sizeof(buf)) == -1)
+		return -1;
+	return microvm_run_quiet(av);
+}
+
+int
+microvm_file(const char *path, off_t size, uid_t uid, gid_t gid)
+{
+	int	 fd, saved;
+
+	/* O_EXCL: a file or a link planted at path is refused. */
+	if ((fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) ==
+	    -1)
+		return -1;
+	if ((size > 0 && ftruncate(fd, size) == -1) ||
+	    fchown(fd, uid, gid) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return close(fd);
+}
+
+int
+microvm_fsize_cap(void)
+{
+	struct rlimit	 rl;
+
+	rl.rlim_cur = rl.rlim_max = (rlim_t)MICROVM_OUT_MB << 20;
+	if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR)
+		return -1;
+	return setrlimit(RLIMIT_FSIZE, &rl);
 }

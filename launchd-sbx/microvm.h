@@ -7,6 +7,9 @@
 #ifndef LAUNCHD_MICROVM_H
 #define LAUNCHD_MICROVM_H
 
+#include <sys/types.h>
+
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +34,10 @@ enum microvm_accel {
 
 #define MICROVM_ARGV_MAX	64
 
+/* The output device's size, and the cap on any file QEMU writes (the
+ * console log). */
+#define MICROVM_OUT_MB		96
+
 struct microvm_params {
 	const char	*qemu;		/* qemu-system-x86_64 */
 	int		 accel;		/* enum microvm_accel */
@@ -48,6 +55,15 @@ struct microvm_params {
 	const char	*egress_sock;	/* NULL: no network device at all */
 	const char	*console_log;	/* the guest's serial console */
 	const char	*code_name;	/* main.py */
+};
+
+/* The files of one VM, in its directory: the images and the console log
+ * (microvm_files). */
+struct microvm_files {
+	char		 in_img[PATH_MAX];
+	char		 code_img[PATH_MAX];
+	char		 out_img[PATH_MAX];
+	char		 console_log[PATH_MAX];
 };
 
 struct microvm_caps {
@@ -84,6 +100,29 @@ int	 microvm_argv(const struct microvm_params *, char **av, char *buf,
  */
 int	 microvm_mkfs_argv(const char *mkfs, const char *dir,
 	    const char *img, char **av, char *buf, size_t buflen);
+/*
+ * The VM's files under dir into f (in.img, code.img, out.img,
+ * console.log), and, with p, p's names for them pointed there: 0, or -1
+ * when dir is too long for them.  microvm_files_unlink removes them.
+ */
+int	 microvm_files(struct microvm_files *f, const char *dir,
+	    struct microvm_params *p);
+void	 microvm_files_unlink(const struct microvm_files *);
+/* /usr/bin/mkfs.erofs with microvm_mkfs_argv's arguments, through
+ * microvm_run_quiet: 0 when it made img, else -1. */
+int	 microvm_mkfs(const char *dir, const char *img);
+/* av run to its end, its stdout and stderr to /dev/null: 0 when it
+ * exited 0, else -1. */
+int	 microvm_run_quiet(char *const av[]);
+/* A new file of the VM's at path (never one that exists, nor a link),
+ * mode 0600, size bytes of zeros, owned by uid:gid ((uid_t)-1 and
+ * (gid_t)-1 leave the caller's).  0, or -1 with errno. */
+int	 microvm_file(const char *path, off_t size, uid_t uid, gid_t gid);
+/* In QEMU's process, before exec: no file it writes grows past
+ * MICROVM_OUT_MB (a guest that is root in its kernel can write to its
+ * serial console without end); a write past it fails with EFBIG instead
+ * of killing QEMU with SIGXFSZ.  0, or -1 with errno. */
+int	 microvm_fsize_cap(void);
 /*
  * Extract the guest's output archive (a ustar/pax stream at the start of
  * the output device, fd) into the directory dirfd: plain names only (no

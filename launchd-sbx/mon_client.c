@@ -309,8 +309,7 @@ mon_call(struct launchd *ld, uint32_t type, const void *body, size_t len,
 		    type);
 	if (p.h.type == MON_ERR) {
 		p.b.err.msg[sizeof(p.b.err.msg) - 1] = '\0';
-		if (err != NULL)
-			bufprintf(err, errlen, "%s", p.b.err.msg);
+		errf(err, errlen, "%s", p.b.err.msg);
 		errno = p.b.err.err > 0 ? p.b.err.err : EPERM;
 		return -1;
 	}
@@ -343,8 +342,7 @@ mon_id(char out[MON_ID_MAX + 1], const char *id)
 static int
 mon_bad_id(const char *id, char *err, size_t errlen)
 {
-	if (err != NULL)
-		bufprintf(err, errlen, "\"%.80s\" is not a container id", id);
+	errf(err, errlen, "\"%.80s\" is not a container id", id);
 	errno = EINVAL;
 	return -1;
 }

@@ -26,13 +26,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "errf.h"
 #include "name.h"
 #include "launchd-sbx/jsonw.h"
 #include "launchd-sbx/spec.h"
@@ -52,22 +52,6 @@ static const char *const spec_readonly[] = {
 	"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
 	"/proc/sysrq-trigger", NULL
 };
-
-static void
-spec_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-spec_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list	ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* A host path we hand to the runtime: absolute, no ".." component, no
  * line break (runtimes log paths line by line). */
@@ -102,7 +86,7 @@ spec_utf8(const char *name, const char *s, char *err, size_t errlen)
 {
 	if (s == NULL || jw_utf8_ok(s))
 		return 0;
-	spec_err(err, errlen, "spec: %s is not valid UTF-8", name);
+	errf(err, errlen, "spec: %s is not valid UTF-8", name);
 	return -1;
 }
 
@@ -115,28 +99,28 @@ spec_check_exec(const struct spec_params *sp, char *err, size_t errlen)
 	size_t	 i;
 
 	if (sp->policy_name == NULL || sp->policy_name[0] == '\0') {
-		spec_err(err, errlen, "spec: policy_name is missing");
+		errf(err, errlen, "spec: policy_name is missing");
 		return -1;
 	}
 	if (spec_utf8("policy_name", sp->policy_name, err, errlen) == -1)
 		return -1;
 	if (!spec_hash_ok(sp->policy_hash)) {
-		spec_err(err, errlen, "spec: policy_hash is not 64 lower-case "
+		errf(err, errlen, "spec: policy_hash is not 64 lower-case "
 		    "hex digits");
 		return -1;
 	}
 	if (sp->task_id == NULL || !name_ok(sp->task_id)) {
-		spec_err(err, errlen, "spec: task_id is missing or not a safe "
+		errf(err, errlen, "spec: task_id is missing or not a safe "
 		    "name");
 		return -1;
 	}
 	if (sp->execution_id == NULL || !name_ok(sp->execution_id)) {
-		spec_err(err, errlen, "spec: execution_id is missing or not a "
+		errf(err, errlen, "spec: execution_id is missing or not a "
 		    "safe name");
 		return -1;
 	}
 	if (sp->argv == NULL || sp->argv[0] == NULL || sp->argv[0][0] == '\0') {
-		spec_err(err, errlen, "spec: no program to run");
+		errf(err, errlen, "spec: no program to run");
 		return -1;
 	}
 	for (i = 0; sp->argv[i] != NULL; i++) {
@@ -151,7 +135,7 @@ static int
 spec_check_pool(const struct spec_params *sp, char *err, size_t errlen)
 {
 	if (!spec_path_ok(sp->pool_run)) {
-		spec_err(err, errlen, "spec: pool_run \"%s\" is not an absolute "
+		errf(err, errlen, "spec: pool_run \"%s\" is not an absolute "
 		    "path without \"..\"", sp->pool_run ? sp->pool_run :
 		    "(none)");
 		return -1;
@@ -159,12 +143,12 @@ spec_check_pool(const struct spec_params *sp, char *err, size_t errlen)
 	if (spec_utf8("pool_run", sp->pool_run, err, errlen) == -1)
 		return -1;
 	if (sp->pool_entry_id == NULL || !name_ok(sp->pool_entry_id)) {
-		spec_err(err, errlen, "spec: pool_entry_id is missing or not a "
+		errf(err, errlen, "spec: pool_entry_id is missing or not a "
 		    "safe name");
 		return -1;
 	}
 	if (!spec_hash_ok(sp->pool_key)) {
-		spec_err(err, errlen, "spec: pool_key is not 64 lower-case hex "
+		errf(err, errlen, "spec: pool_key is not 64 lower-case hex "
 		    "digits");
 		return -1;
 	}
@@ -197,7 +181,7 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 		if (paths[i].path == NULL && paths[i].optional)
 			continue;
 		if (!spec_path_ok(paths[i].path)) {
-			spec_err(err, errlen, "spec: %s \"%s\" is not an "
+			errf(err, errlen, "spec: %s \"%s\" is not an "
 			    "absolute path without \"..\"", paths[i].name,
 			    paths[i].path ? paths[i].path : "(none)");
 			return -1;
@@ -206,33 +190,33 @@ spec_check(const struct spec_params *sp, char *err, size_t errlen)
 			return -1;
 	}
 	if (sp->ca_file != NULL && sp->egress_sock == NULL) {
-		spec_err(err, errlen, "spec: ca_file without egress_sock: the "
+		errf(err, errlen, "spec: ca_file without egress_sock: the "
 		    "CA serves only the egress proxy");
 		return -1;
 	}
 	/* No sandbox group is above it (launchd-sbx's parse.c), and the
 	 * runtimes read the field as an int32 before they cast it. */
 	if (sp->gid > INT32_MAX) {
-		spec_err(err, errlen, "spec: gid %lu is above %d",
+		errf(err, errlen, "spec: gid %lu is above %d",
 		    (unsigned long)sp->gid, INT32_MAX);
 		return -1;
 	}
 	if (sp->flavor != SPEC_RUNC && sp->flavor != SPEC_RUNSC) {
-		spec_err(err, errlen, "spec: unknown runtime flavor %d",
+		errf(err, errlen, "spec: unknown runtime flavor %d",
 		    (int)sp->flavor);
 		return -1;
 	}
 	/* Zero would mean "unlimited" to a runtime: refuse, never widen. */
 	if (sp->cpus_milli == 0 || sp->memory_mb == 0 || sp->pids == 0 ||
 	    sp->scratch_mb == 0) {
-		spec_err(err, errlen, "spec: limits.%s is 0; every limit must "
+		errf(err, errlen, "spec: limits.%s is 0; every limit must "
 		    "be set", sp->cpus_milli == 0 ? "cpus" : sp->memory_mb == 0 ?
 		    "memory_mb" : sp->pids == 0 ? "pids" : "scratch_mb");
 		return -1;
 	}
 	/* CFS refuses a quota under 1 ms of a 100 ms period. */
 	if (sp->cpus_milli < 10) {
-		spec_err(err, errlen, "spec: limits.cpus %u milli-cpus is under "
+		errf(err, errlen, "spec: limits.cpus %u milli-cpus is under "
 		    "the kernel's minimum of 10", sp->cpus_milli);
 		return -1;
 	}
@@ -611,7 +595,7 @@ spec_render(const struct spec_params *sp, size_t *len, char *err,
 	char		 why[sizeof(w.error)], *text;
 
 	if (sp == NULL) {
-		spec_err(err, errlen, "spec: no parameters");
+		errf(err, errlen, "spec: no parameters");
 		return NULL;
 	}
 	if (spec_check(sp, err, errlen) == -1)
@@ -642,7 +626,7 @@ spec_render(const struct spec_params *sp, size_t *len, char *err,
 	jw_obj_end(&w);
 	jw_obj_end(&w);
 	if ((text = jw_finish(&w, len, why, sizeof(why))) == NULL)
-		spec_err(err, errlen, "spec: %s", why);
+		errf(err, errlen, "spec: %s", why);
 	return text;
 }
 
@@ -675,7 +659,7 @@ spec_write_at(int dirfd, const char *text, size_t len, char *err,
 	    O_CLOEXEC, 0600);
 	if (fd == -1) {
 		saved = errno;
-		spec_err(err, errlen, "spec: create %s: %s", tmp,
+		errf(err, errlen, "spec: create %s: %s", tmp,
 		    strerror(saved));
 		errno = saved;
 		return -1;
@@ -684,7 +668,7 @@ spec_write_at(int dirfd, const char *text, size_t len, char *err,
 	 * reaping, never to a runtime. */
 	if (spec_write_full(fd, text, len) == -1) {
 		saved = errno;
-		spec_err(err, errlen, "spec: write %s: %s", tmp,
+		errf(err, errlen, "spec: write %s: %s", tmp,
 		    strerror(saved));
 		(void)close(fd);
 		(void)unlinkat(dirfd, tmp, 0);
@@ -695,7 +679,7 @@ spec_write_at(int dirfd, const char *text, size_t len, char *err,
 	if (close(fd) == -1 || renameat(dirfd, tmp, dirfd, "config.json") ==
 	    -1) {
 		saved = errno;
-		spec_err(err, errlen, "spec: install config.json: %s",
+		errf(err, errlen, "spec: install config.json: %s",
 		    strerror(saved));
 		(void)unlinkat(dirfd, tmp, 0);
 		errno = saved;
@@ -715,7 +699,7 @@ spec_write(const char *bundle_dir, const char *text, size_t len, char *err,
 	    O_CLOEXEC);
 	if (dfd == -1) {
 		saved = errno;
-		spec_err(err, errlen, "spec: open %s: %s", bundle_dir,
+		errf(err, errlen, "spec: open %s: %s", bundle_dir,
 		    strerror(saved));
 		errno = saved;
 		return -1;
@@ -723,7 +707,7 @@ spec_write(const char *bundle_dir, const char *text, size_t len, char *err,
 	rc = spec_write_at(dfd, text, len, why, sizeof(why));
 	saved = errno;
 	if (rc == -1)
-		spec_err(err, errlen, "%s (in %s)", why, bundle_dir);
+		errf(err, errlen, "%s (in %s)", why, bundle_dir);
 	(void)close(dfd);
 	errno = saved;
 	return rc;

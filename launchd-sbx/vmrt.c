@@ -21,7 +21,6 @@
  * clock is run.c's, through them.
  */
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -43,7 +42,6 @@
 #include "version.h"
 #include "launchd-sbx/microvm.h"
 
-#define VMRT_OUT_MB	96	/* the output device; the console's cap too */
 #define VMRT_QEMU_MB	256	/* QEMU's own memory over the guest's */
 #define VMRT_QEMU_PIDS	"64"	/* QEMU's and the forwarders' tasks */
 #define VMRT_CG		"/sys/fs/cgroup"
@@ -113,29 +111,6 @@ mount_src(json_t *cfg, const char *dest)
 	return NULL;
 }
 
-/* av run to its end with no output: 0 when it exited 0. */
-static int
-run_quiet(char *const av[])
-{
-	pid_t	 pid;
-	int	 st;
-
-	if ((pid = fork()) == -1)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int	 null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execv(av[0], av);
-		_exit(127);
-	}
-	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
-		return -1;
-	return 0;
-}
-
 /*
  * The code the guest sees: the staged /code, and with an egress CA the
  * CA too, as /code/.sbx-ca.pem (sbx-vminit hands it to sbx-init there):
@@ -156,8 +131,8 @@ code_tree(const char *code, const char *ca, const char *dir, char *buf,
 		char *const	 cp[] = { "/bin/cp", "-a", src, buf, NULL };
 		char *const	 cpca[] = { "/bin/cp", (char *)ca, dst, NULL };
 
-		if (mkdir(buf, 0755) == -1 || run_quiet(cp) == -1 ||
-		    run_quiet(cpca) == -1 || chmod(dst, 0444) == -1)
+		if (mkdir(buf, 0755) == -1 || microvm_run_quiet(cp) == -1 ||
+		    microvm_run_quiet(cpca) == -1 || chmod(dst, 0444) == -1)
 			die("code with the egress CA in %s failed", buf);
 	}
 	return buf;
@@ -166,25 +141,7 @@ code_tree(const char *code, const char *ca, const char *dir, char *buf,
 static void
 run_mkfs(const char *dir, const char *img)
 {
-	char	*av[MICROVM_ARGV_MAX], buf[4096];
-	pid_t	 pid;
-	int	 st;
-
-	if (microvm_mkfs_argv("/usr/bin/mkfs.erofs", dir, img, av, buf,
-	    sizeof(buf)) == -1)
-		die("mkfs.erofs: arguments for %s", dir);
-	if ((pid = fork()) == -1)
-		die("fork: %s", strerror(errno));
-	if (pid == 0) {
-		int	 null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execv(av[0], av);
-		_exit(127);
-	}
-	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
+	if (microvm_mkfs(dir, img) == -1)
 		die("mkfs.erofs %s failed", dir);
 	if (chmod(img, 0444) == -1)
 		die("chmod %s: %s", img, strerror(errno));
@@ -194,13 +151,8 @@ run_mkfs(const char *dir, const char *img)
 static void
 vm_file(const char *path, off_t size, uid_t uid, gid_t gid)
 {
-	int	 fd;
-
-	if ((fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) ==
-	    -1 || (size > 0 && ftruncate(fd, size) == -1) ||
-	    fchown(fd, uid, gid) == -1)
+	if (microvm_file(path, size, uid, gid) == -1)
 		die("%s: %s", path, strerror(errno));
-	close(fd);
 }
 
 static void
@@ -333,7 +285,6 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	gid_t			 gid = (gid_t)json_integer_value(
 	    json_object_get(user, "gid"));
 	char			*av[MICROVM_ARGV_MAX], buf[16384], err[512];
-	struct rlimit		 rl;
 	size_t			 nfiles;
 	pid_t			 pid;
 	int			 st, fd, dfd, go, qerr;
@@ -380,9 +331,7 @@ supervise(const struct microvm_params *p, json_t *cfg, const char *bundle,
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		die("drop to %u:%u: %s", uid, gid, strerror(errno));
 	/* The console log and anything else QEMU writes stay this size. */
-	rl.rlim_cur = rl.rlim_max = (rlim_t)VMRT_OUT_MB << 20;
-	signal(SIGXFSZ, SIG_IGN);
-	if (setrlimit(RLIMIT_FSIZE, &rl) == -1)
+	if (microvm_fsize_cap() == -1)
 		die("RLIMIT_FSIZE: %s", strerror(errno));
 	/* Set up: create may exit. */
 	if (write(ready, "r", 1) != 1)
@@ -472,12 +421,10 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	json_error_t		 jerr;
 	json_t			*cfg, *args, *res;
 	char			 path[PATH_MAX], dir[PATH_MAX], fifo[PATH_MAX];
-	char			 in_img[PATH_MAX], code_img[PATH_MAX];
-	char			 out_img[PATH_MAX], log[PATH_MAX];
+	struct microvm_files	 vf, qf;
 	char			 root_img[PATH_MAX], hex[80], pidbuf[32];
 	char			 codebuf[PATH_MAX], c;
-	char			 qin[PATH_MAX], qcode[PATH_MAX], qout[PATH_MAX];
-	char			 qlog[PATH_MAX], qsock[PATH_MAX];
+	char			 qdir[PATH_MAX], qsock[PATH_MAX];
 	int			 ready[2];
 	const char		*rootfs, *in, *code, *scratch, *prog;
 	json_t			*user;
@@ -519,16 +466,14 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	fmt(dir, sizeof(dir), "%s/vm-%s", bundle, id);
 	if (mkdir(dir, 0711) == -1 || chmod(dir, 0711) == -1)
 		die("%s: %s", dir, strerror(errno));
-	fmt(in_img, sizeof(in_img), "%s/in.img", dir);
-	fmt(code_img, sizeof(code_img), "%s/code.img", dir);
-	fmt(out_img, sizeof(out_img), "%s/out.img", dir);
-	fmt(log, sizeof(log), "%s/console.log", dir);
+	if (microvm_files(&vf, dir, NULL) == -1)
+		die("path too long");
 	fmt(fifo, sizeof(fifo), "%s/start", dir);
-	run_mkfs(in, in_img);
+	run_mkfs(in, vf.in_img);
 	run_mkfs(code_tree(code, mount_src(cfg, "/run/sbx/ca.pem"), dir,
-	    codebuf, sizeof(codebuf)), code_img);
-	vm_file(out_img, (off_t)VMRT_OUT_MB << 20, uid, gid);
-	vm_file(log, 0, uid, gid);
+	    codebuf, sizeof(codebuf)), vf.code_img);
+	vm_file(vf.out_img, (off_t)MICROVM_OUT_MB << 20, uid, gid);
+	vm_file(vf.console_log, 0, uid, gid);
 	if (mkfifo(fifo, 0600) == -1 || chown(fifo, uid, gid) == -1)
 		die("%s: %s", fifo, strerror(errno));
 
@@ -559,14 +504,9 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 	 * named through /proc/self/cwd, which its forwarder inherits too.
 	 */
 	p.root_img = root_img;
-	fmt(qin, sizeof(qin), "/proc/self/cwd/vm-%s/in.img", id);
-	fmt(qcode, sizeof(qcode), "/proc/self/cwd/vm-%s/code.img", id);
-	fmt(qout, sizeof(qout), "/proc/self/cwd/vm-%s/out.img", id);
-	fmt(qlog, sizeof(qlog), "/proc/self/cwd/vm-%s/console.log", id);
-	p.in_img = qin;
-	p.code_img = qcode;
-	p.out_img = qout;
-	p.console_log = qlog;
+	fmt(qdir, sizeof(qdir), "/proc/self/cwd/vm-%s", id);
+	if (microvm_files(&qf, qdir, &p) == -1)
+		die("path too long");
 	p.code_name = prog + 6;
 	p.egress_sock = mount_src(cfg, "/run/sbx/egress.sock");
 	if (p.egress_sock != NULL && strncmp(p.egress_sock, bundle,
@@ -583,7 +523,8 @@ vmrt_create(const struct vmrt *v, const char *bundle, const char *pidfile,
 		close(ready[0]);
 		if (setsid() == -1)
 			_exit(126);
-		supervise(&p, cfg, bundle, fifo, out_img, scratch, ready[1]);
+		supervise(&p, cfg, bundle, fifo, vf.out_img, scratch,
+		    ready[1]);
 	}
 	close(ready[1]);
 	vmrt_child = pid;
@@ -703,10 +644,10 @@ vmrt_kill(const struct vmrt *v, const char *id, int quiet)
 static void
 vmrt_delete(const struct vmrt *v, const char *id)
 {
-	char	 bundle[PATH_MAX], dir[PATH_MAX], path[PATH_MAX];
-	static const char *const files[] = { "in.img", "code.img", "out.img",
-	    "console.log", "start", NULL };
-	pid_t	 pid;
+	struct microvm_files	 vf;
+	char			 bundle[PATH_MAX], dir[PATH_MAX];
+	char			 path[PATH_MAX];
+	pid_t			 pid;
 
 	if (state_read(v, id, &pid, bundle, sizeof(bundle)) == -1)
 		return;
@@ -717,12 +658,12 @@ vmrt_delete(const struct vmrt *v, const char *id)
 		char *const	 rm[] = { "/bin/rm", "-rf", tree, NULL };
 
 		fmt(tree, sizeof(tree), "%s/code.d", dir);
-		(void)run_quiet(rm);
+		(void)microvm_run_quiet(rm);
 	}
-	for (size_t i = 0; files[i] != NULL; i++) {
-		fmt(path, sizeof(path), "%s/%s", dir, files[i]);
-		(void)unlink(path);
-	}
+	if (microvm_files(&vf, dir, NULL) == 0)
+		microvm_files_unlink(&vf);
+	fmt(path, sizeof(path), "%s/start", dir);
+	(void)unlink(path);
 	(void)rmdir(dir);
 	fmt(path, sizeof(path), "%s/%s", v->state, id);
 	(void)unlink(path);

@@ -28,7 +28,6 @@
  * the event loop, each round trip within its deadline; conninfo is
  * never logged (it may hold a password), only its host and database.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,20 +141,6 @@ static const char fleet_schema[] =
     " id integer PRIMARY KEY CHECK (id = 1),"
     " denials bigint NOT NULL CHECK (denials >= 0),"
     " host text NOT NULL);";
-
-static void
-fleet_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-fleet_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /*
  * One statement of the fleet's, every call's way to the database: the
@@ -271,7 +256,7 @@ fleet_reserve(struct fleet *f, const Sbx__V1__Task *t,
 	    PGRES_TUPLES_OK, err, errlen)) == NULL)
 		return -1;
 	if (PQntuples(res) != 1) {
-		fleet_err(err, errlen, "%s: task %s: no row", pg_where(f->pg), t->id);
+		errf(err, errlen, "%s: task %s: no row", pg_where(f->pg), t->id);
 		PQclear(res);
 		pg_rollback(f->pg);
 		return -1;
@@ -404,7 +389,7 @@ fleet_grants(struct fleet *f, const char *task_id,
 		free(ds);
 	}
 	if (rc != 0)
-		fleet_err(err, errlen, "%s: a grant of task %s does not "
+		errf(err, errlen, "%s: a grant of task %s does not "
 		    "decode", pg_where(f->pg), task_id);
 	PQclear(res);
 	return rc == 0 ? 0 : -1;
@@ -565,7 +550,7 @@ fleet_templates(struct fleet *f, const struct tmpl_registry *reg,
 		    2, v, PGRES_TUPLES_OK, err, errlen)) == NULL)
 			return -1;
 		if (PQntuples(res) != 1) {
-			fleet_err(err, errlen, "%s: template %s version %u: no "
+			errf(err, errlen, "%s: template %s version %u: no "
 			    "row", pg_where(f->pg), t->name, t->version);
 			PQclear(res);
 			pg_rollback(f->pg);
@@ -902,7 +887,7 @@ fleet_roll_get(struct fleet *f, const char *type, const char *tmpl,
 	if (PQntuples(res) < 1) {
 		/* Another template under this type in the fleet: this
 		 * host's configuration is not the fleet's. */
-		fleet_err(err, errlen, "%s: rollout %s: the fleet's is not of "
+		errf(err, errlen, "%s: rollout %s: the fleet's is not of "
 		    "template %s", pg_where(f->pg), type, tmpl);
 		PQclear(res);
 		return -1;

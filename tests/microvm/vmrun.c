@@ -12,7 +12,6 @@
  *          [-c CPUS_MILLI] [-p PIDS] [-s SCRATCH_MB] [-w SECONDS] CODE
  */
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -33,7 +32,6 @@
 #include "launchd-sbx/microvm.h"
 
 #define VMRUN_NOBODY	65534
-#define VMRUN_OUT_MB	96
 
 static void __attribute__((noreturn))
 usage(void)
@@ -70,31 +68,6 @@ json_str(const char *s)
 	putchar('"');
 }
 
-static int
-mkfs(const char *dir, const char *img)
-{
-	char	*av[MICROVM_ARGV_MAX], buf[4096];
-	pid_t	 pid;
-	int	 st;
-
-	if (microvm_mkfs_argv("/usr/bin/mkfs.erofs", dir, img, av, buf,
-	    sizeof(buf)) == -1)
-		return -1;
-	if ((pid = fork()) == -1)
-		return -1;
-	if (pid == 0) {
-		int	 null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		execv(av[0], av);
-		_exit(127);
-	}
-	if (waitpid(pid, &st, 0) == -1 || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
-		return -1;
-	return 0;
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -102,14 +75,14 @@ main(int argc, char *argv[])
 	struct microvm_caps	 caps = { MICROVM_OUT_FILES,
 	    MICROVM_OUT_FILE_MAX, MICROVM_OUT_TOTAL_MAX };
 	char			 work[] = "/tmp/vmrun.XXXXXX";
-	char			 in_img[PATH_MAX], code_img[PATH_MAX];
-	char			 out_img[PATH_MAX], log[PATH_MAX];
+	struct microvm_files	 f;
 	char			*av[MICROVM_ARGV_MAX], buf[16384], err[512];
 	const char		*indir = NULL, *codedir = NULL, *outdir = NULL;
 	uint64_t		 t0, t1;
 	unsigned long		 wall = 300;
 	size_t			 nfiles = 0;
 	pid_t			 pid;
+	uid_t			 owner;
 	int			 ch, st, killed = 0, fd, dfd, rc;
 
 	p.accel = MICROVM_ACCEL_TCG;
@@ -154,32 +127,23 @@ main(int argc, char *argv[])
 		printf("}\n");
 		return 4;
 	}
-	if (mkdtemp(work) == NULL || chmod(work, 0711) == -1)
+	if (mkdtemp(work) == NULL || chmod(work, 0711) == -1 ||
+	    microvm_files(&f, work, &p) == -1)
 		return 1;
-	snprintf(in_img, sizeof(in_img), "%s/in.img", work);
-	snprintf(code_img, sizeof(code_img), "%s/code.img", work);
-	snprintf(out_img, sizeof(out_img), "%s/out.img", work);
-	snprintf(log, sizeof(log), "%s/console.log", work);
-	p.in_img = in_img;
-	p.code_img = code_img;
-	p.out_img = out_img;
-	p.console_log = log;
-	if (mkfs(indir, in_img) == -1 || mkfs(codedir, code_img) == -1) {
+	/* Root: the files QEMU writes are nobody's, as QEMU is. */
+	owner = geteuid() == 0 ? VMRUN_NOBODY : (uid_t)-1;
+	if (microvm_mkfs(indir, f.in_img) == -1 ||
+	    microvm_mkfs(codedir, f.code_img) == -1) {
 		printf("{\"error\": \"mkfs.erofs failed\"}\n");
 		return 1;
 	}
 	/* The output device: zeros, written only by the guest. */
-	if ((fd = open(out_img, O_RDWR | O_CREAT | O_EXCL, 0600)) == -1 ||
-	    ftruncate(fd, (off_t)VMRUN_OUT_MB << 20) == -1 ||
-	    (geteuid() == 0 && fchown(fd, VMRUN_NOBODY, VMRUN_NOBODY) == -1))
+	if (microvm_file(f.out_img, (off_t)MICROVM_OUT_MB << 20, owner,
+	    (gid_t)owner) == -1 || microvm_file(f.console_log, 0, owner,
+	    (gid_t)owner) == -1)
 		return 1;
-	close(fd);
-	if ((fd = open(log, O_WRONLY | O_CREAT | O_EXCL, 0600)) == -1 ||
-	    (geteuid() == 0 && fchown(fd, VMRUN_NOBODY, VMRUN_NOBODY) == -1))
-		return 1;
-	close(fd);
-	chmod(in_img, 0444);
-	chmod(code_img, 0444);
+	chmod(f.in_img, 0444);
+	chmod(f.code_img, 0444);
 	if (microvm_argv(&p, av, buf, sizeof(buf), err, sizeof(err)) == -1) {
 		printf("{\"error\": ");
 		json_str(err);
@@ -190,8 +154,7 @@ main(int argc, char *argv[])
 	if ((pid = fork()) == -1)
 		return 1;
 	if (pid == 0) {
-		struct rlimit	 rl;
-		int		 null = open("/dev/null", O_RDWR);
+		int	 null = open("/dev/null", O_RDWR);
 
 		dup2(null, 0);
 		dup2(null, 1);
@@ -203,15 +166,7 @@ main(int argc, char *argv[])
 		    setgroups(0, NULL) == -1 || setgid(VMRUN_NOBODY) == -1 ||
 		    setuid(VMRUN_NOBODY) == -1))
 			_exit(126);
-		/*
-		 * A guest that is root in its kernel can write to its serial
-		 * console without end: QEMU writes no file larger than the
-		 * output device (the console log is cut there, EFBIG, not
-		 * killed with SIGXFSZ).
-		 */
-		rl.rlim_cur = rl.rlim_max = (rlim_t)VMRUN_OUT_MB << 20;
-		signal(SIGXFSZ, SIG_IGN);
-		if (setrlimit(RLIMIT_FSIZE, &rl) == -1 ||
+		if (microvm_fsize_cap() == -1 ||
 		    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 			_exit(126);
 		execv(av[0], av);
@@ -233,7 +188,7 @@ main(int argc, char *argv[])
 		usleep(20000);
 	}
 	t1 = now_ms();
-	if ((fd = open(out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
+	if ((fd = open(f.out_img, O_RDONLY | O_CLOEXEC)) == -1 ||
 	    (dfd = open(outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return 1;
 	err[0] = '\0';
@@ -250,10 +205,7 @@ main(int argc, char *argv[])
 	close(dfd);
 	/* VMRUN_KEEP=1 keeps the images and the console log. */
 	if (getenv("VMRUN_KEEP") == NULL) {
-		unlink(in_img);
-		unlink(code_img);
-		unlink(out_img);
-		unlink(log);
+		microvm_files_unlink(&f);
 		rmdir(work);
 	}
 	return rc == 0 ? 0 : 3;

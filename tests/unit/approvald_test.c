@@ -174,6 +174,40 @@ Test(queue, the_same_request_twice_is_queued_once)
 	aqueue_close(q);
 }
 
+/* More requests than the list's first allocation (aqueue_append grows
+ * it): every one listed once, oldest first, with its own decision. */
+Test(queue, a_long_list_keeps_every_request_in_order)
+{
+	struct aqueue		*q = open_queue();
+	Sbx__V1__ApprovalItems	 it;
+	const char		*rule;
+	char			 id[16], err[256];
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(id, sizeof(id), "c-%02d", i);
+		add_host(q, id, 1);
+	}
+	cr_assert_eq(decide(q, "c-17", DENIED, "bob", "", &rule), 0);
+	cr_assert_eq(aqueue_list(q, 0, &it, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(it.n_requests, 40);
+	cr_assert_eq(it.n_decisions, 40);
+	for (int i = 0; i < 40; i++) {
+		snprintf(id, sizeof(id), "c-%02d", i);
+		cr_assert_str_eq(it.requests[i]->request_id, id);
+		cr_assert_str_eq(it.decisions[i]->request_id, id);
+		cr_assert_eq(it.decisions[i]->status, i == 17 ? DENIED :
+		    PENDING);
+	}
+	aqueue_items_clear(&it);
+	cr_assert_eq(it.n_requests, 0);
+	cr_assert_null(it.requests);
+	cr_assert_eq(aqueue_list(q, 1, &it, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(it.n_requests, 39);
+	cr_assert_str_eq(it.requests[17]->request_id, "c-18");
+	aqueue_items_clear(&it);
+	aqueue_close(q);
+}
+
 Test(queue, a_decision_is_recorded_once_and_survives_a_reopen)
 {
 	struct aqueue			*q = open_queue();

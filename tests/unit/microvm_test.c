@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -624,4 +625,133 @@ Test(microvm, mkfs_argv_reproducible)
 			cr_assert_str_eq(av[i + 1], "/run/x/in");
 	cr_assert_eq(microvm_mkfs_argv("/usr/bin/mkfs.erofs", NULL,
 	    "/run/x/in.img", av, buf, sizeof(buf)), -1);
+}
+
+/*
+ * The host-side steps launchd-sbx's runtime (vmrt.c) and the test
+ * harness (tests/microvm/vmrun.c) share.  A VM file is made new: a file
+ * or a link planted at its path is refused, and nothing is written
+ * through the link.
+ */
+Test(microvm, vm_file_new_only)
+{
+	char		 path[128], link[128], target[128];
+	struct stat	 st;
+
+	snprintf(path, sizeof(path), "%s/out.img", dir);
+	cr_assert_eq(microvm_file(path, 1 << 20, (uid_t)-1, (gid_t)-1), 0,
+	    "%s", strerror(errno));
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_size, 1 << 20);
+	cr_assert_eq(st.st_mode & 07777, 0600);
+	cr_assert_eq(st.st_uid, geteuid());
+	errno = 0;
+	cr_assert_eq(microvm_file(path, 0, (uid_t)-1, (gid_t)-1), -1);
+	cr_assert_eq(errno, EEXIST);
+	snprintf(target, sizeof(target), "%s/target", outside);
+	snprintf(link, sizeof(link), "%s/console.log", dir);
+	cr_assert_eq(symlink(target, link), 0);
+	errno = 0;
+	cr_assert_eq(microvm_file(link, 4096, (uid_t)-1, (gid_t)-1), -1);
+	cr_assert_eq(errno, EEXIST);
+	cr_assert_eq(access(target, F_OK), -1, "written through the link");
+}
+
+Test(microvm, run_quiet_is_the_exit_status)
+{
+	char *const	 ok[] = { "/bin/sh", "-c", "echo out; echo err >&2",
+	    NULL };
+	char *const	 bad[] = { "/bin/sh", "-c", "exit 3", NULL };
+	char *const	 none[] = { "/nonexistent/program", NULL };
+
+	cr_assert_eq(microvm_run_quiet(ok), 0);
+	cr_assert_eq(microvm_run_quiet(bad), -1);
+	cr_assert_eq(microvm_run_quiet(none), -1);
+}
+
+/* The same tree gives the same image, byte for byte; no tree, no image. */
+Test(microvm, mkfs_reproducible_image)
+{
+	char	 tree[128], a[128], b[128], f[160], *x, *y;
+	size_t	 nx, ny;
+	FILE	*fp;
+
+	if (access("/usr/bin/mkfs.erofs", X_OK) == -1)
+		cr_skip_test("no /usr/bin/mkfs.erofs (erofs-utils)");
+	snprintf(tree, sizeof(tree), "%s/tree", dir);
+	snprintf(a, sizeof(a), "%s/a.img", dir);
+	snprintf(b, sizeof(b), "%s/b.img", dir);
+	snprintf(f, sizeof(f), "%s/main.py", tree);
+	cr_assert_eq(mkdir(tree, 0755), 0);
+	cr_assert_not_null(fp = fopen(f, "w"));
+	fputs("print(1)\n", fp);
+	fclose(fp);
+	cr_assert_eq(microvm_mkfs(tree, a), 0);
+	sleep(1);	/* a clock that leaked into the image would differ */
+	cr_assert_eq(microvm_mkfs(tree, b), 0);
+	cr_assert_not_null(x = read_file(a, 64 << 20, &nx));
+	cr_assert_not_null(y = read_file(b, 64 << 20, &ny));
+	cr_assert_gt(nx, 0);
+	cr_assert_eq(nx, ny);
+	cr_assert_eq(memcmp(x, y, nx), 0);
+	free(x);
+	free(y);
+	snprintf(f, sizeof(f), "%s/none", dir);
+	snprintf(a, sizeof(a), "%s/c.img", dir);
+	cr_assert_eq(microvm_mkfs(f, a), -1);
+}
+
+/* QEMU's cap: a write past MICROVM_OUT_MB fails with EFBIG, and the
+ * process lives on (no SIGXFSZ). */
+Test(microvm, fsize_cap_fails_the_write_not_the_process)
+{
+	char	 path[128];
+	pid_t	 pid;
+	int	 st;
+
+	snprintf(path, sizeof(path), "%s/console.log", dir);
+	if ((pid = fork()) == 0) {
+		int	 fd;
+
+		if (microvm_fsize_cap() == -1 ||
+		    (fd = open(path, O_WRONLY | O_CREAT, 0600)) == -1)
+			_exit(2);
+		if (pwrite(fd, "x", 1, ((off_t)MICROVM_OUT_MB << 20) - 1) != 1)
+			_exit(3);
+		if (pwrite(fd, "x", 1, (off_t)MICROVM_OUT_MB << 20) != -1 ||
+		    errno != EFBIG)
+			_exit(4);
+		_exit(0);
+	}
+	cr_assert_neq(pid, -1);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st), "killed by signal %d", WTERMSIG(st));
+	cr_assert_eq(WEXITSTATUS(st), 0);
+}
+
+/* The VM's file names, one place for the runtime and the harness: under
+ * dir, pointed at by the params, removed by microvm_files_unlink; a dir
+ * too long for them is refused, not cut short. */
+Test(microvm, files_named_once)
+{
+	struct microvm_params	 p = { 0 };
+	struct microvm_files	 f;
+	char			 longdir[PATH_MAX];
+
+	cr_assert_eq(microvm_files(&f, dir, &p), 0);
+	cr_assert_eq(p.in_img, f.in_img);
+	cr_assert_eq(p.code_img, f.code_img);
+	cr_assert_eq(p.out_img, f.out_img);
+	cr_assert_eq(p.console_log, f.console_log);
+	cr_assert(strncmp(f.console_log, dir, strlen(dir)) == 0 &&
+	    strcmp(f.console_log + strlen(dir), "/console.log") == 0);
+	cr_assert_eq(microvm_file(f.in_img, 0, (uid_t)-1, (gid_t)-1), 0);
+	cr_assert_eq(microvm_file(f.console_log, 0, (uid_t)-1, (gid_t)-1), 0);
+	cr_assert_eq(count(dir), 2);
+	microvm_files_unlink(&f);
+	cr_assert_eq(count(dir), 0);
+	memset(longdir, 'a', sizeof(longdir) - 8);
+	longdir[0] = '/';
+	longdir[sizeof(longdir) - 8] = '\0';
+	cr_assert_eq(microvm_files(&f, longdir, NULL), -1);
 }
