@@ -60,6 +60,7 @@ COMMON_SRCS += common/keyfile.c
 COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/auditq.c
 COMMON_SRCS += common/util.c
+COMMON_SRCS += common/sha256.c
 COMMON_SRCS += common/config.c
 COMMON_SRCS += common/pg.c
 COMMON_SRCS += common/daemon.c
