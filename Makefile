@@ -773,6 +773,7 @@ bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 	@bench/run $(CURDIR)/$(B)/bin
 	@bench/run_egress $(CURDIR)/$(B)/bin
 	@bench/load_bench $(CURDIR)/$(B)/bin
+	@IDLE_MAPS="egressd gated" bench/idle_mem $(CURDIR)/$(B)/bin
 	@LOAD_N=200 LOAD_C=200 bench/load_bench $(CURDIR)/$(B)/bin
 	@LOAD_N=200 LOAD_C=200 LOAD_KILL=10 bench/load_bench $(CURDIR)/$(B)/bin
 	@$(MAKE) --no-print-directory bench-microvm
