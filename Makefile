@@ -60,6 +60,7 @@ COMMON_SRCS += common/keyfile.c
 COMMON_SRCS += common/audit.c
 COMMON_SRCS += common/auditq.c
 COMMON_SRCS += common/util.c
+COMMON_SRCS += common/sha256.c
 COMMON_SRCS += common/config.c
 COMMON_SRCS += common/pg.c
 COMMON_SRCS += common/daemon.c
@@ -173,13 +174,16 @@ GATED_SRCS += gated/store.c
 GATED_SRCS += gated/markdown.c
 GATED_SRCS += gated/csv.c
 GATED_SRCS += gated/archive.c
+GATED_SRCS += gated/inspect.c
 GATED_SRCS += gated/image.c
 MAGIC_LIBS := $(shell pkg-config --libs libmagic 2>/dev/null || echo -lmagic)
-# gated reads archives (libarchive) and image headers (libpng, libjpeg,
-# giflib) it releases.
-GATED_PKGS  = libarchive libpng libjpeg libgif
-GATED_CFLAGS := $(shell pkg-config --cflags $(GATED_PKGS) 2>/dev/null)
+# gated reads image headers (libpng, libjpeg, giflib) it releases; the
+# archives are read by gated-unpack, the only program linking libarchive
+# (and so libxml2, ICU, libstdc++, ...): gated/unpack.c.
+GATED_PKGS  = libpng libjpeg libgif
+GATED_CFLAGS := $(shell pkg-config --cflags libarchive $(GATED_PKGS) 2>/dev/null)
 GATED_LIBS := $(MAGIC_LIBS) $(shell pkg-config --libs $(GATED_PKGS) 2>/dev/null)
+ARCHIVE_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null || echo -larchive)
 ALLCFLAGS += $(GATED_CFLAGS)
 
 PROGS = policyd sbxctl
@@ -190,6 +194,7 @@ PROGS += sbx-init
 PROGS += egressd
 PROGS += brokerd
 PROGS += gated
+PROGS += gated-unpack
 PROGS += approvald
 PROGS += approvalctl
 
@@ -285,6 +290,10 @@ $(B)/bin/gated: $(call obj,gated/gated.c) $(B)/lib/libgated.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(GATED_LIBS)
 
+$(B)/bin/gated-unpack: $(call obj,gated/unpack.c gated/archive.c) $(LIBCOMMON)
+	@mkdir -p $(dir $@)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(ARCHIVE_LIBS) -lseccomp
+
 $(B)/lib/libegressd.a: $(call obj,$(EGRESSD_LIB_SRCS))
 	@mkdir -p $(dir $@)
 	rm -f $@
@@ -373,7 +382,7 @@ TESTLIB_gated         = $(B)/lib/libgated.a
 .SECONDEXPANSION:
 $(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $$(TESTLIB_$$*) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(PQ_LIBS) $(CRIT_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(ARCHIVE_LIBS) $(PQ_LIBS) $(CRIT_LIBS)
 
 TEST_HELPERS = $(B)/bin/frameprobe
 TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
@@ -530,7 +539,7 @@ test-load: all
 	@tests/record load$(SUITE_SFX) env LOAD_N=40 LOAD_C=40 LOAD_KILL=1 \
 	    bench/load_bench $(CURDIR)/$(B)/bin
 
-test-gate: $(B)/bin/gated $(B)/bin/gateclient
+test-gate: $(B)/bin/gated $(B)/bin/gated-unpack $(B)/bin/gateclient
 	@tests/record gate$(SUITE_SFX) tests/gate/run $(B)/bin
 
 # approvald with a fake policyd (tests/approve/fakepolicyd.py) and
@@ -739,7 +748,7 @@ RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c \
 build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(GATED_CFLAGS) \
-	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS)
+	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS) $(ARCHIVE_LIBS)
 
 # The microvm tier's output archive, as a guest writes it: microvm.c.
 build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(PB_H)
@@ -768,6 +777,7 @@ bench: all $(B)/bin/rpc_bench $(B)/bin/egress_bench
 	@bench/run $(CURDIR)/$(B)/bin
 	@bench/run_egress $(CURDIR)/$(B)/bin
 	@bench/load_bench $(CURDIR)/$(B)/bin
+	@IDLE_MAPS="egressd gated" bench/idle_mem $(CURDIR)/$(B)/bin
 	@LOAD_N=200 LOAD_C=200 bench/load_bench $(CURDIR)/$(B)/bin
 	@LOAD_N=200 LOAD_C=200 LOAD_KILL=10 bench/load_bench $(CURDIR)/$(B)/bin
 	@$(MAKE) --no-print-directory bench-microvm
@@ -824,7 +834,7 @@ deps:
 # example configuration (the *.yaml.in sbx-up fills in, the templates, the
 # entitlements, the worked example's task, code, spreadsheet and FX API).
 # Honours DESTDIR and PREFIX.
-INSTALL_SBIN = policyd launchd-sbx sbx-monitor sbx-vmrt egressd brokerd gated approvald
+INSTALL_SBIN = policyd launchd-sbx sbx-monitor sbx-vmrt egressd brokerd gated gated-unpack approvald
 INSTALL_BIN  = sbxctl approvalctl
 MAN8 = $(sort $(wildcard */*.8))
 MAN5 = $(sort $(wildcard */*.5))

@@ -13,8 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <pthread.h>
 #include <sodium.h>
 
 #include "log.h"
@@ -44,30 +42,24 @@ mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
-static EVP_MD		*sha256_md;
-static pthread_once_t	 sha256_once = PTHREAD_ONCE_INIT;
-
-static void
-sha256_fetch(void)
-{
-	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-}
+/* Set by sha256_use_openssl() (sha256.c); NULL: libsodium's. */
+int	(*sha256_accel)(const void *, size_t, unsigned char [32]);
 
 /*
- * SHA-256 of buf: OpenSSL's, which uses the CPU's SHA extensions where
- * there are any (about five times libsodium's portable code on a policy
- * of a kilobyte); the digest is the same function's, so every hash
- * written or checked anywhere is unchanged.  The digest is fetched once
- * and shared by all threads; where it cannot be, libsodium's.
+ * SHA-256 of buf.  libsodium's portable code unless the program chose
+ * OpenSSL's (sha256_use_openssl(): the CPU's SHA extensions, about five
+ * times faster on a policy of a kilobyte) at start-up.  Only the daemons
+ * that load libcrypto anyway or hash at a high rate make that choice:
+ * fetching a digest initialises OpenSSL (its configuration file, the
+ * default provider's tables), about 2 MiB resident in each process, and
+ * referencing it at all links libcrypto (1.4 MiB more).  The digest is
+ * the same function either way, so no hash written or checked anywhere
+ * differs.
  */
 void
 sha256_buf(const void *buf, size_t len, unsigned char out[32])
 {
-	unsigned int	 n;
-
-	pthread_once(&sha256_once, sha256_fetch);
-	if (sha256_md != NULL && EVP_Digest(buf, len, out, &n, sha256_md,
-	    NULL) == 1 && n == 32)
+	if (sha256_accel != NULL && sha256_accel(buf, len, out) == 0)
 		return;
 	crypto_hash_sha256(out, buf, len);
 }

@@ -16,6 +16,10 @@ int64_t	 now_s(void);
 uint64_t mono_ns(void);		/* CLOCK_MONOTONIC */
 void	 hex_encode(const unsigned char *, size_t, char *out); /* 2n+1 */
 void	 sha256_buf(const void *, size_t, unsigned char out[32]);
+extern int (*sha256_accel)(const void *, size_t, unsigned char [32]);
+/* sha256.c: sha256_buf uses OpenSSL's SHA-256 from now on (call before
+ * any thread starts); 0, or -1 (libsodium's stays) if it cannot be had. */
+int	 sha256_use_openssl(void);
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
 void	*xreallocarray(void *, size_t, size_t);

@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "sign.h"
+#include "util.h"
 #include "egressd.h"
 
 /* With -n too: the public key must load, and the upstream CA files must
@@ -59,6 +60,9 @@ egressd_init(void *arg)
 	(void)arg;
 	if (sodium_init() == -1)
 		fatalx("libsodium cannot start");
+	/* libcrypto is loaded for TLS anyway (util.h). */
+	if (sha256_use_openssl() == -1)
+		log_warnx("OpenSSL's SHA-256 cannot be fetched: libsodium's");
 	/* Where a channel's peer is checked (proxy_peer.c). */
 	if (proxy_peer_init(err, sizeof(err)) == -1)
 		fatalx("%s", err);

@@ -423,6 +423,37 @@ proxy_tls_pending(struct bufferevent *bev)
 		event_active(&bev->ev_read, EV_READ, 1);
 }
 
+/*
+ * The system trust store, as OpenSSL's default paths name it, with its
+ * directory read by issuer hash when a chain needs one instead of its
+ * whole bundle parsed at start-up: SSL_CTX_set_default_verify_paths
+ * loads every certificate of the default file (on Debian, cert.pem is
+ * the bundle update-ca-certificates builds from that same directory's
+ * certificates), 0.9 MiB of heap in egressd for the few CAs its
+ * upstreams use.  An issuer read is kept in the store for the next
+ * handshake.  SSL_CERT_DIR still replaces the directory, and
+ * SSL_CERT_FILE, where it is set, is loaded as the default call would.
+ */
+static int
+proxy_tls_trust(SSL_CTX *ctx)
+{
+	const char	*file, *dir;
+
+	if ((file = secure_getenv(X509_get_default_cert_file_env())) !=
+	    NULL && SSL_CTX_load_verify_file(ctx, file) != 1) {
+		log_warnx("%s: %s: not a PEM CA file",
+		    X509_get_default_cert_file_env(), file);
+		return -1;
+	}
+	if ((dir = secure_getenv(X509_get_default_cert_dir_env())) == NULL)
+		dir = X509_get_default_cert_dir();
+	if (SSL_CTX_load_verify_dir(ctx, dir) != 1) {
+		log_warnx("cannot use the system trust store %s", dir);
+		return -1;
+	}
+	return 0;
+}
+
 struct ssl_ctx_st *
 proxy_tls_upstream_ctx(const struct egressd_conf *conf)
 {
@@ -440,8 +471,8 @@ proxy_tls_upstream_ctx(const struct egressd_conf *conf)
 	SSL_CTX_clear_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_alpn_protos(ctx, proxy_tls_alpn,
 	    sizeof(proxy_tls_alpn) - 1);
-	if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		log_warnx("cannot load the system trust store");
+	if (proxy_tls_trust(ctx) == -1) {
+		ERR_clear_error();
 		SSL_CTX_free(ctx);
 		return NULL;
 	}

@@ -170,6 +170,14 @@ fail:
 	return -1;
 }
 
+/* release.c's archive reader: gated-unpack (inspect.c). */
+static const char *
+gcontrol_archive(void *arg, const uint8_t *buf, size_t len,
+    const struct archive_caps *caps, char *why, size_t whylen)
+{
+	return inspect_archive(arg, buf, len, caps, why, whylen);
+}
+
 static void
 gcontrol_release(struct gated *gd, struct frame_conn *c,
     const Sbx__V1__Envelope *req)
@@ -228,6 +236,8 @@ gcontrol_release(struct gated *gd, struct frame_conn *c,
 	rc.task_id = g->task_id;
 	rc.execution_id = g->execution_id;
 	rc.sniff = gd->sniff;
+	rc.archive = gcontrol_archive;
+	rc.archive_arg = &gd->inspect;
 	rc.store_dir = gd->conf->store_dir;
 	if (release_run(&rc, dirfd, rq, &res, err, sizeof(err)) == -1) {
 		gcontrol_refuse(gd, c, req->request_id, actor, g, RULE_NO_DIR,

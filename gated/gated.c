@@ -10,10 +10,12 @@
  */
 #include <sys/types.h>
 
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -21,9 +23,41 @@
 #include "daemon.h"
 #include "log.h"
 #include "sign.h"
+#include "util.h"
 #include "gated/gated.h"
 
-/* Before the state directory: policyd's key and libmagic's database. */
+/*
+ * gated-unpack: the configuration's archive_reader, or the one installed
+ * beside gated.  It must be there and executable at start-up: a gate that
+ * cannot read archives refuses every one, and the operator should hear of
+ * it now, not from a dropped output.
+ */
+static void
+gated_reader(struct gated *gd)
+{
+	char	 self[PATH_MAX], *slash, *p;
+	ssize_t	 n;
+
+	gd->inspect.timeout = gd->conf->archive_timeout;
+	if (gd->conf->archive_reader != NULL)
+		gd->inspect.path = gd->conf->archive_reader;
+	else {
+		if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) ==
+		    -1)
+			fatal("readlink /proc/self/exe");
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) != NULL)
+			*slash = '\0';
+		xasprintf(&p, "%s/%s", self, GATED_UNPACK);
+		gd->inspect.path = p;
+	}
+	if (access(gd->inspect.path, X_OK) == -1)
+		fatal("archive_reader %s (gated-unpack, which reads archives)",
+		    gd->inspect.path);
+}
+
+/* Before the state directory: policyd's key, libmagic's database and the
+ * archive reader. */
 static void
 gated_init(void *arg)
 {
@@ -37,6 +71,7 @@ gated_init(void *arg)
 		fatalx("policy_public_key: %s", err);
 	if ((gd->sniff = sniff_open(err, sizeof(err))) == NULL)
 		fatalx("%s", err);
+	gated_reader(gd);
 }
 
 static void
@@ -86,6 +121,9 @@ gated_close(void *arg)
 
 	audit_close(gd->audit);
 	sniff_close(gd->sniff);
+	if (gd->inspect.path != gd->conf->archive_reader)
+		free((char *)gd->inspect.path);
+	gd->inspect.path = NULL;
 }
 
 /* What each socket serves, by Envelope body field: hello's answer. */

@@ -81,6 +81,8 @@ struct gated_conf {
 	char			*store_dir;	/* default state_dir/store */
 	char			*policy_public_key;
 	char			*policy_public_key_previous;
+	char			*archive_reader;	/* NULL: beside gated */
+	uint32_t		 archive_timeout;	/* seconds */
 	struct cfg_sock		 release;
 	struct cfg_sock		 admin;		/* path NULL: none */
 };
@@ -198,6 +200,26 @@ struct archive_caps {
 const char	*archive_check(const uint8_t *buf, size_t len,
 		    const struct archive_caps *, char *why, size_t whylen);
 
+/* ---- inspect.c: archive_check in gated-unpack (unpack.c) ---- */
+
+#define GATED_UNPACK		"gated-unpack"
+#define INSPECT_TIMEOUT_DEFAULT	30
+
+struct inspect {
+	const char	*path;		/* gated-unpack */
+	unsigned	 timeout;	/* seconds: wall, and CPU */
+};
+
+/*
+ * archive_check's verdict, read in a fresh gated-unpack under limits: the
+ * same NULL or DROP_ARCHIVE_ reason with why.  The helper failing in any
+ * way (not starting, a signal, the timeout, a bad answer) is
+ * DROP_ARCHIVE_BAD with what happened in why: never a release.
+ */
+const char	*inspect_archive(const struct inspect *, const uint8_t *buf,
+		    size_t len, const struct archive_caps *, char *why,
+		    size_t whylen);
+
 /* ---- image.c ---- */
 
 /*
@@ -244,8 +266,16 @@ int		 gstore_user(const char *store, const char *task,
 
 /* ---- release.c ---- */
 
+/* How an archive is read: gated's inspect_archive (arg: its struct
+ * inspect), or archive_check in-process (the fuzz target).  NULL: every
+ * archive is refused. */
+typedef const char *(*release_archive_fn)(void *, const uint8_t *, size_t,
+		    const struct archive_caps *, char *, size_t);
+
 struct release_ctx {
 	const Sbx__V1__Outputs	*outputs;	/* from the verified policy */
+	release_archive_fn	 archive;
+	void			*archive_arg;
 	const char		*task_id;
 	const char		*execution_id;
 	struct sniff		*sniff;
@@ -284,6 +314,7 @@ struct gated {
 	struct sign_trust	 trust;		/* policyd's public keys */
 	struct audit		*audit;
 	struct sniff		*sniff;
+	struct inspect		 inspect;	/* gated-unpack */
 	struct event_base	*base;
 	struct gated_metrics	 metrics;
 };

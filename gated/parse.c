@@ -35,6 +35,12 @@ static const struct cfg_key gparse_keys[] = {
 	    policy_public_key, NULL),
 	CFG_PATHKEY("policy_public_key_previous", 0, struct gated_conf,
 	    policy_public_key_previous, NULL),
+	/* gated-unpack, which reads archives (gated(8)); default: the one
+	 * installed beside gated. */
+	CFG_PATHKEY("archive_reader", 0, struct gated_conf, archive_reader,
+	    NULL),
+	CFG_U32("archive_timeout", 0, struct gated_conf, archive_timeout,
+	    INSPECT_TIMEOUT_DEFAULT, 1, 3600),
 	CFG_COMMON_MAX_FRAME_KB(FRAME_KB_DEFAULT, FRAME_KB_MIN, FRAME_KB_MAX),
 	CFG_SUBMAP("sockets", CFG_REQUIRED, gparse_sockets),
 	CFG_COMMON_METRICS,

@@ -361,7 +361,12 @@ release_contents(const struct release_ctx *ctx, const char *name,
 		    o->archive_max_entries : 0, POLICY_DEFAULT_ARCHIVE_ENTRIES);
 		caps.max_nesting = o != NULL ? o->archive_max_nesting :
 		    POLICY_DEFAULT_ARCHIVE_NESTING;
-		reason = archive_check(buf, len, &caps, why, sizeof(why));
+		if (ctx->archive == NULL) {
+			reason = DROP_ARCHIVE_BAD;
+			snprintf(why, sizeof(why), "no archive reader");
+		} else
+			reason = ctx->archive(ctx->archive_arg, buf, len,
+			    &caps, why, sizeof(why));
 	} else
 		reason = image_check(type, buf, len, release_dflt(o != NULL ?
 		    o->image_max_side : 0, POLICY_DEFAULT_IMAGE_SIDE),

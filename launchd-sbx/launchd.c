@@ -200,6 +200,9 @@ launchd_init(void *arg)
 
 	if (!daemon_root())
 		fatalx("must start as root: it starts the root monitor");
+	/* libcrypto is loaded for the images' digests anyway (util.h). */
+	if (sha256_use_openssl() == -1)
+		log_warnx("OpenSSL's SHA-256 cannot be fetched: libsodium's");
 	if (sign_trust_load(&ld->trust, ld->conf->policy_public_key,
 	    ld->conf->policy_public_key_previous, err, sizeof(err)) == -1)
 		fatalx("policy_public_key: %s", err);

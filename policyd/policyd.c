@@ -200,6 +200,9 @@ policyd_init(void *arg)
 	 * allocation, from both of policyd's threads; nothing reads them.
 	 * Only possible before SQLite's first use. */
 	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+	/* Every compile hashes its policy: OpenSSL's SHA-256 (util.h). */
+	if (sha256_use_openssl() == -1)
+		log_warnx("OpenSSL's SHA-256 cannot be fetched: libsodium's");
 }
 
 /* The state directory made: the signing key, created on first start. */

@@ -559,10 +559,12 @@ Test(sign, trust_load_and_reload_keep_keys_on_error)
 	fx_teardown(&fx);
 }
 
-/* sha256_buf (OpenSSL's) is SHA-256: the FIPS 180-2 vectors, and
- * libsodium's digest for every length across the block boundaries and
- * for a large buffer, so no hash written before it differs. */
-Test(sign, sha256_buf_is_sha256)
+/* sha256_buf is SHA-256 whichever code computes it (libsodium's, then
+ * OpenSSL's once sha256_use_openssl() chose it): the FIPS 180-2
+ * vectors, and libsodium's digest for every length across the block
+ * boundaries and for a large buffer, so no hash written before differs. */
+static void
+sha256_check(void)
 {
 	static const struct {
 		const char	*in, *hex;
@@ -596,4 +598,13 @@ Test(sign, sha256_buf_is_sha256)
 	crypto_hash_sha256(ref, buf, len);
 	cr_assert_eq(memcmp(md, ref, 32), 0, "length %zu", len);
 	free(buf);
+}
+
+Test(sign, sha256_buf_is_sha256)
+{
+	cr_assert_null(sha256_accel, "OpenSSL's chosen before asked for");
+	sha256_check();
+	cr_assert_eq(sha256_use_openssl(), 0);
+	cr_assert_not_null(sha256_accel);
+	sha256_check();
 }
