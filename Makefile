@@ -794,7 +794,7 @@ demo: deps
 # PostgreSQL cluster under $(SBX_STATE)/fleet (deploy/sbx-fleet-demo).
 fleet-demo: deps
 	@$(MAKE) --no-print-directory all $(AS_ROOT_IMAGE)
-	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/build/bin deploy/sbx-fleet-demo
+	@SBX_STATE=$(SBX_STATE) SBX_BIN=$(CURDIR)/$(B)/bin deploy/sbx-fleet-demo
 
 fleet-down:
 	@SBX_STATE=$(SBX_STATE) deploy/sbx-fleet-demo down
