@@ -721,27 +721,27 @@ FUZZ_SECONDS ?= 30
 FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
 build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
-	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
+	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
 build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(EGRESSD_LIBS)
 
 # What egressd forwards, parsed again (proxy_http.c and decide.c as
 # proxy.c drives them); seeded from the differential corpus.
 build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(EGRESSD_LIBS)
 
 # The response parser and its accounting against max_response_kb.
 build/fuzz/http_resp_fuzz: tests/fuzz/http_resp_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(EGRESSD_LIBS)
 
 # The forward_fuzz seeds are the differential corpus for one host:port
 # (tests/differential/run checks that they are up to date).
@@ -755,14 +755,14 @@ RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c \
     gated/markdown.c gated/csv.c gated/archive.c gated/image.c
 build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(GATED_CFLAGS) \
-	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS) $(ARCHIVE_LIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) $(GATED_CFLAGS) \
+	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(GATED_LIBS) $(ARCHIVE_LIBS)
 
 # The microvm tier's output archive, as a guest writes it: microvm.c.
 build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) \
-	  -o $@ $< launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(LAUNCHD_LIBS)
+	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
+	  -o $@ $< launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(LAUNCHD_LIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \
