@@ -61,8 +61,7 @@
 #define LAUNCHD_SCRATCH		"scratch"	/* in the staging dir */
 #define LAUNCHD_CA		"ca.pem"	/* in the staging dir */
 #define LAUNCHD_EGRESS_SOCK	"egress.sock"	/* in the staging dir */
-#define LAUNCHD_BG_NICE		10	/* pool refills, deletes after the result
-					 * (sbx-monitor adds SCHED_IDLE) */
+#define LAUNCHD_BG_NICE		10	/* pool refills, deletes after the result */
 /* POOL_RUN_DIR, POOL_ARGV, POOL_EGRESS_SOCK, POOL_CA: spec.h. */
 
 struct event_base;

@@ -26,7 +26,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -153,14 +152,12 @@ mon_xopen(const struct mon *m, const char *id)
 /*
  * Fork and exec the tier's runtime: its path, its global args, --root
  * run_dir/runtime/NAME, then words.  The child starts with a plain
- * signal state, the given niceness, SCHED_IDLE when idle (else
- * SCHED_OTHER: for the runtime and all it forks, the container's init
- * too), /dev/null on stdin (and on stdout and stderr unless given), no
- * other descriptor and a fixed environment.
+ * signal state, the given niceness, /dev/null on stdin (and on stdout
+ * and stderr unless given), no other descriptor and a fixed environment.
  */
 static pid_t
 mon_spawn(const struct mon *m, uint32_t tier, const char *const words[],
-    int fd1, int fd2, int nice, int idle)
+    int fd1, int fd2, int nice)
 {
 	static char *const	 env[] = { (char *)"PATH=/usr/local/sbin:"
 	    "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
@@ -183,8 +180,6 @@ mon_spawn(const struct mon *m, uint32_t tier, const char *const words[],
 	av[n] = NULL;
 	if ((pid = fork()) != 0)
 		return pid;
-	(void)sched_setscheduler(0, idle ? SCHED_IDLE : SCHED_OTHER,
-	    &(struct sched_param){ 0 });
 	(void)setpriority(PRIO_PROCESS, 0, nice);
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
@@ -228,7 +223,7 @@ mon_delete_start(const struct mon *m, const struct mon_slot *s)
 {
 	const char	*w[] = { "delete", "--force", s->id, NULL };
 
-	return mon_spawn(m, s->tier, w, -1, -1, 0, 0);
+	return mon_spawn(m, s->tier, w, -1, -1, 0);
 }
 
 /* ---- paths ---- */
@@ -737,14 +732,8 @@ mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	/* monitor.c's table let only these verbs through */
 	w = r->verb == MON_CREATE && (s->state & ST_POOL) &&
 	    t->flavor == SPEC_RUNSC ? create : words[r->verb];
-	/*
-	 * Background work (nice above 0) under SCHED_IDLE too -- but not
-	 * a runsc sandbox's create or start: RENICE resets one thread, and
-	 * its Sentry's other threads would keep the class.
-	 */
 	if ((pid = mon_spawn(m, r->tier, w, a->nfds == 2 ? a->fds[0] : -1,
-	    a->nfds == 2 ? a->fds[1] : -1, r->nice, r->nice > 0 &&
-	    (t->flavor == SPEC_RUNC || r->verb == MON_DELETE))) == -1)
+	    a->nfds == 2 ? a->fds[1] : -1, r->nice)) == -1)
 		return mon_err(a, errno, "CMD %s: fork", s->id);
 	*run = (struct mon_run){ .pid = pid, .verb = r->verb,
 	    .slot = (size_t)(s - m->slots), .gen = s->gen,
@@ -843,8 +832,8 @@ mon_kill_all(const struct mon *m, const char *id)
 	return -1;
 }
 
-/* SIGKILL and RENICE (to SCHED_OTHER, niceness 0): a live child of the
- * monitor's only, a runtime command or an adopted init. */
+/* SIGKILL and RENICE (to niceness 0): a live child of the monitor's
+ * only, a runtime command or an adopted init. */
 int
 mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
@@ -860,8 +849,7 @@ mon_pid(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		return mon_err(a, ESRCH, "%s %ld: not a live child of the "
 		    "monitor", what, (long)r->pid);
 	if ((a->type == MON_SIGKILL ? kill(r->pid, SIGKILL) :
-	    sched_setscheduler(r->pid, SCHED_OTHER, &(struct sched_param){ 0 })
-	    | setpriority(PRIO_PROCESS, (id_t)r->pid, 0)) == -1)
+	    setpriority(PRIO_PROCESS, (id_t)r->pid, 0)) == -1)
 		return mon_err(a, errno, "%s %ld", what, (long)r->pid);
 	return MON_ANSWERED;
 }
@@ -1150,7 +1138,7 @@ mon_reap_leftovers(struct mon *m)
 		    pipe2(p, O_CLOEXEC) == -1)
 			continue;
 		deadline = mon_now() + CMD_NS;
-		pid = mon_spawn(m, t, lw, p[1], -1, 0, 0);
+		pid = mon_spawn(m, t, lw, p[1], -1, 0);
 		close(p[1]);
 		list[0] = '\0';
 		if (pid != -1)

@@ -112,6 +112,12 @@ mon_usage_to(FILE *f, int status)
 	exit(status);
 }
 
+static __attribute__((noreturn)) void
+mon_usage(void)
+{
+	mon_usage_to(stderr, 2);
+}
+
 /*
  * A decimal number in [min, max] at *s, ending at the end of the string
  * (rest NULL) or at a ':' (then *rest is what follows it).
@@ -219,11 +225,11 @@ mon_args(struct mon *m, int argc, char *argv[], const char **run,
 			*debug = 1;
 			break;
 		default:
-			mon_usage_to(stderr, 2);
+			mon_usage();
 		}
 	}
 	if (optind != argc || (seen & 0xff) != 0xff)
-		mon_usage_to(stderr, 2);
+		mon_usage();
 	for (t = 1; t < MON_NTIERS; t++)
 		if (m->tiers[t].nargs > 0 && m->tiers[t].path == NULL)
 			fatalx("-a: tier %llu is not configured (-t)",

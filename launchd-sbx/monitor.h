@@ -161,11 +161,7 @@ struct mon_spec {
  *   DELETE  delete --force ID   (after CREATE)
  * MON_OK carries the command's pid; its MON_EXIT follows.  A command that
  * runs over MON_CMD_SECONDS is killed.  tier must be the one the id's
- * SPEC named; nice is 0 .. 19 for every verb (sbx-monitor).  A command
- * with a niceness above 0 is background work and runs under SCHED_IDLE
- * as well, and so does everything it starts -- except a runsc CREATE or
- * START, whose sandbox keeps many threads that RENICE, one pid's, would
- * not reach.  RENICE sets both back: SCHED_OTHER and niceness 0.
+ * SPEC named; nice is 0 .. 19 for every verb (sbx-monitor).
  */
 enum mon_verb {
 	MON_CREATE = 1,
@@ -179,8 +175,7 @@ struct mon_cmd {
 	uint32_t	tier;
 	uint32_t	verb;		/* enum mon_verb */
 	int32_t		nice;		/* CREATE: 0 .. 19, the command's and
-					 * the init's niceness (above 0: and
-					 * SCHED_IDLE) */
+					 * the init's niceness */
 	uint32_t	pad;
 };
 

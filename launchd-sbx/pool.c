@@ -20,10 +20,7 @@
  * write it, and once sbx-init has read its assignment nothing is written
  * again.  Everything root does for an entry is the monitor's: STAGE
  * (staging, scratch), SPEC (a pool entry's spec), CMD create and start
- * (at LAUNCHD_BG_NICE, and under runc SCHED_IDLE: the runtime, its
- * children and the entry's init yield to every run), RENICE of its init
- * once it is ready (SCHED_OTHER, niceness 0: sbx-init waits for it before
- * it forks a warm interpreter, so no task runs at either), and at the
+ * (at LAUNCHD_BG_NICE), RENICE of its init once it is ready, and at the
  * launch SEAL (run.c); their exits come back as MON_EXIT (pool_reaped).
  *
  * The key is the sha256 of the spec a launch would have with every
@@ -661,9 +658,9 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 			pool_entry_failed(ld, e, "start", status);
 			return 1;
 		}
-		/* Created at LAUNCHD_BG_NICE (and SCHED_IDLE): its init
-		 * (sbx-init, alone in it) gets the normal priority and class
-		 * back now, and the program it starts inherits them. */
+		/* Created at LAUNCHD_BG_NICE: its init (sbx-init, alone in
+		 * it) gets the normal priority back now, and the program it
+		 * starts inherits that. */
 		if (mon_client_renice(ld, e->init_pid) == -1) {
 			pool_entry_failed(ld, e, "renice", -1);
 			return 1;

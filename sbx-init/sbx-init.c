@@ -18,7 +18,6 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <netinet/tcp.h>
 #include <arpa/inet.h>
 #include <sys/epoll.h>
@@ -179,7 +178,7 @@ static const int	 init_fwd_signals[] = {
 	"        sys.exit(1)\n" \
 	"_sbx_run(int(__import__('sys').argv[1]))\n"
 
-static bool	init_warm_wait(void);
+static void	init_warm_wait(void);
 static pid_t	init_warm_start(const char *, int *);
 static pid_t	init_warm_go(pid_t, int, const char *, char **);
 static void	init_usage(void) __attribute__((noreturn));
@@ -364,8 +363,10 @@ main(int argc, char *argv[])
 		/* A peer that vanishes mid-write must cost a write, not
 		 * PID 1 (the warm interpreter's pipe too). */
 		signal(SIGPIPE, SIG_IGN);
-		if (warm != NULL && init_warm_wait())
+		if (warm != NULL) {
+			init_warm_wait();
 			warm_pid = init_warm_start(warm, &warm_fd);
+		}
 		argv = init_argv_file(argvfile);
 		argc = 1;
 	} else if (warm != NULL)
@@ -743,33 +744,26 @@ init_argv_file(const char *path)
 }
 
 /*
- * A pool entry is created at launchd-sbx's background niceness (10) and,
- * under runc, SCHED_IDLE, and launchd-sbx has its init -- this process,
- * alone -- set back to SCHED_OTHER and 0 once the entry is started.  The
- * warm interpreter would inherit whichever it was forked under, and run
- * the assigned script at 10 (about a tenth of a busy CPU's share) or
- * idle (next to nothing) if it came first: wait for the renice, a few
- * milliseconds, before forking it.  Not back after INIT_RENICE_MS: no
- * warm interpreter (false), the program is started cold once assigned,
- * by then at normal priority (launchd-sbx assigns only a reniced entry).
+ * A pool entry is created at launchd-sbx's background niceness (10), and
+ * launchd-sbx has its init -- this process, alone -- set back to 0 once
+ * the entry is started.  The warm interpreter would inherit whichever it
+ * was forked under, and run the assigned script at 10 (about a tenth of
+ * a busy CPU's share) if it came first: wait for the renice, a few
+ * milliseconds, before forking it; after INIT_RENICE_MS it is started as
+ * it is.
  */
-static bool
+static void
 init_warm_wait(void)
 {
 	struct timespec	 ms = { 0, 1000000 };
-	int		 nice = 0, cls = SCHED_OTHER;
 
 	for (int i = 0; i < INIT_RENICE_MS; i++) {
 		errno = 0;
-		nice = getpriority(PRIO_PROCESS, 0);
-		if (errno == 0 && nice <= 0 &&
-		    (cls = sched_getscheduler(0)) == SCHED_OTHER)
-			return true;
+		if (getpriority(PRIO_PROCESS, 0) <= 0 || errno != 0)
+			return;
 		nanosleep(&ms, NULL);
 	}
-	init_log("warm: still at niceness %d, class %d: no warm interpreter",
-	    nice, cls);
-	return false;
+	init_debug("warm: still at niceness %d", getpriority(PRIO_PROCESS, 0));
 }
 
 /*
