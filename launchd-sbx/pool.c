@@ -20,7 +20,8 @@
  * write it, and once sbx-init has read its assignment nothing is written
  * again.  Everything root does for an entry is the monitor's: STAGE
  * (staging, scratch), SPEC (a pool entry's spec), CMD create and start
- * (at LAUNCHD_BG_NICE), RENICE of its init once it is ready, and at the
+ * (at LAUNCHD_BG_NICE, or 0 when the key runs low: pool_nice), RENICE of
+ * its init once it is ready, and at the
  * launch SEAL (run.c); their exits come back as MON_EXIT (pool_reaped).
  *
  * The key is the sha256 of the spec a launch would have with every
