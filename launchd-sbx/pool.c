@@ -20,7 +20,8 @@
  * write it, and once sbx-init has read its assignment nothing is written
  * again.  Everything root does for an entry is the monitor's: STAGE
  * (staging, scratch), SPEC (a pool entry's spec), CMD create and start
- * (at LAUNCHD_BG_NICE), RENICE of its init once it is ready, and at the
+ * (at LAUNCHD_BG_NICE, or 0 when the key runs low: pool_nice), RENICE of
+ * its init once it is ready, and at the
  * launch SEAL (run.c); their exits come back as MON_EXIT (pool_reaped).
  *
  * The key is the sha256 of the spec a launch would have with every
@@ -236,6 +237,24 @@ pool_mon_spec(struct launchd *ld, const struct pool_entry *e,
 	return 0;
 }
 
+/*
+ * The niceness of a refill's create and start: LAUNCHD_BG_NICE while a
+ * quarter of the key's size or more is ready, so that refills yield to
+ * the runs; 0 below that, because a launch that finds the key empty is
+ * a cold launch, a whole create at niceness 0 on its own path (at
+ * concurrency 20 those misses made p99: bench/README).  Either way the
+ * entry's init is at 0 before any program runs in it (pool_reaped).
+ */
+static int
+pool_nice(const struct pool *p, size_t k)
+{
+	size_t	 ready = 0;
+
+	for (const struct pool_entry *e = p->entries; e != NULL; e = e->next)
+		ready += e->k == k && e->state == POOL_READY;
+	return ready * 4 < p->keys[k].conf->size ? 0 : LAUNCHD_BG_NICE;
+}
+
 static int
 pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 {
@@ -361,9 +380,10 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 	}
 	e->fd[0] = p1[0];
 	e->fd[1] = p2[0];
-	/* At LAUNCHD_BG_NICE: no launch waits for it. */
+	/* At LAUNCHD_BG_NICE, unless the key runs low: no launch waits
+	 * for it. */
 	e->cmd_pid = mon_client_cmd(ld, e->id, kc->tier, MON_CREATE,
-	    LAUNCHD_BG_NICE, p1[1], p2[1], err, sizeof(err));
+	    pool_nice(p, k), p1[1], p2[1], err, sizeof(err));
 	close(p1[1]);
 	close(p2[1]);
 	if (e->cmd_pid == -1) {
@@ -684,7 +704,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	/* Start it now: sbx-init becomes PID 1 and waits on its FIFO, so
 	 * that a launch pays for neither step. */
 	if ((e->cmd_pid = mon_client_cmd(ld, e->id, p->keys[e->k].conf->tier,
-	    MON_START, LAUNCHD_BG_NICE, -1, -1, err, sizeof(err))) == -1) {
+	    MON_START, pool_nice(p, e->k), -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("pool entry %s: start: %s", e->id, err);
 		e->cmd_pid = 0;
 		pool_entry_failed(ld, e, "start", -1);
