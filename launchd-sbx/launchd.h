@@ -414,7 +414,8 @@ pid_t		 mon_client_cmd(struct launchd *, const char *id, int tier,
 int		 mon_client_sigkill(struct launchd *, pid_t);
 int		 mon_client_renice(struct launchd *, pid_t);
 /* The declared outputs handed to gated's user; a read-only descriptor of
- * the scratch directory, or -1. */
+ * the scratch directory, or -1 (errno EBUSY: a process of the container
+ * still runs, and HANDOVER may come again). */
 int		 mon_client_handover(struct launchd *, const char *id,
 		    char *const *names, size_t n, char *err, size_t errlen);
 /* These two log what went wrong themselves. */
@@ -470,12 +471,13 @@ Sbx__V1__Envelope *egress_client_close_sync(struct launchd *,
 /* ---- gate_client.c: gated ---- */
 
 /* Hand container id's scratch directory (a descriptor the monitor gives,
- * its declared outputs handed over to gated's user) to gated with the
+ * its declared outputs handed over to gated's user; scratch, when not -1,
+ * is one HANDOVER gave already, closed here) to gated with the
  * declared outputs and the raw stdout and stderr; cb gets the reply
  * (gate_client_result); traceparent labels gated's records.  0, or -1
  * with err. */
 int		 gate_client_release(struct launchd *,
-		    struct frame_client **slot, const char *id,
+		    struct frame_client **slot, const char *id, int scratch,
 		    const Sbx__V1__SignedPolicy *, const char *traceparent,
 		    char *const *outputs,
 		    size_t noutputs, const uint8_t *out, size_t outlen,
