@@ -111,6 +111,7 @@ struct launchd_conf {
 	uid_t			 gate_uid;
 	uint32_t		 pool_size;	/* default size of a key */
 	int			 pool_warm_python;	/* sbx-init -w python3 */
+	char			*pool_warm_imports;	/* sbx-init -m; NULL */
 	struct launchd_pool_key	*pool_keys;
 	size_t			 npool_keys;
 	gid_t			 sandbox_gid_first;	/* sandbox_groups */
