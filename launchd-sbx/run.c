@@ -849,9 +849,11 @@ static void
 run_bg_deleted(struct run *r, int st)
 {
 	evtimer_del(r->cmd_ev);
+	/* After the result: said here, and UNSTAGE still kills and removes
+	 * what is left (no entry is ever used twice). */
 	if (st != 0)
-		log_debug("execution %s: %s delete did not succeed", r->id,
-		    r->rt->path);
+		log_warnx("execution %s: %s delete after the result did not "
+		    "succeed (status %d)", r->id, r->rt->path, st);
 	r->created = 0;
 	if (r->host_pending) {
 		r->host_pending = 0;
