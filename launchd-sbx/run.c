@@ -927,6 +927,14 @@ run_gone(struct run *r)
 	int		 gate = r->ld->conf->gate_socket != NULL, fd;
 
 	why[0] = '\0';
+	/* Empty cgroups prove something only where runsc made them: with
+	 * none (a tier run with --ignore-cgroups), there is no proof. */
+	if (runtime_cg_read(r->ld->conf->cgroup_parent, r->id, "memory",
+	    "memory.limit_in_bytes", NULL) == 0) {
+		bufprintf(why, sizeof(why), "the container has no memory "
+		    "cgroup");
+		goto noproof;
+	}
 	if ((fd = mon_client_handover(r->ld, r->id, gate ? r->outputs : NULL,
 	    gate ? r->noutputs : 0, why, sizeof(why))) != -1) {
 		r->gone_wait = 0;
@@ -948,6 +956,7 @@ run_gone(struct run *r)
 		evtimer_add(r->gone_ev, &tv);
 		return;
 	}
+noproof:
 	log_warnx("execution %s: no proof that the sandbox is gone (%s): "
 	    "deleting it first", r->id, why);
 	r->gone_wait = 0;
