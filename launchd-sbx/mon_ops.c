@@ -629,11 +629,9 @@ mon_spec(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		    NULL,
 		.ca_file = !pool && (r->flags & MON_SPEC_CA) ? p[6] : NULL,
 		.pool = pool, .pool_run = p[4], .pool_entry_id = s->id,
-		.pool_key = r->pool_key,
+		.pool_key = r->pool_key, .pool_warm_imports = r->warm_imports,
 		.pool_egress = (r->flags & MON_SPEC_EGRESS) != 0,
 		.pool_warm_python = (r->flags & MON_SPEC_WARM_PYTHON) != 0,
-		.pool_warm_imports = pool && r->warm_imports[0] != '\0' ?
-		    r->warm_imports : NULL,
 		.no_annotations = (r->flags & MON_SPEC_NO_ANNOTATIONS) != 0,
 	};
 	if ((text = spec_render(&sp, &len, err, sizeof(err))) == NULL) {

@@ -154,7 +154,7 @@ spec_mods_ok(const char *s)
 {
 	int	 start = 1;
 
-	if (*s == '\0' || strlen(s) > 255)
+	if (*s == '\0' || strnlen(s, 256) > 255)
 		return 0;
 	for (; *s != '\0'; s++) {
 		if (*s == ',' || *s == '.') {
@@ -175,7 +175,8 @@ spec_mods_ok(const char *s)
 static int
 spec_check_pool(const struct spec_params *sp, char *err, size_t errlen)
 {
-	if (sp->pool_warm_imports != NULL && (!sp->pool_warm_python ||
+	if (sp->pool_warm_imports != NULL && sp->pool_warm_imports[0] !=
+	    '\0' && (!sp->pool_warm_python ||
 	    !spec_mods_ok(sp->pool_warm_imports))) {
 		spec_err(err, errlen, "spec: pool_warm_imports is not a list "
 		    "of module names for a warm python");
@@ -322,7 +323,8 @@ spec_args(struct jw *w, const struct spec_params *sp)
 	if (sp->pool_warm_python) {
 		jw_str(w, "-w");
 		jw_str(w, "python3");
-		if (sp->pool_warm_imports != NULL) {
+		if (sp->pool_warm_imports != NULL &&
+		    sp->pool_warm_imports[0] != '\0') {
 			jw_str(w, "-m");
 			jw_str(w, sp->pool_warm_imports);
 		}

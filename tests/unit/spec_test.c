@@ -1146,9 +1146,14 @@ Test(spec, pool_warm_imports_go_to_sbx_init_as_module_names_only)
 {
 	struct fx	 f;
 	json_t		*s, *a;
+	char		 long_[300];
 	const char	*bad[] = { "os;print(1)", "json,", ",json", "a..b",
-	    "1abc", "json, csv", "x.", "json\n", "m\xc3\xa9", "" };
+	    "1abc", "json, csv", "x.", "json\n", "m\xc3\xa9", long_ };
 
+	/* 299 bytes of a name: refused, reading 256 at most (the
+	 * monitor's field). */
+	memset(long_, 'a', sizeof(long_) - 1);
+	long_[sizeof(long_) - 1] = '\0';
 	fx_pool(&f);
 	f.sp.pool_warm_python = 1;
 	f.sp.pool_warm_imports = "json,matplotlib.pyplot,_x1";
@@ -1168,6 +1173,13 @@ Test(spec, pool_warm_imports_go_to_sbx_init_as_module_names_only)
 		cr_assert(strstr(f.err, "pool_warm_imports") != NULL, "%s",
 		    f.err);
 	}
+	/* "" is none. */
+	fx_pool(&f);
+	f.sp.pool_warm_python = 1;
+	f.sp.pool_warm_imports = "";
+	s = build(&f);
+	cr_assert_eq(json_array_size(at(s, "process.args")), 5);
+	json_decref(s);
 	/* Not without the warm interpreter it is for. */
 	fx_pool(&f);
 	f.sp.pool_warm_imports = "json";
