@@ -1,6 +1,7 @@
 /*
  * gate_client.c: launchd-sbx's client of gated.  When every process of a
- * sandbox is dead and its container deleted, the scratch directory goes
+ * sandbox is dead (its container deleted, or the monitor's HANDOVER the
+ * proof of it: run.c's run_gone), the scratch directory goes
  * to gated as a descriptor with the signed policy, the declared output
  * names and the raw stdout and stderr (release); gated answers with what
  * it releases, cleaned, and what it dropped and why.  The descriptor is
@@ -22,10 +23,10 @@
 
 int
 gate_client_release(struct launchd *ld, struct frame_client **slot,
-    const char *id, const Sbx__V1__SignedPolicy *sp, const char *traceparent,
-    char *const *outputs, size_t noutputs, const uint8_t *out, size_t outlen,
-    const uint8_t *errb, size_t errlen_b, frame_reply_handler cb, void *arg,
-    char *err, size_t errlen)
+    const char *id, int scratch, const Sbx__V1__SignedPolicy *sp,
+    const char *traceparent, char *const *outputs, size_t noutputs,
+    const uint8_t *out, size_t outlen, const uint8_t *errb, size_t errlen_b,
+    frame_reply_handler cb, void *arg, char *err, size_t errlen)
 {
 	Sbx__V1__Envelope	 env;
 	Sbx__V1__ReleaseRequest	 rq = SBX__V1__RELEASE_REQUEST__INIT;
@@ -34,9 +35,11 @@ gate_client_release(struct launchd *ld, struct frame_client **slot,
 
 	why[0] = '\0';
 	/* Outputs written 0600 (umask 077) are gated's to read: the
-	 * declared names only, and only now that nothing runs inside. */
-	if ((fd = mon_client_handover(ld, id, outputs, noutputs, why,
-	    sizeof(why))) == -1) {
+	 * declared names only, and only now that nothing runs inside.  A
+	 * caller that had the monitor prove that already (run.c, runsc)
+	 * gives the descriptor HANDOVER answered with. */
+	if ((fd = scratch) == -1 && (fd = mon_client_handover(ld, id,
+	    outputs, noutputs, why, sizeof(why))) == -1) {
 		bufprintf(err, errlen, "the scratch of %s: %s", id, why);
 		return -1;
 	}

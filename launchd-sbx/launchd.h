@@ -111,6 +111,7 @@ struct launchd_conf {
 	uid_t			 gate_uid;
 	uint32_t		 pool_size;	/* default size of a key */
 	int			 pool_warm_python;	/* sbx-init -w python3 */
+	char			*pool_warm_imports;	/* sbx-init -m; NULL */
 	struct launchd_pool_key	*pool_keys;
 	size_t			 npool_keys;
 	gid_t			 sandbox_gid_first;	/* sandbox_groups */
@@ -414,7 +415,8 @@ pid_t		 mon_client_cmd(struct launchd *, const char *id, int tier,
 int		 mon_client_sigkill(struct launchd *, pid_t);
 int		 mon_client_renice(struct launchd *, pid_t);
 /* The declared outputs handed to gated's user; a read-only descriptor of
- * the scratch directory, or -1. */
+ * the scratch directory, or -1 (errno EBUSY: a process of the container
+ * still runs, and HANDOVER may come again). */
 int		 mon_client_handover(struct launchd *, const char *id,
 		    char *const *names, size_t n, char *err, size_t errlen);
 /* These two log what went wrong themselves. */
@@ -470,12 +472,13 @@ Sbx__V1__Envelope *egress_client_close_sync(struct launchd *,
 /* ---- gate_client.c: gated ---- */
 
 /* Hand container id's scratch directory (a descriptor the monitor gives,
- * its declared outputs handed over to gated's user) to gated with the
+ * its declared outputs handed over to gated's user; scratch, when not -1,
+ * is one HANDOVER gave already, closed here) to gated with the
  * declared outputs and the raw stdout and stderr; cb gets the reply
  * (gate_client_result); traceparent labels gated's records.  0, or -1
  * with err. */
 int		 gate_client_release(struct launchd *,
-		    struct frame_client **slot, const char *id,
+		    struct frame_client **slot, const char *id, int scratch,
 		    const Sbx__V1__SignedPolicy *, const char *traceparent,
 		    char *const *outputs,
 		    size_t noutputs, const uint8_t *out, size_t outlen,

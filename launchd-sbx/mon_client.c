@@ -498,7 +498,7 @@ mon_client_handover(struct launchd *ld, const char *id, char *const *names,
 {
 	struct mon_handover	*h;
 	size_t			 used = 0, len;
-	int			 fd = -1;
+	int			 fd = -1, e;
 
 	h = xcalloc(1, sizeof(*h));
 	if (mon_id(h->id, id) == -1) {
@@ -523,7 +523,9 @@ mon_client_handover(struct launchd *ld, const char *id, char *const *names,
 	if (mon_call(ld, MON_HANDOVER, h, sizeof(*h), NULL, 0, NULL, &fd, err,
 	    errlen) == 0 && fd == -1)
 		fatalx("sbx-monitor answered HANDOVER without a descriptor");
+	e = errno;	/* EBUSY: a process of the container still runs */
 	free(h);
+	errno = e;
 	return fd;
 }
 

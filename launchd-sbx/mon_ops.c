@@ -629,7 +629,7 @@ mon_spec(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		    NULL,
 		.ca_file = !pool && (r->flags & MON_SPEC_CA) ? p[6] : NULL,
 		.pool = pool, .pool_run = p[4], .pool_entry_id = s->id,
-		.pool_key = r->pool_key,
+		.pool_key = r->pool_key, .pool_warm_imports = r->warm_imports,
 		.pool_egress = (r->flags & MON_SPEC_EGRESS) != 0,
 		.pool_warm_python = (r->flags & MON_SPEC_WARM_PYTHON) != 0,
 		.no_annotations = (r->flags & MON_SPEC_NO_ANNOTATIONS) != 0,

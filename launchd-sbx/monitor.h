@@ -144,6 +144,9 @@ struct mon_spec {
 	char		interp[MON_TEXT_MAX];	/* argv[0] */
 	char		prog[MON_TEXT_MAX];	/* argv[1], e.g. /code/x.py */
 	char		pool_key[MON_TEXT_MAX];
+	char		warm_imports[MON_TEXT_MAX];	/* sbx-init -m, with
+							 * WARM_PYTHON; ""
+							 * for none */
 };
 
 /*

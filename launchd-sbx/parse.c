@@ -36,7 +36,7 @@ static const char *const runtime_required[] = { "path", NULL };
 static const char *const vm_keys[] = { "path", "accel", "kernel", "initrd",
 	"forwarder", NULL };
 static const char *const pool_keys[] = { "size", "keys", "warm_python",
-	NULL };
+	"warm_imports", NULL };
 static const char *const poolkey_keys[] = { "image", "tier", "cpus",
 	"memory_mb", "pids", "scratch_mb", "size", NULL };
 static const char *const poolkey_required[] = { "image", "cpus",
@@ -351,8 +351,50 @@ parse_pool_keys(struct ydoc *doc, const struct ynode *n,
 	}
 }
 
-/* pool: {size, keys, warm_python}.  keys and warm_python are read even
- * after an unknown key, so that every problem is reported at once. */
+/*
+ * pool.warm_imports: the modules each warm interpreter imports before its
+ * assignment (sbx-init -m), the operator's choice for every warm entry,
+ * never the task's: names only, joined with commas into 255 bytes at most.
+ */
+static void
+parse_pool_imports(struct ydoc *doc, const struct ynode *n,
+    struct launchd_conf *c)
+{
+	const char	**mods = NULL;
+	char		 *s = NULL;
+	size_t		  nmods = 0, len = 0;
+
+	if (n == NULL || yget_strseq(doc, n, "pool.warm_imports", &mods,
+	    &nmods) != 0)
+		return;
+	for (size_t i = 0; i < nmods; i++) {
+		if (strchr(mods[i], ',') != NULL || !spec_mods_ok(mods[i])) {
+			yerr(doc, n, "pool.warm_imports", "\"%s\" is not a "
+			    "Python module name", mods[i]);
+			goto done;
+		}
+		len += strlen(mods[i]) + 1;
+	}
+	if (nmods == 0)
+		goto done;
+	if (len > 256) {
+		yerr(doc, n, "pool.warm_imports", "%zu bytes with their commas, "
+		    "over 255", len - 1);
+		goto done;
+	}
+	s = xcalloc(1, len);
+	for (size_t i = 0, at = 0; i < nmods; i++)
+		at += (size_t)snprintf(s + at, len - at, "%s%s", i > 0 ? "," :
+		    "", mods[i]);
+	free(c->pool_warm_imports);
+	c->pool_warm_imports = s;
+done:
+	free(mods);
+}
+
+/* pool: {size, keys, warm_python, warm_imports}.  keys and warm_python
+ * are read even after an unknown key, so that every problem is reported
+ * at once. */
 static void
 parse_pool(struct ydoc *doc, const struct ynode *n, const char *key,
     void *conf)
@@ -372,6 +414,10 @@ parse_pool(struct ydoc *doc, const struct ynode *n, const char *key,
 		if (ymap_get(n, "warm_python") != NULL)
 			(void)yget_bool(doc, ymap_get(n, "warm_python"),
 			    "pool.warm_python", &c->pool_warm_python);
+		parse_pool_imports(doc, ymap_get(n, "warm_imports"), c);
+		if (c->pool_warm_imports != NULL && !c->pool_warm_python)
+			yerr(doc, ymap_get(n, "warm_imports"),
+			    "pool.warm_imports", "only with warm_python: true");
 	}
 }
 
@@ -383,6 +429,8 @@ parse_pool_free(void *conf)
 	for (size_t i = 0; i < c->npool_keys; i++)
 		free(c->pool_keys[i].image);
 	free(c->pool_keys);
+	free(c->pool_warm_imports);
+	c->pool_warm_imports = NULL;
 }
 
 /*

@@ -232,7 +232,9 @@ pool_mon_spec(struct launchd *ld, const struct pool_entry *e,
 	    pool_text(ms->task_id, sp->task_id) == -1 ||
 	    pool_text(ms->execution_id, sp->execution_id) == -1 ||
 	    pool_text(ms->interp, sp->argv[0]) == -1 ||
-	    pool_text(ms->pool_key, sp->pool_key) == -1)
+	    pool_text(ms->pool_key, sp->pool_key) == -1 ||
+	    (sp->pool_warm_imports != NULL &&
+	    pool_text(ms->warm_imports, sp->pool_warm_imports) == -1))
 		return -1;
 	return 0;
 }
@@ -361,6 +363,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 	sp.pool_key = kr->key;
 	sp.pool_egress = egress;
 	sp.pool_warm_python = ld->conf->pool_warm_python;
+	sp.pool_warm_imports = ld->conf->pool_warm_imports;
 	if (pool_mon_spec(ld, e, &sp, kc->tier, hex, &ms) == -1) {
 		log_warnx("pool key %zu: its spec's fields do not fit", k);
 		kr->disabled = 1;

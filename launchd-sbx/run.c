@@ -31,9 +31,11 @@
  * gate, or gated down: stdout and stderr withheld, nothing released).  The
  * delete's end then has the monitor remove leftover cgroup directories
  * (CG_REMOVE) and detach the scratch and remove the staging tree (UNSTAGE),
- * after the result if it came first (sbx_launchd_cleanups_pending); under
- * runsc, and for a failed execution, the delete comes first and the rest
- * follows in order.  Every failure path runs the same teardown.
+ * after the result if it came first (sbx_launchd_cleanups_pending).  Under
+ * runsc the same holds once the monitor has proved nothing of the sandbox
+ * left (run_gone); without that proof, and for a failed execution, the
+ * delete comes first and the rest follows in order.  Every failure path
+ * runs the same teardown.
  *
  * It sits in the middle of launchd-sbx's layers (tests/layers.py): called
  * by control.c, it calls down into the pool (pool.c), the image store
@@ -75,6 +77,8 @@
 #include "launchd-sbx/launchd.h"
 
 #define RUN_GRACE_MS		1000	/* output after the init exited */
+#define RUN_GONE_MS		1000	/* runsc: the proof's wait, at most */
+#define RUN_GONE_POLL_MS	5	/* ... asked again this often */
 #define RUN_ARGV_FILE		"argv"	/* in a pool entry's run/ */
 
 enum run_state {
@@ -174,6 +178,12 @@ struct run {
 	struct event			*cmd_ev;	/* command timeout */
 	struct event			*go_ev;		/* pool start retry */
 	int				 go_tries;
+	/* runsc: waiting for the monitor's proof that nothing of the
+	 * sandbox is left (run_gone), and the scratch it handed over. */
+	struct event			*gone_ev;
+	int				 gone_wait;
+	uint64_t			 gone_ns;
+	int				 scratch_fd;
 	/* The result, gathered before delete. */
 	int				 code_exit;
 	int				 sig;
@@ -188,6 +198,9 @@ static void	run_finish(struct run *);
 static void	run_fail(struct run *, const char *rule, const char *fmt, ...)
 		    __attribute__((format(printf, 3, 4)));
 static void	run_teardown(struct run *);
+static void	run_gone(struct run *);
+static void	run_gone_cb(evutil_socket_t, short, void *);
+static void	run_gone_retry(struct launchd *);
 static void	run_cleanup_host(struct run *);
 static void	run_record_exit(struct run *);
 static void	run_egress_close(struct run *);
@@ -270,6 +283,10 @@ run_free(struct run *r)
 		event_free(r->cmd_ev);
 	if (r->go_ev != NULL)
 		event_free(r->go_ev);
+	if (r->gone_ev != NULL)
+		event_free(r->gone_ev);
+	if (r->scratch_fd != -1)
+		close(r->scratch_fd);
 	if (r->grant != NULL)
 		sbx__v1__policy_grant__free_unpacked(r->grant, NULL);
 	if (r->conn != NULL)
@@ -832,9 +849,11 @@ static void
 run_bg_deleted(struct run *r, int st)
 {
 	evtimer_del(r->cmd_ev);
+	/* After the result: said here, and UNSTAGE still kills and removes
+	 * what is left (no entry is ever used twice). */
 	if (st != 0)
-		log_debug("execution %s: %s delete did not succeed", r->id,
-		    r->rt->path);
+		log_warnx("execution %s: %s delete after the result did not "
+		    "succeed (status %d)", r->id, r->rt->path, st);
 	r->created = 0;
 	if (r->host_pending) {
 		r->host_pending = 0;
@@ -864,7 +883,116 @@ run_finish(struct run *r)
 		run_deleted(r);
 		return;
 	}
+	if (r->rt->flavor == SPEC_RUNSC && r->exited && r->created &&
+	    r->fail_msg == NULL && r->fail_rule == NULL) {
+		if (r->wall_ev != NULL)
+			evtimer_del(r->wall_ev);
+		r->state = RUN_DELETE;
+		r->gone_wait = 1;
+		r->gone_ns = mono_ns();
+		run_gone(r);
+		return;
+	}
 	run_teardown(r);
+}
+
+/*
+ * runsc's sandbox process is not PID 1 of a pid namespace, so its end
+ * alone does not prove the sandbox gone: its ptrace stubs, and the gofer
+ * that holds the host's files for it (the scratch among them), are
+ * processes of their own.  The proof is the monitor's HANDOVER: it is
+ * answered only for a container whose init the monitor has reaped and
+ * whose cgroups, in every controller, hold no process (sbx-monitor), and
+ * runsc puts the sandbox, its stubs and its gofer in the container's
+ * cgroups (tests/launch checks that the gofer is there).  The kernel
+ * lists a process in its cgroup until after it has closed its files
+ * (cgroup_exit() follows exit_files()), and nothing outside the sandbox
+ * puts one back (only root can, and the monitor starts nothing there
+ * after CREATE).  Once HANDOVER answers, no process of the execution is
+ * left to write an output, hold a channel or touch the host: the
+ * boundaries take their turn and the result goes out while `runsc delete`
+ * removes the runtime's state and cgroups in the background, as under
+ * runc.  The gofer usually ends a few milliseconds after the sandbox:
+ * HANDOVER is asked again on each orphan's exit (run_gone_retry) and every
+ * RUN_GONE_POLL_MS; when no proof comes within RUN_GONE_MS, or HANDOVER
+ * fails otherwise, the old order holds: the delete first (it kills what
+ * runsc knows of), then the release, which asks HANDOVER again and
+ * withholds everything if a process is still there.
+ */
+static void
+run_gone(struct run *r)
+{
+	char		 why[MON_ERR_MAX];
+	struct timeval	 tv = { 0, RUN_GONE_POLL_MS * 1000 };
+	int		 gate = r->ld->conf->gate_socket != NULL, fd;
+
+	why[0] = '\0';
+	/* Empty cgroups prove something only where runsc made them: with
+	 * none (a tier run with --ignore-cgroups), there is no proof. */
+	if (runtime_cg_read(r->ld->conf->cgroup_parent, r->id, "memory",
+	    "memory.limit_in_bytes", NULL) == 0) {
+		bufprintf(why, sizeof(why), "the container has no memory "
+		    "cgroup");
+		goto noproof;
+	}
+	if ((fd = mon_client_handover(r->ld, r->id, gate ? r->outputs : NULL,
+	    gate ? r->noutputs : 0, why, sizeof(why))) != -1) {
+		r->gone_wait = 0;
+		if (r->gone_ev != NULL)
+			evtimer_del(r->gone_ev);
+		r->scratch_fd = fd;
+		log_debug("execution %s: nothing of the sandbox left %llu us "
+		    "after its end", r->id, (unsigned long long)
+		    ((mono_ns() - r->end_ns) / 1000));
+		run_bg_delete(r);
+		run_deleted(r);
+		return;
+	}
+	if (errno == EBUSY && mono_ns() - r->gone_ns <
+	    (uint64_t)RUN_GONE_MS * 1000000) {
+		if (r->gone_ev == NULL && (r->gone_ev = evtimer_new(r->ld->base,
+		    run_gone_cb, r)) == NULL)
+			fatal("evtimer_new");
+		evtimer_add(r->gone_ev, &tv);
+		return;
+	}
+noproof:
+	log_warnx("execution %s: no proof that the sandbox is gone (%s): "
+	    "deleting it first", r->id, why);
+	r->gone_wait = 0;
+	if (r->gone_ev != NULL)
+		evtimer_del(r->gone_ev);
+	run_teardown(r);
+}
+
+static void
+run_gone_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct run	*r = arg;
+
+	(void)fd;
+	(void)ev;
+	run_ctx(r);
+	if (r->gone_wait)
+		run_gone(r);
+	log_ctx_clear();
+}
+
+/* An orphan the runtime left has ended (a gofer, a stub): it may have
+ * been the last process of a sandbox whose end waits for the proof. */
+static void
+run_gone_retry(struct launchd *ld)
+{
+	struct run	*r, *next;
+
+	for (r = ld->runs; r != NULL; r = next) {
+		next = r->next;
+		if (r->gone_wait) {
+			run_ctx(r);
+			run_gone(r);
+			log_ctx_clear();
+		}
+	}
 }
 
 /* Delete the container (a command), then run_deleted. */
@@ -1103,8 +1231,10 @@ run_child_exited(struct launchd *ld, pid_t pid, int st)
 		    r->cmd_pid == pid || r->kill_pid == pid ||
 		    r->del_pid == pid)
 			break;
-	if (r == NULL)
-		return;		/* an orphan the runtime left */
+	if (r == NULL) {
+		run_gone_retry(ld);	/* an orphan the runtime left */
+		return;
+	}
 	if (r->del_pid == pid) {
 		r->del_pid = 0;
 		run_bg_deleted(r, st);
@@ -1643,20 +1773,28 @@ run_released(struct frame_client *fc, Sbx__V1__Envelope *rep,
 	log_ctx_clear();
 }
 
-/* Every process is dead and the container deleted: hand the scratch
- * directory to gated, by descriptor. */
+/* Every process is dead (the container deleted, or under runsc the
+ * monitor's proof in hand: run_gone): hand the scratch directory to
+ * gated, by descriptor. */
 static void
 run_release(struct run *r)
 {
 	char	 err[512];
+	int	 fd;
 
 	if (r->ld->conf->gate_socket == NULL) {
+		if (r->scratch_fd != -1) {
+			close(r->scratch_fd);
+			r->scratch_fd = -1;
+		}
 		run_no_release(r, "no gate");
 		run_gate_done(r);
 		return;
 	}
 	r->state = RUN_RELEASE;
-	if (gate_client_release(r->ld, &r->gpeer, r->id, r->signed_,
+	fd = r->scratch_fd;
+	r->scratch_fd = -1;	/* gate_client_release closes it */
+	if (gate_client_release(r->ld, &r->gpeer, r->id, fd, r->signed_,
 	    r->traceparent, r->outputs, r->noutputs, r->out[0].buf, r->out[0].len,
 	    r->out[1].buf, r->out[1].len, run_released, r, err,
 	    sizeof(err)) == -1) {
@@ -1803,6 +1941,7 @@ run_launch_1(struct launchd *ld, struct frame_conn *c,
 	r->request_id = req->request_id;
 	r->grant = g;
 	r->out[0].fd = r->out[1].fd = -1;
+	r->scratch_fd = -1;
 	r->next = ld->runs;
 	ld->runs = r;
 
@@ -1977,6 +2116,10 @@ run_stop_all(struct launchd *ld)
 	record_flush(ld);
 	for (r = ld->runs; r != NULL; r = next) {
 		next = r->next;
+		/* runsc's proof not come: the delete below kills the rest. */
+		if (r->gone_wait && r->gone_ev != NULL)
+			evtimer_del(r->gone_ev);
+		r->gone_wait = 0;
 		/* A delete after the init was reaped: let it finish. */
 		if (r->kill_pid > 0 && (r->del_wait || r->state == RUN_CLEANUP)) {
 			(void)mon_wait_exit(ld, r->kill_pid,

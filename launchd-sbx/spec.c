@@ -131,9 +131,41 @@ spec_check_exec(const struct spec_params *sp, char *err, size_t errlen)
 	return 0;
 }
 
+/* What sbx-init -m takes (its init_mods_ok): module names only, so that
+ * nothing but an import reaches the warm interpreter. */
+int
+spec_mods_ok(const char *s)
+{
+	int	 start = 1;
+
+	if (*s == '\0' || strnlen(s, 256) > 255)
+		return 0;
+	for (; *s != '\0'; s++) {
+		if (*s == ',' || *s == '.') {
+			if (start)
+				return 0;
+			start = 1;
+			continue;
+		}
+		if (!(*s == '_' || (*s >= 'a' && *s <= 'z') ||
+		    (*s >= 'A' && *s <= 'Z') || (!start && *s >= '0' &&
+		    *s <= '9')))
+			return 0;
+		start = 0;
+	}
+	return !start;
+}
+
 static int
 spec_check_pool(const struct spec_params *sp, char *err, size_t errlen)
 {
+	if (sp->pool_warm_imports != NULL && sp->pool_warm_imports[0] !=
+	    '\0' && (!sp->pool_warm_python ||
+	    !spec_mods_ok(sp->pool_warm_imports))) {
+		spec_err(err, errlen, "spec: pool_warm_imports is not a list "
+		    "of module names for a warm python");
+		return -1;
+	}
 	if (!spec_path_ok(sp->pool_run)) {
 		errf(err, errlen, "spec: pool_run \"%s\" is not an absolute "
 		    "path without \"..\"", sp->pool_run ? sp->pool_run :
@@ -275,6 +307,11 @@ spec_args(struct jw *w, const struct spec_params *sp)
 	if (sp->pool_warm_python) {
 		jw_str(w, "-w");
 		jw_str(w, "python3");
+		if (sp->pool_warm_imports != NULL &&
+		    sp->pool_warm_imports[0] != '\0') {
+			jw_str(w, "-m");
+			jw_str(w, sp->pool_warm_imports);
+		}
 	}
 	jw_str(w, "-a");
 	jw_str(w, POOL_RUN_DIR "/" POOL_ARGV);

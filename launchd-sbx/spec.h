@@ -107,6 +107,9 @@ struct spec_params {
 	const char		*pool_key;	/* sbx.pool_key: 64 hex */
 	int			 pool_egress;	/* sbx-init -s and -c */
 	int			 pool_warm_python; /* sbx-init -w python3 */
+	/* sbx-init -m: NULL or "" for none, else spec_mods_ok()'s, which
+	 * reads no more than 256 bytes (struct mon_spec's field). */
+	const char		*pool_warm_imports;
 	/* Nonzero: no annotations at all (pool_key: what the sandbox is,
 	 * not whose it is). */
 	int			 no_annotations;
@@ -123,6 +126,9 @@ struct jw;
  * as json_dumps(JSON_INDENT(1) | JSON_SORT_KEYS) of the spec jansson
  * built before (tests/golden/spec).
  */
+/* Dotted Python module names, comma-separated, 255 bytes at most (and
+ * no more than 256 bytes read). */
+int	 spec_mods_ok(const char *);
 char	*spec_render(const struct spec_params *, size_t *len, char *err,
 	    size_t errlen);
 /*

@@ -136,10 +136,22 @@ static const int	 init_fwd_signals[] = {
  * own file name; an uncaught exception goes to sys.excepthook without the
  * bootstrap's frame and exits 1, a missing script exits 2, as with
  * `python3 SCRIPT`.
+ *
+ * -m NAME[,NAME...] (with -w): modules the interpreter imports before it
+ * waits, so that a script that imports them finds them loaded.  The
+ * names come from launchd-sbx's configuration (pool.warm_imports), never
+ * from the task; one that fails to import is left for the script to
+ * import (and fail) itself.  They run before the assignment: with the
+ * entry's environment, not the execution's.
  */
 #define INIT_WARM_PY \
-	"def _sbx_run(fd):\n" \
-	"    import os, sys, builtins\n" \
+	"def _sbx_run(fd, mods):\n" \
+	"    import os, sys, builtins, importlib\n" \
+	"    for m in mods.split(',') if mods else ():\n" \
+	"        try:\n" \
+	"            importlib.import_module(m)\n" \
+	"        except Exception:\n" \
+	"            pass\n" \
 	"    data = bytearray()\n" \
 	"    while True:\n" \
 	"        b = os.read(fd, 65536)\n" \
@@ -176,10 +188,11 @@ static const int	 init_fwd_signals[] = {
 	"        t, v, tb = sys.exc_info()\n" \
 	"        sys.excepthook(t, v.with_traceback(tb.tb_next), tb.tb_next)\n" \
 	"        sys.exit(1)\n" \
-	"_sbx_run(int(__import__('sys').argv[1]))\n"
+	"_sbx_run(int(__import__('sys').argv[1]), __import__('sys').argv[2])\n"
 
 static void	init_warm_wait(void);
-static pid_t	init_warm_start(const char *, int *);
+static pid_t	init_warm_start(const char *, const char *, int *);
+static bool	init_mods_ok(const char *);
 static pid_t	init_warm_go(pid_t, int, const char *, char **);
 static void	init_usage(void) __attribute__((noreturn));
 static void	init_usage_to(FILE *, int) __attribute__((noreturn));
@@ -218,7 +231,7 @@ init_usage_to(FILE *f, int status)
 	fprintf(f, "usage: sbx-init [-rv] [-c cafile] [-p port] "
 	    "[-s socket] -- program [arg ...]\n"
 	    "       sbx-init [-rv] [-c cafile] [-p port] [-s socket] "
-	    "[-w python3] -a argvfile\n"
+	    "[-w python3 [-m module,...]] -a argvfile\n"
 	    "       sbx-init --help | --version\n");
 	if (status == 0)
 		fprintf(f, "PID 1 of an sbx sandbox (launchd-sbx puts it "
@@ -280,7 +293,7 @@ main(int argc, char *argv[])
 {
 	sigset_t		 mask;
 	const char		*errstr = NULL, *portarg = NULL;
-	const char		*argvfile = NULL, *warm = NULL;
+	const char		*argvfile = NULL, *warm = NULL, *mods = NULL;
 	char			*end;
 	pid_t			 warm_pid = -1;
 	int			 warm_fd = -1;
@@ -310,10 +323,18 @@ main(int argc, char *argv[])
 	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
 		init_fatal("prctl PR_SET_DUMPABLE: still dumpable");
 
-	while ((ch = getopt(argc, argv, "+a:c:p:rs:vw:")) != -1) {
+	while ((ch = getopt(argc, argv, "+a:c:m:p:rs:vw:")) != -1) {
 		switch (ch) {
 		case 'a':
 			argvfile = optarg;
+			break;
+		case 'm':
+			if (!init_mods_ok(optarg)) {
+				init_log("-m %s: not a list of module names",
+				    optarg);
+				init_usage();
+			}
+			mods = optarg;
 			break;
 		case 'w':
 			if (strcmp(optarg, "python3") != 0) {
@@ -365,11 +386,13 @@ main(int argc, char *argv[])
 		signal(SIGPIPE, SIG_IGN);
 		if (warm != NULL) {
 			init_warm_wait();
-			warm_pid = init_warm_start(warm, &warm_fd);
+			warm_pid = init_warm_start(warm, mods, &warm_fd);
 		}
 		argv = init_argv_file(argvfile);
 		argc = 1;
 	} else if (warm != NULL)
+		init_usage();
+	if (mods != NULL && warm == NULL)
 		init_usage();
 	if (argc < 1)
 		init_usage();
@@ -766,6 +789,30 @@ init_warm_wait(void)
 	init_debug("warm: still at niceness %d", getpriority(PRIO_PROCESS, 0));
 }
 
+/* -m: dotted Python module names, comma-separated, 255 bytes at most. */
+static bool
+init_mods_ok(const char *s)
+{
+	bool	 start = true;
+
+	if (*s == '\0' || strlen(s) > 255)
+		return false;
+	for (; *s != '\0'; s++) {
+		if (*s == ',' || *s == '.') {
+			if (start)
+				return false;
+			start = true;
+			continue;
+		}
+		if (!(*s == '_' || (*s >= 'a' && *s <= 'z') ||
+		    (*s >= 'A' && *s <= 'Z') || (!start && *s >= '0' &&
+		    *s <= '9')))
+			return false;
+		start = false;
+	}
+	return !start;
+}
+
 /*
  * Start the warm interpreter: the environment a spawned program gets
  * (proxy variables; the CA's come with the assignment, the CA file does
@@ -773,9 +820,9 @@ init_warm_wait(void)
  * be started: the program is then started cold.
  */
 static pid_t
-init_warm_start(const char *interp, int *wfd)
+init_warm_start(const char *interp, const char *mods, int *wfd)
 {
-	char	 fdarg[16], *av[5];
+	char	 fdarg[16], *av[6];
 	int	 p[2];
 	pid_t	 pid;
 
@@ -799,7 +846,8 @@ init_warm_start(const char *interp, int *wfd)
 		av[1] = (char *)"-c";
 		av[2] = (char *)INIT_WARM_PY;
 		av[3] = fdarg;
-		av[4] = NULL;
+		av[4] = (char *)(mods != NULL ? mods : "");
+		av[5] = NULL;
 		signal(SIGPIPE, SIG_DFL);
 		(void)setpgid(0, 0);	/* as init_spawn's */
 		init_child_env();

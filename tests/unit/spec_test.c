@@ -1140,6 +1140,53 @@ fx_pool(struct fx *f)
 	f->sp.pool_key = HASH;
 }
 
+/* pool.warm_imports: sbx-init -m after -w python3; names only, and only
+ * for a warm python. */
+Test(spec, pool_warm_imports_go_to_sbx_init_as_module_names_only)
+{
+	struct fx	 f;
+	json_t		*s, *a;
+	char		 long_[300];
+	const char	*bad[] = { "os;print(1)", "json,", ",json", "a..b",
+	    "1abc", "json, csv", "x.", "json\n", "m\xc3\xa9", long_ };
+
+	/* 299 bytes of a name: refused, reading 256 at most (the
+	 * monitor's field). */
+	memset(long_, 'a', sizeof(long_) - 1);
+	long_[sizeof(long_) - 1] = '\0';
+	fx_pool(&f);
+	f.sp.pool_warm_python = 1;
+	f.sp.pool_warm_imports = "json,matplotlib.pyplot,_x1";
+	s = build(&f);
+	a = at(s, "process.args");
+	cr_assert_eq(json_array_size(a), 7);
+	cr_assert_str_eq(json_string_value(json_array_get(a, 1)), "-w");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 3)), "-m");
+	cr_assert_str_eq(json_string_value(json_array_get(a, 4)),
+	    "json,matplotlib.pyplot,_x1");
+	json_decref(s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fx_pool(&f);
+		f.sp.pool_warm_python = 1;
+		f.sp.pool_warm_imports = bad[i];
+		cr_assert_null(refused(&f), "imports \"%s\" accepted", bad[i]);
+		cr_assert(strstr(f.err, "pool_warm_imports") != NULL, "%s",
+		    f.err);
+	}
+	/* "" is none. */
+	fx_pool(&f);
+	f.sp.pool_warm_python = 1;
+	f.sp.pool_warm_imports = "";
+	s = build(&f);
+	cr_assert_eq(json_array_size(at(s, "process.args")), 5);
+	json_decref(s);
+	/* Not without the warm interpreter it is for. */
+	fx_pool(&f);
+	f.sp.pool_warm_imports = "json";
+	cr_assert_null(refused(&f));
+	cr_assert(strstr(f.err, "warm python") != NULL, "%s", f.err);
+}
+
 Test(spec, pool_entry_takes_its_program_from_the_fifo)
 {
 	struct fx	 f;
