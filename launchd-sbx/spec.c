@@ -162,7 +162,7 @@ spec_check_pool(const struct spec_params *sp, char *err, size_t errlen)
 	if (sp->pool_warm_imports != NULL && sp->pool_warm_imports[0] !=
 	    '\0' && (!sp->pool_warm_python ||
 	    !spec_mods_ok(sp->pool_warm_imports))) {
-		spec_err(err, errlen, "spec: pool_warm_imports is not a list "
+		errf(err, errlen, "spec: pool_warm_imports is not a list "
 		    "of module names for a warm python");
 		return -1;
 	}
