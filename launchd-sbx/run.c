@@ -81,7 +81,7 @@ enum run_state {
 	RUN_IMAGE,		/* waiting for its image to be prepared */
 	RUN_EGRESS_OPEN,	/* waiting for egressd's egress_opened */
 	RUN_RECORD_LAUNCH,	/* waiting for the launch record to commit */
-	RUN_CREATE,		/* <runtime> create running */
+	RUN_CREATE,		/* <runtime> create (or run --detach) running */
 	RUN_START,		/* <runtime> start running */
 	RUN_RUNNING,		/* started; waiting for the init to exit */
 	RUN_DELETE,		/* <runtime> delete running */
@@ -123,6 +123,8 @@ struct run {
 							 * cgroups may exist */
 	int				 created;	/* runtime state may exist */
 	pid_t				 pid;		/* the container's init */
+	int				 one_step;	/* RUN, not CREATE + START */
+	uint64_t			 spawn_ns;	/* when RUN was asked for */
 	pid_t				 cmd_pid;	/* a runtime command */
 	pid_t				 kill_pid;	/* <runtime> kill */
 	int				 delete_pending;	/* after the kill */
@@ -544,6 +546,41 @@ run_exited(struct run *r)
 /* ---- runtime commands, one at a time per execution ---- */
 
 static void
+run_orphan_keep(struct launchd *ld, pid_t pid, int st)
+{
+	struct launchd_orphan	*o = &ld->orphans[ld->norphan++ %
+				    LAUNCHD_ORPHANS];
+
+	o->pid = pid;
+	o->status = st;
+	o->ns = mono_ns();
+}
+
+/*
+ * A RUN has told r's init's pid: if that pid's exit came already (after
+ * the RUN was asked for, so not an earlier process's with the same pid:
+ * a pid is not reused before its process is reaped), it is the init's.
+ */
+static void
+run_orphan_claim(struct run *r)
+{
+	struct launchd_orphan	*o;
+
+	for (size_t i = 0; i < LAUNCHD_ORPHANS; i++) {
+		o = &r->ld->orphans[i];
+		if (o->pid != r->pid || o->ns < r->spawn_ns)
+			continue;
+		o->pid = 0;
+		r->exited = 1;
+		r->status = o->status;
+		r->end_ns = o->ns;
+		log_debug("execution %s: its init %ld ended before the run "
+		    "command did", r->id, (long)r->pid);
+		return;
+	}
+}
+
+static void
 run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct run	*r = arg;
@@ -666,6 +703,18 @@ run_do_start(struct run *r)
 		    err);
 }
 
+/*
+ * A cold launch under runc (or crun): the runtime's `run --detach`, its
+ * create and start in one process (MON_RUN) -- one Go runtime's start-up
+ * and one monitor round trip fewer than CREATE then START.  Everything
+ * the start waited for is done before this: the staging sealed, the
+ * launch record durable, the egress channel open; the monitor makes the
+ * cgroups readable to egressd before the runtime runs, and the runtime
+ * writes every limit into them and makes the namespaces before its init
+ * runs the code.  The init may exit before the RUN's exit tells its pid:
+ * its exit waits among the orphans (run_orphan_claim).  runsc keeps
+ * create and start.
+ */
 static void
 run_do_create(struct run *r)
 {
@@ -673,6 +722,7 @@ run_do_create(struct run *r)
 	int	 p1[2], p2[2];
 
 	r->state = RUN_CREATE;
+	r->one_step = r->rt->flavor == SPEC_RUNC;
 	if (pipe2(p1, O_CLOEXEC) == -1) {
 		run_fail(r, RULE_RUNTIME, "pipe: %s", strerror(errno));
 		return;
@@ -685,8 +735,9 @@ run_do_create(struct run *r)
 	}
 	r->out[0].fd = p1[0];
 	r->out[1].fd = p2[0];
-	if (run_cmd_spawn(r, MON_CREATE, p1[1], p2[1], err,
-	    sizeof(err)) == -1) {
+	r->spawn_ns = r->start_ns = mono_ns();
+	if (run_cmd_spawn(r, r->one_step ? MON_RUN : MON_CREATE, p1[1], p2[1],
+	    err, sizeof(err)) == -1) {
 		close(p1[1]);
 		close(p2[1]);
 		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
@@ -716,13 +767,19 @@ run_cmd_done(struct run *r, int st)
 			n = read(r->out[1].fd, msg, sizeof(msg) - 1);
 			msg[n > 0 ? n : 0] = '\0';
 			msg[strcspn(msg, "\n")] = '\0';
-			run_fail(r, RULE_RUNTIME, "%s create failed (status "
-			    "%d): %s", r->rt->path, st, msg);
+			run_fail(r, RULE_RUNTIME, "%s %s failed (status "
+			    "%d): %s", r->rt->path, r->one_step ? "run" :
+			    "create", st, msg);
 			return;
 		}
 		if (run_watch_output(r) == -1) {
 			run_fail(r, RULE_RUNTIME, "cannot watch the output "
 			    "pipes");
+			return;
+		}
+		if (r->one_step) {
+			run_orphan_claim(r);
+			run_started(r);
 			return;
 		}
 		run_do_start(r);
@@ -1103,8 +1160,12 @@ run_child_exited(struct launchd *ld, pid_t pid, int st)
 		    r->cmd_pid == pid || r->kill_pid == pid ||
 		    r->del_pid == pid)
 			break;
-	if (r == NULL)
-		return;		/* an orphan the runtime left */
+	if (r == NULL) {
+		/* An orphan the runtime left, or a RUN's init that ended
+		 * before the RUN did: kept for run_orphan_claim. */
+		run_orphan_keep(ld, pid, st);
+		return;
+	}
 	if (r->del_pid == pid) {
 		r->del_pid = 0;
 		run_bg_deleted(r, st);
