@@ -159,14 +159,15 @@ struct mon_spec {
  *   START   start ID            (after CREATE, once)
  *   RUN     run --detach --bundle x-ID --pid-file x-ID/pid ID   (a
  *           launch's CREATE and START in one runtime process: after
- *           SPEC, once, instead of both; not for a pool entry's spec nor
- *           a runsc tier.  The init runs the code before the command
- *           exits, so the container's cgroup directories are made 0755
- *           in the shared hierarchies, and the parent's opened, before
- *           the runtime starts: egressd can read cgroup.procs when the
- *           code's first connection comes; the runtime still writes
- *           every limit into them before the init runs the code.  Its
- *           exit is handled as CREATE's, and the init may exit first)
+ *           SPEC, once, instead of both; the launcher sends it for a
+ *           cold launch under the runc flavor.  The init runs the code
+ *           before the command exits, so the container's cgroup
+ *           directories are made 0755 in the shared hierarchies, and the
+ *           parent's opened, before the runtime starts: egressd can read
+ *           cgroup.procs when the code's first connection comes; the
+ *           runtime still writes every limit into them before the init
+ *           runs the code.  Its exit is handled as CREATE's, and the
+ *           init may exit first)
  *   KILL    kill --all ID KILL  (after CREATE or RUN)
  *   DELETE  delete --force ID   (after CREATE or RUN)
  * MON_OK carries the command's pid; its MON_EXIT follows.  A command that

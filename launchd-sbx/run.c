@@ -12,8 +12,9 @@
  * run/) and record the launch (the audit group commit, control.c); with both
  * done, the monitor seals the staging (SEAL: root's from then on, files 0444,
  * directories 0555) and, for a cold launch, writes the spec (SPEC) and runs
- * `<runtime> create` and `<runtime> start` (CMD, each a child of the
- * monitor's whose exit comes back as a MON_EXIT event), or for a pool entry
+ * `runc run --detach` (CMD RUN) under the runc flavor, `<runtime> create`
+ * and `<runtime> start` under runsc (CMD, each a child of the monitor's
+ * whose exit comes back as a MON_EXIT event), or for a pool entry
  * the launcher writes once into the FIFO its sbx-init waits on.  The monitor
  * is a child subreaper, so the container's init becomes its child and its
  * real exit status comes back as a MON_EXIT too (run_child_exited).  The wall
@@ -736,6 +737,9 @@ run_do_create(struct run *r)
 	r->out[0].fd = p1[0];
 	r->out[1].fd = p2[0];
 	r->spawn_ns = r->start_ns = mono_ns();
+	/* RUN makes the cgroups before the runtime runs: removed even if
+	 * it fails. */
+	r->cg = r->one_step;
 	if (run_cmd_spawn(r, r->one_step ? MON_RUN : MON_CREATE, p1[1], p2[1],
 	    err, sizeof(err)) == -1) {
 		close(p1[1]);
