@@ -559,8 +559,10 @@ run_orphan_keep(struct launchd *ld, pid_t pid, int st)
 
 /*
  * A RUN has told r's init's pid: if that pid's exit came already (after
- * the RUN was asked for, so not an earlier process's with the same pid:
- * a pid is not reused before its process is reaped), it is the init's.
+ * the RUN was asked for), it is the init's.  Another process's with the
+ * same pid would have to be reaped and its pid given out again within
+ * that window: the kernel hands pids out in turn, so only a wrap of the
+ * pid counter in between could do it.
  */
 static void
 run_orphan_claim(struct run *r)
