@@ -62,6 +62,7 @@
 #define LAUNCHD_CA		"ca.pem"	/* in the staging dir */
 #define LAUNCHD_EGRESS_SOCK	"egress.sock"	/* in the staging dir */
 #define LAUNCHD_BG_NICE		10	/* pool refills, deletes after the result */
+#define LAUNCHD_ORPHANS		64	/* unclaimed exits kept (run.c) */
 /* POOL_RUN_DIR, POOL_ARGV, POOL_EGRESS_SOCK, POOL_CA: spec.h. */
 
 struct event_base;
@@ -186,6 +187,15 @@ struct launchd {
 	 * the monitor's client sits below. */
 	void			(*child_exited)(struct launchd *, pid_t,
 				    int status);
+	/* run.c: exits no execution claimed yet -- an init that a one-step
+	 * RUN started and that ended before the RUN's own exit told its
+	 * pid -- with when they came (a ring; the oldest goes). */
+	struct launchd_orphan {
+		pid_t		 pid;
+		int		 status;
+		uint64_t	 ns;
+	}			 orphans[LAUNCHD_ORPHANS];
+	size_t			 norphan;
 };
 
 /* Event priorities: the group commit runs after what is ready now. */

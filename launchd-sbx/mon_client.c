@@ -434,8 +434,8 @@ mon_client_cmd(struct launchd *ld, const char *id, int tier, int verb, int nice,
 	c.verb = (uint32_t)verb;
 	c.nice = nice;
 	if (mon_call(ld, MON_CMD, &c, sizeof(c), fds,
-	    verb == MON_CREATE && fd1 != -1 && fd2 != -1 ? 2 : 0, &pid, NULL,
-	    err, errlen) == -1)
+	    (verb == MON_CREATE || verb == MON_RUN) && fd1 != -1 && fd2 != -1 ?
+	    2 : 0, &pid, NULL, err, errlen) == -1)
 		return -1;
 	if (pid <= 1 || pid > INT32_MAX)
 		fatalx("sbx-monitor answered a command with pid %lld",

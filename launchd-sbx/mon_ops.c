@@ -116,16 +116,12 @@ mon_now(void)
 int
 mon_id_ok(const char id[MON_ID_MAX + 1])
 {
-	size_t	 n = strnlen(id, MON_ID_MAX + 1);
+	static const char	 zero[MON_ID_MAX + 1];
+	size_t			 n = strnlen(id, MON_ID_MAX + 1);
 
-	if (n == 0 || n > MON_ID_MAX || id[0] == '.' || strspn(id,
+	return n > 0 && n <= MON_ID_MAX && id[0] != '.' && strspn(id,
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-	    != n)
-		return 0;
-	for (size_t i = n; i <= MON_ID_MAX; i++)
-		if (id[i] != '\0')
-			return 0;
-	return 1;
+	    == n && memcmp(id + n, zero, MON_ID_MAX + 1 - n) == 0;
 }
 
 /* A name sent as text: NUL-terminated within its array, relative, and
@@ -322,23 +318,30 @@ mon_cg_rmdirs(const struct mon *m, const char *id)
  * runtime made them under the monitor's umask, 077): egressd reads
  * cgroup.procs to tell a sandbox's processes, the launcher the usage and
  * the init's pid.  Random names and host pids, which every user sees in
- * /proc anyway.
+ * /proc anyway.  With make, before a RUN (whose init starts the code
+ * before the runtime exits, too early for the share after it): the
+ * cgroups are made here first, so that egressd can read cgroup.procs at
+ * the code's first connection; the runtime finds them empty and writes
+ * every limit into them before its init runs the code.  A hierarchy not
+ * mounted (ENOENT) is skipped; one that cannot be made otherwise is left
+ * to the runtime, 0700, and egressd refuses the sandbox's connections.
  */
 static void
-mon_share(const struct mon *m, const char *id)
+mon_share(const struct mon *m, const char *id, int make)
 {
 	char	 path[PATH_MAX];
 	int	 xfd;
 
-	for (size_t i = 0; mon_shared[i] != NULL; i++) {
-		if (mon_cgpath(m, mon_shared[i], NULL, path) == -1)
-			continue;
-		if (chmod(path, 0755) == -1 && errno != ENOENT)
-			log_warn("chmod %s", path);
-		mon_cgpath(m, mon_shared[i], id, path);
-		if (chmod(path, 0755) == -1 && errno != ENOENT)
-			log_warn("chmod %s", path);
-	}
+	/* The parent (k 0), then the container's (k 1). */
+	for (size_t i = 0; mon_shared[i] != NULL; i++)
+		for (int k = 0; k < 2; k++) {
+			if (mon_cgpath(m, mon_shared[i], k ? id : NULL, path) ==
+			    -1 || (make && mkdir(path, 0755) == -1 &&
+			    errno == ENOENT))
+				break;
+			if (chmod(path, 0755) == -1 && errno != ENOENT)
+				log_warn("chmod %s", path);
+		}
 	if ((xfd = mon_xopen(m, id)) == -1)
 		return;
 	if (fchmodat(xfd, "pid", 0644, 0) == -1 && errno != ENOENT)
@@ -705,7 +708,9 @@ mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	const char *const	 start[] = { "start", s->id, NULL };
 	const char *const	 killw[] = { "kill", "--all", s->id, "KILL", NULL };
 	const char *const	 del[] = { "delete", "--force", s->id, NULL };
-	const char *const	*words[] = { NULL, create + 1, start, killw, del };
+	const char *const	*words[] = { NULL, create + 1, start, killw, del,
+	    (const char *const[]){ "run", "--detach", "--bundle", bundle,
+	    "--pid-file", pidf, s->id, NULL } };
 	const char *const	*w;
 	struct mon_run		*run = NULL;
 	struct stat		 st;
@@ -729,6 +734,8 @@ mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 		    "running", s->id, MON_CMDS_MAX);
 	mon_fmt(bundle, sizeof(bundle), "%s/x-%s", m->rundir, s->id);
 	mon_fmt(pidf, sizeof(pidf), "%s/pid", bundle);
+	if (r->verb == MON_RUN)
+		mon_share(m, s->id, 1);
 	/* monitor.c's table let only these verbs through */
 	w = r->verb == MON_CREATE && (s->state & ST_POOL) &&
 	    t->flavor == SPEC_RUNSC ? create : words[r->verb];
@@ -980,10 +987,11 @@ mon_reaped(struct mon *m, pid_t pid, int status)
 			continue;
 		s = &m->slots[run->slot];
 		if (s->state != 0 && s->gen == run->gen) {
-			if (run->verb == MON_CREATE && status == 0)
-				mon_share(m, s->id);
-			if (run->verb == MON_CREATE)
+			if (run->verb == MON_CREATE || run->verb == MON_RUN) {
+				if (status == 0)
+					mon_share(m, s->id, 0);
 				mon_init(m, s);
+			}
 			if (run->verb == MON_DELETE && status == 0)
 				s->state |= ST_DELETED;
 		}

@@ -77,6 +77,8 @@ static const struct mon_rule {
 	    FDS_0 | FDS_2, ID_SLOT, ST_SPEC, ST_CREATE, ST_CREATE, mon_cmd },
 	{ "START", MON_CMD, MON_START, sizeof(struct mon_cmd), FDS_0,
 	    ID_SLOT, ST_CREATE, ST_START, ST_START, mon_cmd },
+	{ "RUN", MON_CMD, MON_RUN, sizeof(struct mon_cmd), FDS_0 | FDS_2,
+	    ID_SLOT, ST_SPEC, ST_CREATE, ST_CREATE | ST_START, mon_cmd },
 	{ "KILL", MON_CMD, MON_KILL, sizeof(struct mon_cmd), FDS_0, ID_SLOT,
 	    ST_CREATE, 0, 0, mon_cmd },
 	{ "DELETE", MON_CMD, MON_DELETE, sizeof(struct mon_cmd), FDS_0,
@@ -494,8 +496,7 @@ mon_signals(struct mon *m)
 			mon_eof(m, "signalled");
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
 		mon_reaped(m, pid, st);
-		e.pid = pid;
-		e.status = st;
+		e = (struct mon_exit){ .pid = pid, .status = st };
 		mon_send(m, MON_EXIT, &e, sizeof(e), -1);
 	}
 }
@@ -511,10 +512,8 @@ main(int argc, char *argv[])
 	/* Before anything else (it needs root for the rest). */
 	if (argc == 2 && strcmp(argv[1], "--help") == 0)
 		mon_usage_to(stdout, 0);
-	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-		printf("sbx-monitor %s\n", SBX_VERSION);
-		return 0;
-	}
+	if (argc == 2 && strcmp(argv[1], "--version") == 0)
+		return printf("sbx-monitor %s\n", SBX_VERSION) < 0;
 	memset(&m, 0, sizeof(m));
 	m.sock = m.sigfd = m.runfd = m.cachefd = -1;
 	log_init("sbx-monitor", 1, 0);

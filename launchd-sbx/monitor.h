@@ -160,8 +160,19 @@ struct mon_spec {
  *           usage there -- and leaves x-ID/pid, the init's pid, which
  *           the launcher reads, readable (0644))
  *   START   start ID            (after CREATE, once)
- *   KILL    kill --all ID KILL  (after CREATE)
- *   DELETE  delete --force ID   (after CREATE)
+ *   RUN     run --detach --bundle x-ID --pid-file x-ID/pid ID   (a
+ *           launch's CREATE and START in one runtime process: after
+ *           SPEC, once, instead of both; the launcher sends it for a
+ *           cold launch under the runc flavor.  The init runs the code
+ *           before the command exits, so the container's cgroup
+ *           directories are made 0755 in the shared hierarchies, and the
+ *           parent's opened, before the runtime starts: egressd can read
+ *           cgroup.procs when the code's first connection comes; the
+ *           runtime still writes every limit into them before the init
+ *           runs the code.  Its exit is handled as CREATE's, and the
+ *           init may exit first)
+ *   KILL    kill --all ID KILL  (after CREATE or RUN)
+ *   DELETE  delete --force ID   (after CREATE or RUN)
  * MON_OK carries the command's pid; its MON_EXIT follows.  A command that
  * runs over MON_CMD_SECONDS is killed.  tier must be the one the id's
  * SPEC named; nice is 0 .. 19 for every verb (sbx-monitor).
@@ -171,14 +182,15 @@ enum mon_verb {
 	MON_START,
 	MON_KILL,
 	MON_DELETE,
+	MON_RUN,
 };
 
 struct mon_cmd {
 	char		id[MON_ID_MAX + 1];
 	uint32_t	tier;
 	uint32_t	verb;		/* enum mon_verb */
-	int32_t		nice;		/* CREATE: 0 .. 19, the command's and
-					 * the init's niceness */
+	int32_t		nice;		/* CREATE, RUN: 0 .. 19, the
+					 * command's and the init's niceness */
 	uint32_t	pad;
 };
 

@@ -12,8 +12,9 @@
  * run/) and record the launch (the audit group commit, control.c); with both
  * done, the monitor seals the staging (SEAL: root's from then on, files 0444,
  * directories 0555) and, for a cold launch, writes the spec (SPEC) and runs
- * `<runtime> create` and `<runtime> start` (CMD, each a child of the
- * monitor's whose exit comes back as a MON_EXIT event), or for a pool entry
+ * `runc run --detach` (CMD RUN) under the runc flavor, `<runtime> create`
+ * and `<runtime> start` under runsc (CMD, each a child of the monitor's
+ * whose exit comes back as a MON_EXIT event), or for a pool entry
  * the launcher writes once into the FIFO its sbx-init waits on.  The monitor
  * is a child subreaper, so the container's init becomes its child and its
  * real exit status comes back as a MON_EXIT too (run_child_exited).  The wall
@@ -85,7 +86,7 @@ enum run_state {
 	RUN_IMAGE,		/* waiting for its image to be prepared */
 	RUN_EGRESS_OPEN,	/* waiting for egressd's egress_opened */
 	RUN_RECORD_LAUNCH,	/* waiting for the launch record to commit */
-	RUN_CREATE,		/* <runtime> create running */
+	RUN_CREATE,		/* <runtime> create (or run --detach) running */
 	RUN_START,		/* <runtime> start running */
 	RUN_RUNNING,		/* started; waiting for the init to exit */
 	RUN_DELETE,		/* <runtime> delete running */
@@ -127,6 +128,8 @@ struct run {
 							 * cgroups may exist */
 	int				 created;	/* runtime state may exist */
 	pid_t				 pid;		/* the container's init */
+	int				 one_step;	/* RUN, not CREATE + START */
+	uint64_t			 spawn_ns;	/* when RUN was asked for */
 	pid_t				 cmd_pid;	/* a runtime command */
 	pid_t				 kill_pid;	/* <runtime> kill */
 	int				 delete_pending;	/* after the kill */
@@ -561,6 +564,43 @@ run_exited(struct run *r)
 /* ---- runtime commands, one at a time per execution ---- */
 
 static void
+run_orphan_keep(struct launchd *ld, pid_t pid, int st)
+{
+	struct launchd_orphan	*o = &ld->orphans[ld->norphan++ %
+				    LAUNCHD_ORPHANS];
+
+	o->pid = pid;
+	o->status = st;
+	o->ns = mono_ns();
+}
+
+/*
+ * A RUN has told r's init's pid: if that pid's exit came already (after
+ * the RUN was asked for), it is the init's.  Another process's with the
+ * same pid would have to be reaped and its pid given out again within
+ * that window: the kernel hands pids out in turn, so only a wrap of the
+ * pid counter in between could do it.
+ */
+static void
+run_orphan_claim(struct run *r)
+{
+	struct launchd_orphan	*o;
+
+	for (size_t i = 0; i < LAUNCHD_ORPHANS; i++) {
+		o = &r->ld->orphans[i];
+		if (o->pid != r->pid || o->ns < r->spawn_ns)
+			continue;
+		o->pid = 0;
+		r->exited = 1;
+		r->status = o->status;
+		r->end_ns = o->ns;
+		log_debug("execution %s: its init %ld ended before the run "
+		    "command did", r->id, (long)r->pid);
+		return;
+	}
+}
+
+static void
 run_cmd_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct run	*r = arg;
@@ -683,6 +723,18 @@ run_do_start(struct run *r)
 		    err);
 }
 
+/*
+ * A cold launch under runc (or crun): the runtime's `run --detach`, its
+ * create and start in one process (MON_RUN) -- one Go runtime's start-up
+ * and one monitor round trip fewer than CREATE then START.  Everything
+ * the start waited for is done before this: the staging sealed, the
+ * launch record durable, the egress channel open; the monitor makes the
+ * cgroups readable to egressd before the runtime runs, and the runtime
+ * writes every limit into them and makes the namespaces before its init
+ * runs the code.  The init may exit before the RUN's exit tells its pid:
+ * its exit waits among the orphans (run_orphan_claim).  runsc keeps
+ * create and start.
+ */
 static void
 run_do_create(struct run *r)
 {
@@ -690,6 +742,7 @@ run_do_create(struct run *r)
 	int	 p1[2], p2[2];
 
 	r->state = RUN_CREATE;
+	r->one_step = r->rt->flavor == SPEC_RUNC;
 	if (pipe2(p1, O_CLOEXEC) == -1) {
 		run_fail(r, RULE_RUNTIME, "pipe: %s", strerror(errno));
 		return;
@@ -702,8 +755,12 @@ run_do_create(struct run *r)
 	}
 	r->out[0].fd = p1[0];
 	r->out[1].fd = p2[0];
-	if (run_cmd_spawn(r, MON_CREATE, p1[1], p2[1], err,
-	    sizeof(err)) == -1) {
+	r->spawn_ns = r->start_ns = mono_ns();
+	/* RUN makes the cgroups before the runtime runs: removed even if
+	 * it fails. */
+	r->cg = r->one_step;
+	if (run_cmd_spawn(r, r->one_step ? MON_RUN : MON_CREATE, p1[1], p2[1],
+	    err, sizeof(err)) == -1) {
 		close(p1[1]);
 		close(p2[1]);
 		run_fail(r, RULE_RUNTIME, "cannot start %s: %s", r->rt->path,
@@ -733,13 +790,19 @@ run_cmd_done(struct run *r, int st)
 			n = read(r->out[1].fd, msg, sizeof(msg) - 1);
 			msg[n > 0 ? n : 0] = '\0';
 			msg[strcspn(msg, "\n")] = '\0';
-			run_fail(r, RULE_RUNTIME, "%s create failed (status "
-			    "%d): %s", r->rt->path, st, msg);
+			run_fail(r, RULE_RUNTIME, "%s %s failed (status "
+			    "%d): %s", r->rt->path, r->one_step ? "run" :
+			    "create", st, msg);
 			return;
 		}
 		if (run_watch_output(r) == -1) {
 			run_fail(r, RULE_RUNTIME, "cannot watch the output "
 			    "pipes");
+			return;
+		}
+		if (r->one_step) {
+			run_orphan_claim(r);
+			run_started(r);
 			return;
 		}
 		run_do_start(r);
@@ -1232,7 +1295,11 @@ run_child_exited(struct launchd *ld, pid_t pid, int st)
 		    r->del_pid == pid)
 			break;
 	if (r == NULL) {
-		run_gone_retry(ld);	/* an orphan the runtime left */
+		/* An orphan the runtime left, or a RUN's init that ended
+		 * before the RUN did: kept for run_orphan_claim; and a
+		 * proof of a sandbox gone may wait for it. */
+		run_orphan_keep(ld, pid, st);
+		run_gone_retry(ld);
 		return;
 	}
 	if (r->del_pid == pid) {
