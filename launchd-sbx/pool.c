@@ -246,12 +246,19 @@ pool_mon_spec(struct launchd *ld, const struct pool_entry *e,
  * a cold launch, a whole create at niceness 0 on its own path (at
  * concurrency 20 those misses made p99: bench/README).  Either way the
  * entry's init is at 0 before any program runs in it (pool_reaped).
+ * Always 0 under runsc, whose sandbox one RENICE cannot bring back.
  */
 static int
-pool_nice(const struct pool *p, size_t k)
+pool_nice(const struct launchd *ld, size_t k)
 {
-	size_t	 ready = 0;
+	const struct pool	*p = ld->pool;
+	size_t			 ready = 0;
 
+	/* Under runsc the RENICE of the sandbox's pid reaches one thread
+	 * of many, and not the gofer: the rest, and the task with them,
+	 * would stay at LAUNCHD_BG_NICE.  Its entries start at 0. */
+	if (ld->conf->runtimes[p->keys[k].conf->tier].flavor == SPEC_RUNSC)
+		return 0;
 	for (const struct pool_entry *e = p->entries; e != NULL; e = e->next)
 		ready += e->k == k && e->state == POOL_READY;
 	return ready * 4 < p->keys[k].conf->size ? 0 : LAUNCHD_BG_NICE;
@@ -386,7 +393,7 @@ pool_create(struct launchd *ld, size_t k, const char *rootfs, const char *hex)
 	/* At LAUNCHD_BG_NICE, unless the key runs low: no launch waits
 	 * for it. */
 	e->cmd_pid = mon_client_cmd(ld, e->id, kc->tier, MON_CREATE,
-	    pool_nice(p, k), p1[1], p2[1], err, sizeof(err));
+	    pool_nice(ld, k), p1[1], p2[1], err, sizeof(err));
 	close(p1[1]);
 	close(p2[1]);
 	if (e->cmd_pid == -1) {
@@ -707,7 +714,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 	/* Start it now: sbx-init becomes PID 1 and waits on its FIFO, so
 	 * that a launch pays for neither step. */
 	if ((e->cmd_pid = mon_client_cmd(ld, e->id, p->keys[e->k].conf->tier,
-	    MON_START, pool_nice(p, e->k), -1, -1, err, sizeof(err))) == -1) {
+	    MON_START, pool_nice(ld, e->k), -1, -1, err, sizeof(err))) == -1) {
 		log_warnx("pool entry %s: start: %s", e->id, err);
 		e->cmd_pid = 0;
 		pool_entry_failed(ld, e, "start", -1);
