@@ -286,7 +286,9 @@ $(B)/lib/libgated.a: $(call obj,$(GATED_LIB_SRCS))
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/bin/gated: $(call obj,gated/gated.c) $(B)/lib/libgated.a $(LIBCOMMON)
+# gated runs gated-unpack for every archive: whatever needs gated (every
+# suite that starts it, plain or SAN=1) needs its reader too.
+$(B)/bin/gated: $(call obj,gated/gated.c) $(B)/lib/libgated.a $(LIBCOMMON) | $(B)/bin/gated-unpack
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(GATED_LIBS)
 
