@@ -30,6 +30,7 @@
 #include "frame.h"
 #include "log.h"
 #include "util.h"
+#include "version.h"
 #include "gated/gated.h"
 
 #define UNPACK_ARCHIVE_FD	3
@@ -92,6 +93,16 @@ unpack_seccomp(void)
 #endif
 }
 
+static void __attribute__((noreturn))
+unpack_usage(FILE *f, int status)
+{
+	fprintf(f, "usage: gated-unpack (run by gated for each archive: the "
+	    "request on standard\n"
+	    "\tinput, the archive on descriptor %d; see gated(8))\n"
+	    "       gated-unpack --help | --version\n", UNPACK_ARCHIVE_FD);
+	exit(status);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -105,10 +116,15 @@ main(int argc, char *argv[])
 	size_t			 flen;
 	char			 why[512];
 
-	(void)argv;
 	log_init("gated-unpack", 1, 0);
+	if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+		printf("gated-unpack %s\n", SBX_VERSION);
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "--help") == 0)
+		unpack_usage(stdout, 0);
 	if (argc != 1)
-		fatalx("usage: gated-unpack (run by gated, see gated(8))");
+		unpack_usage(stderr, 2);
 	if (frame_read(STDIN_FILENO, UNPACK_REQUEST_MAX, &req) != 0 ||
 	    req->body_case != SBX__V1__ENVELOPE__BODY_ARCHIVE_INSPECT ||
 	    req->archive_inspect->answer)
