@@ -732,8 +732,8 @@ run_do_start(struct run *r)
  * cgroups readable to egressd before the runtime runs, and the runtime
  * writes every limit into them and makes the namespaces before its init
  * runs the code.  The init may exit before the RUN's exit tells its pid:
- * its exit waits among the orphans (run_orphan_claim).  runsc keeps
- * create and start.
+ * its exit waits among the orphans (run_orphan_claim).  runsc and
+ * sbx-vmrt keep create and start.
  */
 static void
 run_do_create(struct run *r)
@@ -742,7 +742,10 @@ run_do_create(struct run *r)
 	int	 p1[2], p2[2];
 
 	r->state = RUN_CREATE;
-	r->one_step = r->rt->flavor == SPEC_RUNC;
+	/* sbx-vmrt (microvm, runc's flavor of spec) answers create and
+	 * start, not run. */
+	r->one_step = r->rt->flavor == SPEC_RUNC &&
+	    r->tier != SBX__V1__ISOLATION__ISOLATION_MICROVM;
 	if (pipe2(p1, O_CLOEXEC) == -1) {
 		run_fail(r, RULE_RUNTIME, "pipe: %s", strerror(errno));
 		return;
