@@ -2257,13 +2257,21 @@ run_stop_all(struct launchd *ld)
 		r->need = 0;
 		if (r->state == RUN_EGRESS_CLOSE || r->state == RUN_RELEASE)
 			r->state = RUN_DELETE;	/* the container is gone */
-		/* The runtime's start in flight: let it finish (bounded),
+		/* The runtime's start in flight, or its run (which starts
+		 * the program before it returns): let it finish (bounded),
 		 * so that a started program ends as killed mid-run. */
-		if (r->state == RUN_START && r->cmd_pid > 0) {
+		if ((r->state == RUN_START || (r->state == RUN_CREATE &&
+		    r->one_step)) && r->cmd_pid > 0) {
 			int	 st = mon_wait_exit(ld, r->cmd_pid, 5);
 
 			if (st != -1) {
 				r->cmd_pid = 0;
+				if (st == 0 && r->state == RUN_CREATE &&
+				    ((r->pid = run_read_pid(r->dir)) == -1 ||
+				    run_watch_output(r) == -1))
+					st = -1;
+				else if (st == 0 && r->state == RUN_CREATE)
+					run_orphan_claim(r);
 				if (st == 0) {
 					r->state = RUN_RUNNING;
 					r->ld->metrics.launches++;
