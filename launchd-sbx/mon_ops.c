@@ -200,10 +200,8 @@ mon_wait(pid_t pid, uint64_t deadline)
 	pid_t		 r;
 
 	for (;;) {
-		if ((r = waitpid(pid, &st, WNOHANG)) == pid)
-			return st;
-		if (r == -1)
-			return -1;
+		if ((r = waitpid(pid, &st, WNOHANG)) != 0)
+			return r == pid ? st : -1;
 		if (mon_now() >= deadline) {
 			kill(pid, SIGKILL);
 			(void)waitpid(pid, &st, 0);
@@ -268,8 +266,7 @@ mon_rmtree(int dfd, const char *name, int depth)
 static int
 mon_remove(const struct mon *m, const char *x)
 {
-	static const char *const subs[] = { MON_SCRATCH, "rootfs",
-	    NULL };
+	static const char *const subs[] = { MON_SCRATCH, "rootfs", NULL };
 	char	 path[PATH_MAX];
 
 	for (size_t i = 0; subs[i] != NULL; i++) {
@@ -899,12 +896,10 @@ mon_handover(struct mon *m, struct mon_slot *s, struct mon_req *a)
 int
 mon_cg_remove(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	int	 e;
+	int	 e = mon_cg_rmdirs(m, s->id);
 
-	if ((e = mon_cg_rmdirs(m, s->id)) != 0)
-		return mon_err(a, e, "CG_REMOVE %s: rmdir %s/%s", s->id,
-		    m->cgparent, s->id);
-	return MON_ANSWERED;
+	return e == 0 ? MON_ANSWERED : mon_err(a, e, "CG_REMOVE %s: rmdir "
+	    "%s/%s", s->id, m->cgparent, s->id);
 }
 
 /*
@@ -939,9 +934,8 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	mon_fmt(x, sizeof(x), "x-%s", s->id);
 	rc = mon_remove(m, x);
 	memset(s, 0, sizeof(*s));
-	if (rc == -1)
-		return mon_err(a, errno, "UNSTAGE: removing %s", x);
-	return MON_ANSWERED;
+	return rc == -1 ? mon_err(a, errno, "UNSTAGE: removing %s", x) :
+	    MON_ANSWERED;
 }
 
 /* ---- children ---- */
@@ -1043,12 +1037,11 @@ mon_teardown(struct mon *m)
 	uint64_t	 deadline = mon_now() + CMD_NS;
 	pid_t		*pids;
 
+	/* A free run is all zero already: the loop's reaping clears it. */
 	for (size_t i = 0; i < MON_CMDS_MAX; i++)
-		if (m->runs[i].pid != 0) {
-			kill(m->runs[i].pid, SIGKILL);
+		if (m->runs[i].pid != 0 && kill(m->runs[i].pid, SIGKILL) == 0)
 			(void)waitpid(m->runs[i].pid, NULL, 0);
-			memset(&m->runs[i], 0, sizeof(m->runs[i]));
-		}
+	memset(m->runs, 0, sizeof(m->runs));
 	if ((pids = calloc(m->gid_count, sizeof(*pids))) == NULL)
 		fatal("teardown");
 	for (size_t i = 0; i < m->gid_count; i++)
