@@ -174,8 +174,10 @@ pool_entry_destroy(struct launchd *ld, struct pool_entry *e)
 		else if (mon_wait_exit(ld, pid, LAUNCHD_CMD_SECONDS) != 0)
 			log_debug("pool entry %s: delete did not succeed",
 			    e->id);
-		(void)mon_client_cg_remove(ld, e->id);
 	}
+	/* Its cgroups go with the UNSTAGE, once the monitor has killed
+	 * what ran in them: a create killed before the runtime wrote its
+	 * state leaves an init there that the delete knows nothing of. */
 	if (e->staged)
 		(void)mon_client_unstage(ld, e->id);
 	for (int i = 0; i < 2; i++)
