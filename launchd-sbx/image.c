@@ -439,6 +439,13 @@ image_child(struct launchd *ld, const char *hex, int fd)
 	 * monitor's socket is the parent's. */
 	signal(SIGCHLD, SIG_DFL);
 	mon_client_child(ld);
+	/* Nothing else of the parent's either: a listening socket kept
+	 * here would outlive a launcher killed meanwhile, and its next
+	 * start would find "another server is listening there". */
+	if (fd != 3 && (dup2(fd, 3) == -1 || close(fd) == -1))
+		_exit(1);
+	fd = 3;
+	(void)close_range(4, ~0U, 0);
 	bufprintf(layout, sizeof(layout), "%s/images/%s",
 	    ld->conf->common.state_dir, hex);
 	bufprintf(cache, sizeof(cache), "%s/cache/%s",
