@@ -8,7 +8,8 @@
  * packed at once but held here.  When the store's writer thread is idle
  * it takes the open batch at once and commits it (one fsync) while the
  * loop goes on compiling into the next batch, so batches grow with the
- * load.  When the writer is done, the held replies of that batch go out
+ * load.  When the writer is done (seen at the next compile, or by its
+ * wake-up, whichever comes first), the held replies of that batch go out
  * -- or, if the commit failed, every one of those clients gets
  * ERROR_INTERNAL instead and nothing is acknowledged.  Every other
  * request first drains both batches (commit_flush(): waits for the one in
