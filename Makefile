@@ -211,6 +211,7 @@ LAUNCHD_LIB_SRCS += launchd-sbx/jsonw.c
 LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
 LAUNCHD_LIB_SRCS += launchd-sbx/mon_client.c
 LAUNCHD_LIB_SRCS += launchd-sbx/microvm.c
+LAUNCHD_LIB_SRCS += launchd-sbx/microvm_extract.c
 
 # brokerd's modules without main(), for unit tests.
 BROKERD_LIB_SRCS = $(filter-out brokerd/brokerd.c,$(BROKERD_SRCS))
@@ -316,7 +317,7 @@ $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
 
 # sbx-vmrt: the microvm tier's runtime as sbx-monitor runs it (vmrt.c).
-$(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c) $(LIBCOMMON)
+$(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c launchd-sbx/microvm_extract.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS) -ljansson
 
@@ -760,11 +761,12 @@ build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) $(GATED_CFLAGS) \
 	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS) $(ARCHIVE_LIBS)
 
-# The microvm tier's output archive, as a guest writes it: microvm.c.
-build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+# The microvm tier's output archive, as a guest writes it:
+# microvm_extract.c.
+build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c launchd-sbx/microvm_extract.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(LAUNCHD_LIBS)
+	  -o $@ $< launchd-sbx/microvm.c launchd-sbx/microvm_extract.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(LAUNCHD_LIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \
