@@ -310,11 +310,12 @@ $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMO
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The microvm tier reads the guest's output archive with libarchive.
+# The microvm tier reads the guest's output archive with libarchive, in
+# sbx-vmrt (microvm_extract.c): the launcher does not link it.
 LAUNCHD_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null)
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
 # sbx-vmrt: the microvm tier's runtime as sbx-monitor runs it (vmrt.c).
 $(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c launchd-sbx/microvm_extract.c) $(LIBCOMMON)
