@@ -56,7 +56,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <openssl/evp.h>
 
 #include "log.h"
 #include "util.h"
@@ -112,11 +111,10 @@ pool_key(const struct spec_params *in, int tier, char key[65])
 {
 	char			*argv[] = { (char *)"pool", NULL };
 	struct spec_params	 sp = *in;
-	unsigned char		 md[EVP_MAX_MD_SIZE];
-	unsigned int		 mdlen = 0;
+	unsigned char		 md[32];
 	char			 err[256], *s, t[32];
 	size_t			 len;
-	EVP_MD_CTX		*ctx;
+	struct sha256		*ctx;
 	int			 rc = -1;
 
 	sp.policy_hash = pool_zero;
@@ -141,15 +139,15 @@ pool_key(const struct spec_params *in, int tier, char key[65])
 	/* The tier too: two tiers' runtimes may read the same spec, and an
 	 * entry of one must never serve the other. */
 	bufprintf(t, sizeof(t), "sbx.tier %d\n", tier);
-	if ((ctx = EVP_MD_CTX_new()) != NULL &&
-	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
-	    EVP_DigestUpdate(ctx, s, len) == 1 &&
-	    EVP_DigestUpdate(ctx, t, strlen(t)) == 1 &&
-	    EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 && mdlen == 32) {
-		hex_encode(md, 32, key);
-		rc = 0;
+	if ((ctx = sha256_new()) != NULL) {
+		if (sha256_update(ctx, s, len) == 0 &&
+		    sha256_update(ctx, t, strlen(t)) == 0)
+			rc = sha256_final(ctx, md);	/* frees ctx */
+		else
+			sha256_free(ctx);
+		if (rc == 0)
+			hex_encode(md, 32, key);
 	}
-	EVP_MD_CTX_free(ctx);
 	free(s);
 	return rc;
 }

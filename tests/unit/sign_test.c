@@ -735,3 +735,40 @@ Test(sign, signature_is_ed25519_over_the_grant_bytes)
 	sign_key_free(key);
 	fx_teardown(&fx);
 }
+
+/* sha256_new/update/final (launchd-sbx's image and pool digests) is
+ * SHA-256 however the input is cut: every split of a buffer across the
+ * block boundaries, and many small pieces, against libsodium's. */
+Test(sign, sha256_pieces_are_sha256)
+{
+	unsigned char	 buf[300], md[32], ref[32];
+	struct sha256	*s;
+	size_t		 i, cut;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 7 + 3);
+	crypto_hash_sha256(ref, buf, sizeof(buf));
+	for (cut = 0; cut <= sizeof(buf); cut++) {
+		cr_assert_not_null(s = sha256_new());
+		cr_assert_eq(sha256_update(s, buf, cut), 0);
+		cr_assert_eq(sha256_update(s, buf + cut, sizeof(buf) - cut),
+		    0);
+		cr_assert_eq(sha256_final(s, md), 0);
+		cr_assert_eq(memcmp(md, ref, 32), 0, "cut at %zu", cut);
+	}
+	cr_assert_not_null(s = sha256_new());
+	for (i = 0; i < sizeof(buf); i++)
+		cr_assert_eq(sha256_update(s, buf + i, 1), 0);
+	cr_assert_eq(sha256_final(s, md), 0);
+	cr_assert_eq(memcmp(md, ref, 32), 0, "one byte at a time");
+	/* Nothing hashed: the empty string's digest. */
+	cr_assert_not_null(s = sha256_new());
+	cr_assert_eq(sha256_final(s, md), 0);
+	crypto_hash_sha256(ref, buf, 0);
+	cr_assert_eq(memcmp(md, ref, 32), 0, "empty");
+	/* Released unfinished (an error path) leaks nothing (SAN=1). */
+	cr_assert_not_null(s = sha256_new());
+	cr_assert_eq(sha256_update(s, buf, 10), 0);
+	sha256_free(s);
+	sha256_free(NULL);
+}
