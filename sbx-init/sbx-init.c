@@ -172,7 +172,7 @@ static const int	 init_fwd_signals[] = {
 	"        f = os.open(path, os.O_RDONLY | os.O_CLOEXEC)\n" \
 	"        try:\n" \
 	"            source = bytearray()\n" \
-	"            while b := os.read(f, 1 << 20):\n" \
+	"            while b := os.read(f, 65536):\n" \
 	"                source += b\n" \
 	"        finally:\n" \
 	"            os.close(f)\n" \
