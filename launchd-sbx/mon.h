@@ -48,7 +48,6 @@ struct mon_slot {
 	uint32_t	 gid, tier, scratch_mb;
 	pid_t		 init;		/* from its pid file, until reaped */
 	uint64_t	 gen;		/* tells a reused slot from its past */
-	long		 cpu_weight;	/* a warming entry's, to put back */
 };
 
 /* A runtime command the launcher asked for, until it is reaped. */

@@ -349,116 +349,6 @@ mon_share(const struct mon *m, const char *id, int make)
 	close(xfd);
 }
 
-/* ---- a warming runsc pool entry's CPU weight ---- */
-
-/*
- * A runsc pool entry warms up after its start: its sbx-init starts the
- * warm interpreter, whose start-up under the ptrace platform costs a
- * hundred milliseconds of CPU and more, and a refill is started right
- * after each pooled run -- in the same parent cgroup as the runs, at the
- * same weight, on the same CPUs: 50 ms apart, nearly every pooled run
- * shared the CPUs with the next entry's start-up (bench/README).  From
- * its START until the SEAL of the launch that takes it, the entry's cpu
- * cgroup weighs MON_WARM_DIV times less than it did: a CPU no run wants
- * still fills the pool at full speed, but a running sandbox no longer
- * gives half its CPU to the next one's start-up.  SEAL puts the weight
- * back before the program exists.  A cgroup's weight reaches every
- * thread of the sandbox, its stubs and its gofer, where one RENICE
- * reaches one thread (pool_nice); not SCHED_IDLE, whose refills starved
- * and emptied the pool (bench/README).  Best effort: a weight that cannot
- * be read or written is logged and left, it decides no access.
- */
-#define MON_WARM_DIV	16
-
-/* The container's cpu weight file (v1 cpu.shares, v2 cpu.weight). */
-static int
-mon_cpu_path(const struct mon *m, const char *id, char path[PATH_MAX])
-{
-	char	 dir[PATH_MAX];
-
-	if (mon_cgpath(m, "cpu", id, dir) == 0 && access(dir, F_OK) == 0) {
-		mon_fmt(path, PATH_MAX, "%s/cpu.shares", dir);
-		return 0;
-	}
-	if (mon_cgpath(m, "", id, dir) == 0 && access(dir, F_OK) == 0) {
-		mon_fmt(path, PATH_MAX, "%s/cpu.weight", dir);
-		return 0;
-	}
-	errno = ENOENT;
-	return -1;
-}
-
-/* Read the weight (v >= 1) and, with put > 0, write put: v, or -1. */
-static long
-mon_cpu_weight(const char *path, long put)
-{
-	char	 buf[32];
-	ssize_t	 n;
-	long	 v;
-	int	 fd, len;
-
-	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return -1;
-	if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0) {
-		close(fd);
-		if (n == 0)
-			errno = EINVAL;
-		return -1;
-	}
-	buf[n] = '\0';
-	v = strtol(buf, NULL, 10);
-	if (v < 1) {
-		close(fd);
-		errno = EINVAL;
-		return -1;
-	}
-	if (put > 0) {
-		len = snprintf(buf, sizeof(buf), "%ld\n", put);
-		if (pwrite(fd, buf, (size_t)len, 0) != len) {
-			close(fd);
-			return -1;
-		}
-	}
-	close(fd);
-	return v;
-}
-
-/* START of a runsc pool entry: its weight down for the warm-up. */
-static void
-mon_warm_low(const struct mon *m, struct mon_slot *s)
-{
-	char	 path[PATH_MAX];
-	long	 v;
-
-	if (s->cpu_weight != 0 || mon_cpu_path(m, s->id, path) == -1)
-		return;
-	if ((v = mon_cpu_weight(path, 0)) == -1 ||
-	    (v / MON_WARM_DIV >= 1 &&
-	    mon_cpu_weight(path, v / MON_WARM_DIV) == -1)) {
-		log_warn("%s", path);
-		return;
-	}
-	if (v / MON_WARM_DIV >= 1)
-		s->cpu_weight = v;
-	log_debug("%s: cpu weight %ld while it warms up", s->id,
-	    v / MON_WARM_DIV >= 1 ? v / MON_WARM_DIV : v);
-}
-
-/* SEAL: the weight it had before its START. */
-static void
-mon_warm_end(const struct mon *m, struct mon_slot *s)
-{
-	char	 path[PATH_MAX];
-
-	if (s->cpu_weight == 0)
-		return;
-	if (mon_cpu_path(m, s->id, path) == -1 ||
-	    mon_cpu_weight(path, s->cpu_weight) == -1)
-		log_warn("%s: cannot put its cpu weight back to %ld", s->id,
-		    s->cpu_weight);
-	s->cpu_weight = 0;
-}
-
 /* ---- STAGE ---- */
 
 int
@@ -652,9 +542,6 @@ mon_seal(struct mon *m, struct mon_slot *s, struct mon_req *a)
 
 	if ((s->state & ST_SPEC) && !(s->state & ST_POOL))
 		return mon_bad(a, "SEAL %s: after its SPEC", s->id);
-	/* Before anything can fail: a launch that takes the entry runs
-	 * at the weight every sandbox has. */
-	mon_warm_end(m, s);
 	if ((xfd = mon_xopen(m, s->id)) == -1)
 		return mon_err(a, errno, "SEAL %s: x-%s", s->id, s->id);
 	for (size_t i = 0; trees[i] != NULL && rc == 0; i++) {
@@ -852,9 +739,6 @@ mon_cmd(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	/* monitor.c's table let only these verbs through */
 	w = r->verb == MON_CREATE && (s->state & ST_POOL) &&
 	    t->flavor == SPEC_RUNSC ? create : words[r->verb];
-	if (r->verb == MON_START && (s->state & ST_POOL) &&
-	    t->flavor == SPEC_RUNSC)
-		mon_warm_low(m, s);
 	if ((pid = mon_spawn(m, r->tier, w, a->nfds == 2 ? a->fds[0] : -1,
 	    a->nfds == 2 ? a->fds[1] : -1, r->nice)) == -1)
 		return mon_err(a, errno, "CMD %s: fork", s->id);
