@@ -82,6 +82,7 @@ struct pool_entry {
 	gid_t			 gid;		/* its own group (ident.c) */
 	int			 staged;	/* the monitor staged it */
 	int			 created;	/* CREATE was accepted */
+	uint64_t		 ready_ns;	/* when it became ready */
 };
 
 struct pool_keyrt {
@@ -588,10 +589,19 @@ pool_take(struct launchd *ld, const char *key)
 
 	if (p == NULL)
 		return NULL;
-	for (e = p->entries; e != NULL; e = e->next)
-		if (e->state == POOL_READY &&
-		    strcmp(p->keys[e->k].key, key) == 0)
-			break;
+	/*
+	 * The one ready longest: an entry is ready when its runtime's start
+	 * returns, but its warm interpreter may still be starting (under
+	 * runsc's ptrace platform, 100 ms and more; seconds with
+	 * warm_imports), and a launch given it would wait for that.  The
+	 * newest entry is the least likely to be warm.
+	 */
+	e = NULL;
+	for (struct pool_entry *x = p->entries; x != NULL; x = x->next)
+		if (x->state == POOL_READY &&
+		    strcmp(p->keys[x->k].key, key) == 0 &&
+		    (e == NULL || x->ready_ns < e->ready_ns))
+			e = x;
 	if (e == NULL) {
 		/* A miss on a known key: give a failing key another go. */
 		for (size_t k = 0; k < p->nkeys; k++)
@@ -711,6 +721,7 @@ pool_reaped(struct launchd *ld, pid_t pid, int status)
 			return 1;
 		}
 		e->state = POOL_READY;
+		e->ready_ns = mono_ns();
 		p->keys[e->k].failures = 0;
 		log_debug("pool entry %s ready (key %.12s, init %ld)", e->id,
 		    p->keys[e->k].key, (long)e->init_pid);
