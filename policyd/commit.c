@@ -205,25 +205,37 @@ commit_swap(struct held_list *a, struct held_list *b)
 	*b = t;
 }
 
+/*
+ * A batch the writer has finished (finished, ok its result): its records
+ * are settled and its replies taken out; what arrived meanwhile is the
+ * next batch, and the writer starts on it before we spend time on the
+ * replies, which go out in batch order.
+ */
 static void
-commit_done_cb(evutil_socket_t fd, short what, void *arg)
+commit_settle(struct commit *cm, int finished, int ok)
 {
-	struct commit		*cm = arg;
 	struct held_list	 done = { NULL, 0, 0 };
-	int			 ok;
 
-	(void)fd;
-	(void)what;
-	if (store_reap(cm->pd->store, &ok) == 1) {
+	if (finished) {
 		commit_committed(cm, ok);
 		commit_swap(&done, &cm->flight);
 	}
-	/* What arrived meanwhile is the next batch: the writer starts on it
-	 * before we spend time on the replies. */
 	commit_start(cm);
 	if (done.n > 0)
 		commit_release(cm, &done, ok);
 	free(done.v);
+}
+
+static void
+commit_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct commit		*cm = arg;
+	int			 ok = 0, finished;
+
+	(void)fd;
+	(void)what;
+	finished = store_reap(cm->pd->store, &ok) == 1;
+	commit_settle(cm, finished, ok);
 }
 
 /* Listen for the writer thread, once the store exists.  -1 if we cannot:
@@ -262,19 +274,12 @@ void
 commit_kick(struct commit *cm)
 {
 	struct store		*s = cm->pd->store;
-	struct held_list	 done = { NULL, 0, 0 };
-	int			 ok = 0;
+	int			 ok = 0, finished;
 
 	if (s == NULL)
 		return;
-	if (store_busy(s) && store_poll(s, &ok) == 1) {
-		commit_committed(cm, ok);
-		commit_swap(&done, &cm->flight);
-	}
-	commit_start(cm);
-	if (done.n > 0)
-		commit_release(cm, &done, ok);
-	free(done.v);
+	finished = store_busy(s) && store_poll(s, &ok) == 1;
+	commit_settle(cm, finished, ok);
 }
 
 static void
