@@ -17,9 +17,9 @@ PKGS       = libprotobuf-c libevent libevent_openssl libevent_pthreads yaml-0.1 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CRIT_LIBS  := $(shell pkg-config --libs criterion 2>/dev/null)
-# libpq: only the fleet's store (policyd, approvald, sbxctl) links it.
+# libpq: its header only.  The fleet's store (policyd, approvald, sbxctl)
+# loads the library when one is configured (common/pg.c): nothing links it.
 PQ_CFLAGS  := $(shell pkg-config --cflags libpq 2>/dev/null)
-PQ_LIBS    := $(shell pkg-config --libs libpq 2>/dev/null || echo -lpq)
 
 WARN      = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wpointer-arith -Werror
@@ -211,6 +211,7 @@ LAUNCHD_LIB_SRCS += launchd-sbx/jsonw.c
 LAUNCHD_LIB_SRCS += launchd-sbx/parse.c
 LAUNCHD_LIB_SRCS += launchd-sbx/mon_client.c
 LAUNCHD_LIB_SRCS += launchd-sbx/microvm.c
+LAUNCHD_LIB_SRCS += launchd-sbx/microvm_extract.c
 
 # brokerd's modules without main(), for unit tests.
 BROKERD_LIB_SRCS = $(filter-out brokerd/brokerd.c,$(BROKERD_SRCS))
@@ -275,11 +276,11 @@ $(B)/lib/libapprovald.a: $(call obj,$(APPROVALD_LIB_SRCS))
 
 $(B)/bin/approvald: $(call obj,approvald/approvald.c) $(B)/lib/libapprovald.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/bin/approvalctl: $(call obj,$(APPROVALCTL_SRCS)) $(B)/lib/libapprovald.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/lib/libgated.a: $(call obj,$(GATED_LIB_SRCS))
 	@mkdir -p $(dir $@)
@@ -307,16 +308,17 @@ $(B)/bin/egressd: $(call obj,egressd/egressd.c) $(B)/lib/libegressd.a $(LIBCOMMO
 
 $(B)/bin/policyd: $(call obj,policyd/policyd.c) $(B)/lib/libpolicyd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The microvm tier reads the guest's output archive with libarchive.
+# The microvm tier reads the guest's output archive with libarchive, in
+# sbx-vmrt (microvm_extract.c): the launcher does not link it.
 LAUNCHD_LIBS := $(shell pkg-config --libs libarchive 2>/dev/null)
 $(B)/bin/launchd-sbx: $(call obj,$(filter-out $(LAUNCHD_LIB_SRCS),$(LAUNCHD_SRCS))) $(B)/lib/liblaunchd.a $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
 # sbx-vmrt: the microvm tier's runtime as sbx-monitor runs it (vmrt.c).
-$(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c) $(LIBCOMMON)
+$(B)/bin/sbx-vmrt: $(call obj,launchd-sbx/vmrt.c launchd-sbx/microvm.c launchd-sbx/microvm_extract.c) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
 	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(LAUNCHD_LIBS) -ljansson
 
@@ -328,7 +330,7 @@ $(B)/bin/sbx-monitor: $(call obj,$(MONITOR_SRCS))
 $(call obj,sbxctl/canary.c): XCFLAGS += -DSBX_CANARY_DIR='"$(PREFIX)/share/sbx/canary"'
 $(B)/bin/sbxctl: $(call obj,$(SBXCTL_SRCS)) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(PQ_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS)
 
 # sbx-init runs inside images it did not build: one file, plain libc,
 # linked statically.  ASan cannot link statically, so SAN=1 builds it
@@ -384,7 +386,7 @@ TESTLIB_gated         = $(B)/lib/libgated.a
 .SECONDEXPANSION:
 $(B)/tests/%_test: $(B)/obj/tests/unit/%_test.o $$(TESTLIB_$$*) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(ARCHIVE_LIBS) $(PQ_LIBS) $(CRIT_LIBS)
+	$(CC) $(XLDFLAGS) -o $@ $^ $(LDLIBS) $(EGRESSD_LIBS) $(GATED_LIBS) $(ARCHIVE_LIBS) $(CRIT_LIBS)
 
 TEST_HELPERS = $(B)/bin/frameprobe
 TEST_HELPERS += $(B)/bin/probe $(B)/bin/mkspec
@@ -724,26 +726,26 @@ FUZZ_FLAGS   = -fsanitize=fuzzer,address,undefined -g -O1
 build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS)
+	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
 build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(EGRESSD_LIBS)
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # What egressd forwards, parsed again (proxy_http.c and decide.c as
 # proxy.c drives them); seeded from the differential corpus.
 build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(EGRESSD_LIBS)
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # The response parser and its accounting against max_response_kb.
 build/fuzz/http_resp_fuzz: tests/fuzz/http_resp_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(EGRESSD_LIBS)
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # The forward_fuzz seeds are the differential corpus for one host:port
 # (tests/differential/run checks that they are up to date).
@@ -758,13 +760,14 @@ RELEASE_FUZZ_SRCS = gated/release.c gated/sniff.c gated/text.c gated/store.c \
 build/fuzz/release_fuzz: tests/fuzz/release_fuzz.c $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) $(GATED_CFLAGS) \
-	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(GATED_LIBS) $(ARCHIVE_LIBS)
+	  -o $@ $< $(RELEASE_FUZZ_SRCS) $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(GATED_LIBS) $(ARCHIVE_LIBS)
 
-# The microvm tier's output archive, as a guest writes it: microvm.c.
-build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+# The microvm tier's output archive, as a guest writes it:
+# microvm_extract.c.
+build/fuzz/vmout_fuzz: tests/fuzz/vmout_fuzz.c launchd-sbx/microvm.c launchd-sbx/microvm_extract.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< launchd-sbx/microvm.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(PQ_LIBS) $(LAUNCHD_LIBS)
+	  -o $@ $< launchd-sbx/microvm.c launchd-sbx/microvm_extract.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(LAUNCHD_LIBS)
 
 fuzz: $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 	@for t in $(FUZZ_TARGETS); do \

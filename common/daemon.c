@@ -394,6 +394,33 @@ daemon_signals(struct daemon_run *r)
 
 /* What runs as root: the state directory, the loop, the sockets, daemon(),
  * the database, then the drop (unless the daemon keeps root). */
+/*
+ * The loop: nprio priorities (0: libevent's one), and with bg_prio > 0
+ * the callbacks at bg_prio or lower one a pass: after each the loop polls
+ * again and runs what has become ready at a higher priority first, so a
+ * frame that arrives during background work waits for one such callback,
+ * not for all that are ready.  NULL when libevent refuses.
+ */
+struct event_base *
+daemon_event_base(int nprio, int bg_prio)
+{
+	struct event_config	*cfg;
+	struct event_base	*base = NULL;
+
+	if ((cfg = event_config_new()) == NULL)
+		return NULL;
+	if (bg_prio <= 0 ||
+	    event_config_set_max_dispatch_interval(cfg, NULL, 1, bg_prio) == 0)
+		base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	if (base != NULL && nprio > 0 &&
+	    event_base_priority_init(base, nprio) == -1) {
+		event_base_free(base);
+		base = NULL;
+	}
+	return base;
+}
+
 static void
 daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 {
@@ -411,8 +438,7 @@ daemon_privileged(struct daemon_run *r, const struct daemon_opts *opts)
 	if (dm->prepare != NULL)
 		dm->prepare(r->state);
 
-	if ((r->base = event_base_new()) == NULL || (dm->nprio > 0 &&
-	    event_base_priority_init(r->base, dm->nprio) == -1))
+	if ((r->base = daemon_event_base(dm->nprio, dm->bg_prio)) == NULL)
 		fatalx("cannot create the event loop");
 	daemon_set(r->state, dm->base_at, r->base);
 	if (dm->loop != NULL)

@@ -94,6 +94,9 @@ struct daemon_main {
 						 * runs the OCI runtime) */
 	int			 nprio;		/* the loop's event priorities;
 						 * 0: libevent's one */
+	int			 bg_prio;	/* > 0: callbacks at this
+						 * priority or lower run
+						 * one a pass */
 	/* Where the skeleton puts the conf and the event base it makes:
 	 * offsetof the two pointers in the daemon's state. */
 	size_t			 conf_at;
@@ -146,5 +149,7 @@ struct daemon_main {
  * exit status. */
 int	daemon_main(int argc, char *argv[], const struct daemon_main *,
 	    void *state);
+/* The loop daemon_main makes (nprio, bg_prio as in struct daemon_main). */
+struct event_base *daemon_event_base(int nprio, int bg_prio);
 
 #endif

@@ -19,7 +19,13 @@
  * until the postmaster answers, which a hung one never does.  A host
  * name in conninfo is resolved before the deadline starts (getaddrinfo
  * blocks): a socket directory or hostaddr= avoids that.
+ *
+ * libpq itself is loaded here (pg_load), when a store is postgresql and
+ * never otherwise: a daemon keeping its state in SQLite does not map it
+ * or the libraries it brings.  A library that cannot be loaded is an
+ * error naming it, like any other reason the store cannot be used.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -35,6 +41,63 @@
 #include "pg.h"
 
 #define PG_RETRY_GROW	16	/* the back-off grows to retry_ms * this */
+
+struct pg_lib	 pg_lib;
+static int	 pg_lib_ok;
+
+/* The table's types are libpq-fe.h's own (the names below are not
+ * followed by a parenthesis, so they are the functions, not macros). */
+#define PG_LIB_CHECK(r, n, a)						\
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&n),	\
+	    __typeof__(pg_lib.n)), "pg.h: " #n " as libpq-fe.h has it");
+PG_LIB_CALLS(PG_LIB_CHECK)
+#undef PG_LIB_CHECK
+
+int
+pg_load_soname(const char *soname, char *err, size_t errlen)
+{
+	struct pg_lib	 lib;
+	void		*h, *f;
+	const char	*e;
+
+	if (pg_lib_ok)
+		return 0;
+	/* RTLD_NOW: a missing symbol is found here, not at the first
+	 * call; RTLD_LOCAL: its symbols resolve nothing else of ours.
+	 * Never unloaded (pg_lib's pointers live as long as the process). */
+	if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		e = dlerror();
+		errf(err, errlen, "cannot load %s (PostgreSQL's client "
+		    "library, Debian's libpq5), which backend postgresql "
+		    "needs: %s", soname, e != NULL ? e : "unknown error");
+		return -1;
+	}
+#define PG_LIB_SYM(r, n, a)						\
+	if ((f = dlsym(h, #n)) == NULL) {				\
+		errf(err, errlen, "%s has no %s: not the libpq sbx was "	\
+		    "built for", soname, #n);				\
+		dlclose(h);						\
+		return -1;						\
+	}								\
+	memcpy(&lib.n, &f, sizeof(f));
+	PG_LIB_CALLS(PG_LIB_SYM)
+#undef PG_LIB_SYM
+	pg_lib = lib;
+	pg_lib_ok = 1;
+	return 0;
+}
+
+int
+pg_load(char *err, size_t errlen)
+{
+	return pg_load_soname(PG_LIB_SONAME, err, errlen);
+}
+
+int
+pg_loaded(void)
+{
+	return pg_lib_ok;
+}
 
 struct pg {
 	char		*conninfo;
@@ -222,6 +285,8 @@ pg_conninfo_ok(const char *conninfo, char *err, size_t errlen)
 	char			*msg = NULL;
 	size_t			 n;
 
+	if (pg_load(err, errlen) == -1)
+		return -1;
 	if ((o = PQconninfoParse(conninfo, &msg)) == NULL) {
 		/* libpq's message names the keyword, not the value. */
 		errf(err, errlen, "%s", msg != NULL ? msg :
@@ -284,10 +349,18 @@ pg_store_parse(struct ydoc *doc, const struct ynode *n, struct pg_store *s)
 		    "\"%s\": sqlite or postgresql", b);
 		bad = 1;
 	}
+	/* Loaded here, while the configuration is read (with -n too,
+	 * and before the daemon drops its privileges). */
+	if (pg_load(err, sizeof(err)) == -1) {
+		yerr(doc, ymap_get(n, "backend"), "store.backend", "%s", err);
+		bad = 1;
+	}
 	if (ci == NULL) {
 		yerr(doc, n, "store.conninfo", "backend postgresql needs "
 		    "conninfo");
 		bad = 1;
+	} else if (!pg_loaded()) {
+		/* Nothing can parse it without libpq: said above. */
 	} else if (pg_conninfo_ok(ci, err, sizeof(err)) == -1) {
 		yerr(doc, ymap_get(n, "conninfo"), "store.conninfo", "%s",
 		    err);
@@ -329,8 +402,12 @@ pg_where_set(struct pg *p)
 {
 	PQconninfoOption	*o, *e;
 	const char		*host = NULL, *db = NULL;
+	char			 err[256];
 
 	snprintf(p->where, sizeof(p->where), "the fleet database");
+	/* Not loaded: pg_ready says why, at the first use. */
+	if (pg_load(err, sizeof(err)) == -1)
+		return;
 	if ((o = PQconninfoParse(p->conninfo, NULL)) == NULL)
 		return;
 	for (e = o; e->keyword != NULL; e++) {
@@ -418,7 +495,12 @@ pg_ready(struct pg *p, char *err, size_t errlen)
 	PostgresPollingStatusType st;
 	int64_t			 now, deadline;
 	int			 r;
+	char			 e[256];
 
+	if (pg_load(e, sizeof(e)) == -1) {
+		errf(err, errlen, "%s: %s", p->where, e);
+		return -1;
+	}
 	/* The breaker open: refused at once, no round trip.  Once it has
 	 * passed, this call is the one that tries. */
 	if (p->open_until != 0) {

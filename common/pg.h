@@ -9,13 +9,101 @@
  * lock (replicas may start together).  The conninfo is never logged: it
  * is known by its host and dbname alone (pg_where), and a password in it
  * is refused (libpq's passfile holds one).
+ *
+ * libpq is not linked: it and what it brings (GnuTLS, Kerberos, LDAP,
+ * p11-kit, about 4 MiB resident) are loaded by pg_load, by their soname
+ * alone, only when a store is postgresql, and its calls go through the
+ * table below (the PQ* names stay, as macros).  A daemon with its state
+ * in SQLite never maps it.
  */
 #ifndef SBX_PG_H
 #define SBX_PG_H
 
 #include <stddef.h>
 
-#include <libpq-fe.h>
+#include <libpq-fe.h>	/* its types; the calls are loaded */
+
+/* Debian's libpq5: a soname, never a path from configuration or the
+ * environment (the dynamic linker searches its usual directories). */
+#define PG_LIB_SONAME	"libpq.so.5"
+
+/* The libpq calls sbx makes: X(return type, name, parameters). */
+#define PG_LIB_CALLS(X)							\
+	X(void, PQclear, (PGresult *))					\
+	X(char *, PQcmdTuples, (PGresult *))				\
+	X(PostgresPollingStatusType, PQconnectPoll, (PGconn *))		\
+	X(PGconn *, PQconnectStartParams, (const char *const *,		\
+	    const char *const *, int))					\
+	X(void, PQconninfoFree, (PQconninfoOption *))			\
+	X(PQconninfoOption *, PQconninfoParse, (const char *, char **))	\
+	X(int, PQconsumeInput, (PGconn *))				\
+	X(char *, PQerrorMessage, (const PGconn *))			\
+	X(PGresult *, PQexecParams, (PGconn *, const char *, int,	\
+	    const Oid *, const char *const *, const int *, const int *,	\
+	    int))							\
+	X(void, PQfinish, (PGconn *))					\
+	X(int, PQflush, (PGconn *))					\
+	X(void, PQfreemem, (void *))					\
+	X(PGresult *, PQgetResult, (PGconn *))				\
+	X(int, PQgetisnull, (const PGresult *, int, int))		\
+	X(int, PQgetlength, (const PGresult *, int, int))		\
+	X(char *, PQgetvalue, (const PGresult *, int, int))		\
+	X(int, PQisBusy, (PGconn *))					\
+	X(int, PQntuples, (const PGresult *))				\
+	X(char *, PQresultErrorMessage, (const PGresult *))		\
+	X(ExecStatusType, PQresultStatus, (const PGresult *))		\
+	X(int, PQsendQuery, (PGconn *, const char *))			\
+	X(int, PQsendQueryParams, (PGconn *, const char *, int,	\
+	    const Oid *, const char *const *, const int *, const int *,	\
+	    int))							\
+	X(int, PQsetnonblocking, (PGconn *, int))			\
+	X(int, PQsocket, (const PGconn *))				\
+	X(ConnStatusType, PQstatus, (const PGconn *))			\
+	X(PGTransactionStatusType, PQtransactionStatus, (const PGconn *))
+
+#define PG_LIB_FIELD(r, n, a)	r (*n) a;
+struct pg_lib {
+	PG_LIB_CALLS(PG_LIB_FIELD)
+};
+#undef PG_LIB_FIELD
+extern struct pg_lib pg_lib;
+
+/* A call before pg_load succeeded would follow a NULL pointer: every
+ * path to one starts at pg_conninfo_ok or pg_ready, which load. */
+#define PQclear(...)			pg_lib.PQclear(__VA_ARGS__)
+#define PQcmdTuples(...)		pg_lib.PQcmdTuples(__VA_ARGS__)
+#define PQconnectPoll(...)		pg_lib.PQconnectPoll(__VA_ARGS__)
+#define PQconnectStartParams(...)	pg_lib.PQconnectStartParams(__VA_ARGS__)
+#define PQconninfoFree(...)		pg_lib.PQconninfoFree(__VA_ARGS__)
+#define PQconninfoParse(...)		pg_lib.PQconninfoParse(__VA_ARGS__)
+#define PQconsumeInput(...)		pg_lib.PQconsumeInput(__VA_ARGS__)
+#define PQerrorMessage(...)		pg_lib.PQerrorMessage(__VA_ARGS__)
+#define PQexecParams(...)		pg_lib.PQexecParams(__VA_ARGS__)
+#define PQfinish(...)			pg_lib.PQfinish(__VA_ARGS__)
+#define PQflush(...)			pg_lib.PQflush(__VA_ARGS__)
+#define PQfreemem(...)			pg_lib.PQfreemem(__VA_ARGS__)
+#define PQgetResult(...)		pg_lib.PQgetResult(__VA_ARGS__)
+#define PQgetisnull(...)		pg_lib.PQgetisnull(__VA_ARGS__)
+#define PQgetlength(...)		pg_lib.PQgetlength(__VA_ARGS__)
+#define PQgetvalue(...)			pg_lib.PQgetvalue(__VA_ARGS__)
+#define PQisBusy(...)			pg_lib.PQisBusy(__VA_ARGS__)
+#define PQntuples(...)			pg_lib.PQntuples(__VA_ARGS__)
+#define PQresultErrorMessage(...)	pg_lib.PQresultErrorMessage(__VA_ARGS__)
+#define PQresultStatus(...)		pg_lib.PQresultStatus(__VA_ARGS__)
+#define PQsendQuery(...)		pg_lib.PQsendQuery(__VA_ARGS__)
+#define PQsendQueryParams(...)		pg_lib.PQsendQueryParams(__VA_ARGS__)
+#define PQsetnonblocking(...)		pg_lib.PQsetnonblocking(__VA_ARGS__)
+#define PQsocket(...)			pg_lib.PQsocket(__VA_ARGS__)
+#define PQstatus(...)			pg_lib.PQstatus(__VA_ARGS__)
+#define PQtransactionStatus(...)	pg_lib.PQtransactionStatus(__VA_ARGS__)
+
+/* libpq loaded (once a process; never unloaded): 0, or -1 with err
+ * naming the library and why it could not be loaded. */
+int		 pg_load(char *err, size_t errlen);
+/* The same with another soname: for the tests of the failure only. */
+int		 pg_load_soname(const char *soname, char *err, size_t errlen);
+/* 1 once pg_load succeeded. */
+int		 pg_loaded(void);
 
 struct ydoc;
 struct ynode;

@@ -20,6 +20,14 @@ extern int (*sha256_accel)(const void *, size_t, unsigned char [32]);
 /* sha256.c: sha256_buf uses OpenSSL's SHA-256 from now on (call before
  * any thread starts); 0, or -1 (libsodium's stays) if it cannot be had. */
 int	 sha256_use_openssl(void);
+/* sha256.c: OpenSSL's SHA-256 piecewise (files, several parts), without
+ * initialising OpenSSL.  sha256_new: NULL on failure; update and final:
+ * 0 or -1; final and free release it. */
+struct sha256;
+struct sha256	*sha256_new(void);
+int		 sha256_update(struct sha256 *, const void *, size_t);
+int		 sha256_final(struct sha256 *, unsigned char out[32]);
+void		 sha256_free(struct sha256 *);
 void	*xmalloc(size_t);
 void	*xcalloc(size_t, size_t);
 void	*xreallocarray(void *, size_t, size_t);

@@ -37,7 +37,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "log.h"
 #include "util.h"
@@ -107,22 +106,20 @@ image_is_verified(const struct launchd *ld, const char *hex)
 static int
 image_sha256(const char *path, char hex[65], uint64_t *size)
 {
-	unsigned char	 buf[65536], md[EVP_MAX_MD_SIZE];
-	unsigned int	 mdlen = 0;
-	EVP_MD_CTX	*ctx;
+	unsigned char	 buf[65536], md[32];
+	struct sha256	*ctx;
 	ssize_t		 r;
 	int		 fd, rc = -1, saved = 0;
 
 	*size = 0;
 	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return -1;
-	if ((ctx = EVP_MD_CTX_new()) == NULL ||
-	    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+	if ((ctx = sha256_new()) == NULL) {
 		saved = ENOMEM;
 		goto out;
 	}
 	while ((r = read(fd, buf, sizeof(buf))) > 0) {
-		if (EVP_DigestUpdate(ctx, buf, (size_t)r) != 1) {
+		if (sha256_update(ctx, buf, (size_t)r) == -1) {
 			saved = EIO;
 			goto out;
 		}
@@ -132,14 +129,15 @@ image_sha256(const char *path, char hex[65], uint64_t *size)
 		saved = errno;
 		goto out;
 	}
-	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != 32) {
+	rc = sha256_final(ctx, md);
+	ctx = NULL;
+	if (rc == -1) {
 		saved = EIO;
 		goto out;
 	}
 	hex_encode(md, 32, hex);
-	rc = 0;
 out:
-	EVP_MD_CTX_free(ctx);
+	sha256_free(ctx);
 	close(fd);
 	if (rc == -1)
 		errno = saved;
@@ -439,6 +437,13 @@ image_child(struct launchd *ld, const char *hex, int fd)
 	 * monitor's socket is the parent's. */
 	signal(SIGCHLD, SIG_DFL);
 	mon_client_child(ld);
+	/* Nothing else of the parent's either: a listening socket kept
+	 * here would outlive a launcher killed meanwhile, and its next
+	 * start would find "another server is listening there". */
+	if (fd != 3 && (dup2(fd, 3) == -1 || close(fd) == -1))
+		_exit(1);
+	fd = 3;
+	(void)close_range(4, ~0U, 0);
 	bufprintf(layout, sizeof(layout), "%s/images/%s",
 	    ld->conf->common.state_dir, hex);
 	bufprintf(cache, sizeof(cache), "%s/cache/%s",

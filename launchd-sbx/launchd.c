@@ -356,6 +356,7 @@ static const struct daemon_main launchd_main = {
 	.umask = 077,
 	.db = LAUNCHD_DB,
 	.nprio = LAUNCHD_NPRIO,
+	.bg_prio = LAUNCHD_PRIO_BG,
 	.conf_at = offsetof(struct launchd, conf),
 	.base_at = offsetof(struct launchd, base),
 	.parse = parse_launchd,

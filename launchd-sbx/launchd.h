@@ -198,9 +198,17 @@ struct launchd {
 	size_t			 norphan;
 };
 
-/* Event priorities: the group commit runs after what is ready now. */
-#define LAUNCHD_NPRIO		3
+/*
+ * Event priorities: the group commit runs after what is ready now, and
+ * the background work (the pool's refills, the host cleanup after a
+ * delete: synchronous calls to sbx-monitor, milliseconds each) after
+ * everything else, one callback a pass (LAUNCHD_PRIO_BG, see
+ * daemon_main's bg_prio): an execution's start, exit or result never
+ * waits behind more than one of them.
+ */
+#define LAUNCHD_NPRIO		4
 #define LAUNCHD_PRIO_COMMIT	2
+#define LAUNCHD_PRIO_BG		3
 
 /* ---- control.c ---- */
 

@@ -46,6 +46,7 @@
 #define SEAL_DEPTH	64	/* deeper than this is not a staged tree */
 #define RM_DEPTH	256
 #define CMD_NS		((uint64_t)MON_CMD_SECONDS * 1000000000ULL)
+#define MON_CG_TRIES	50	/* rmdir of a busy cgroup: half a second */
 
 /*
  * Every hierarchy a runtime may make a cgroup in; "" is cgroup v2's root
@@ -200,10 +201,8 @@ mon_wait(pid_t pid, uint64_t deadline)
 	pid_t		 r;
 
 	for (;;) {
-		if ((r = waitpid(pid, &st, WNOHANG)) == pid)
-			return st;
-		if (r == -1)
-			return -1;
+		if ((r = waitpid(pid, &st, WNOHANG)) != 0)
+			return r == pid ? st : -1;
 		if (mon_now() >= deadline) {
 			kill(pid, SIGKILL);
 			(void)waitpid(pid, &st, 0);
@@ -268,8 +267,7 @@ mon_rmtree(int dfd, const char *name, int depth)
 static int
 mon_remove(const struct mon *m, const char *x)
 {
-	static const char *const subs[] = { MON_SCRATCH, "rootfs",
-	    NULL };
+	static const char *const subs[] = { MON_SCRATCH, "rootfs", NULL };
 	char	 path[PATH_MAX];
 
 	for (size_t i = 0; subs[i] != NULL; i++) {
@@ -294,23 +292,6 @@ mon_cgpath(const struct mon *m, const char *ctrl, const char *id,
 	mon_fmt(path, PATH_MAX, "%s%s%s/%s%s%s", CG_ROOT, *ctrl ? "/" : "",
 	    ctrl, m->cgparent, id != NULL ? "/" : "", id != NULL ? id : "");
 	return 0;
-}
-
-/* rmdir parent/id in every hierarchy: 0, or the first errno. */
-static int
-mon_cg_rmdirs(const struct mon *m, const char *id)
-{
-	char	 path[PATH_MAX];
-	int	 err = 0;
-
-	for (size_t i = 0; mon_ctrls[i] != NULL; i++)
-		if (mon_cgpath(m, mon_ctrls[i], id, path) == 0 &&
-		    rmdir(path) == -1 && errno != ENOENT) {
-			log_warn("cgroup %s", path);
-			if (err == 0)
-				err = errno;
-		}
-	return err;
 }
 
 /*
@@ -817,6 +798,35 @@ mon_signal(const struct mon *m, const char *id, int sig)
 }
 
 /*
+ * rmdir parent/id in every hierarchy, and again, up to tries times 10 ms
+ * apart, while one is busy: what was killed in it may not have exited
+ * yet, and whatever shows in it is killed (cgroup_parent is the
+ * monitor's alone, and id one of its slots: mon_id_ok has no "..", and
+ * a cgroup file system has no symbolic link).  0, or the errno of a
+ * failure, logged: what is left is the next start's reaping's.
+ */
+static int
+mon_cg_rmdirs(const struct mon *m, const char *id, int tries)
+{
+	struct timespec	 nap = { 0, 10000000 };
+	char		 path[PATH_MAX];
+	int		 err = EBUSY;
+
+	for (int t = 0; t < tries && err == EBUSY; t++) {
+		if (t > 0 && mon_signal(m, id, SIGKILL) >= 0)
+			nanosleep(&nap, NULL);
+		err = 0;
+		for (size_t i = 0; mon_ctrls[i] != NULL; i++)
+			if (mon_cgpath(m, mon_ctrls[i], id, path) == 0 &&
+			    rmdir(path) == -1 && errno != ENOENT && err != EBUSY)
+				err = errno;
+	}
+	if (err != 0)
+		log_warnx("cgroup %s/%s: %s", m->cgparent, id, strerror(err));
+	return err;
+}
+
+/*
  * SIGKILL with mon_signal() until none is left: 0, or -1 after a second.
  * Once one was killed, none must hold across a pause too: what a killed
  * command had started becomes ours, or shows in its cgroup, only late.
@@ -899,12 +909,10 @@ mon_handover(struct mon *m, struct mon_slot *s, struct mon_req *a)
 int
 mon_cg_remove(struct mon *m, struct mon_slot *s, struct mon_req *a)
 {
-	int	 e;
+	int	 e = mon_cg_rmdirs(m, s->id, 1);
 
-	if ((e = mon_cg_rmdirs(m, s->id)) != 0)
-		return mon_err(a, e, "CG_REMOVE %s: rmdir %s/%s", s->id,
-		    m->cgparent, s->id);
-	return MON_ANSWERED;
+	return e == 0 ? MON_ANSWERED : mon_err(a, e, "CG_REMOVE %s: rmdir "
+	    "%s/%s", s->id, m->cgparent, s->id);
 }
 
 /*
@@ -912,7 +920,9 @@ mon_cg_remove(struct mon *m, struct mon_slot *s, struct mon_req *a)
  * in flight would race the delete and leave an init; the loop reaps
  * them and sends their MON_EXIT), the container (a delete, when created
  * and not yet deleted: the monitor never forgets a container), then
- * every process in its cgroups.  Only an empty container frees the slot
+ * every process in its cgroups, and then the cgroups go too (a create
+ * killed before the runtime wrote its state leaves cgroups that its
+ * delete knows nothing of).  Only an empty container frees the slot
  * and its group; what cannot be removed then is left to the next
  * start's reaping.  (cgroup_parent is the monitor's alone: its start-up
  * reaping removes whatever is under it.)
@@ -936,12 +946,12 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	if ((s->state & ST_CREATE) && mon_kill_all(m, s->id) == -1)
 		return mon_err(a, EBUSY, "UNSTAGE %s: processes of the "
 		    "container still run", s->id);
+	(void)mon_cg_rmdirs(m, s->id, MON_CG_TRIES);
 	mon_fmt(x, sizeof(x), "x-%s", s->id);
 	rc = mon_remove(m, x);
 	memset(s, 0, sizeof(*s));
-	if (rc == -1)
-		return mon_err(a, errno, "UNSTAGE: removing %s", x);
-	return MON_ANSWERED;
+	return rc == -1 ? mon_err(a, errno, "UNSTAGE: removing %s", x) :
+	    MON_ANSWERED;
 }
 
 /* ---- children ---- */
@@ -1043,12 +1053,11 @@ mon_teardown(struct mon *m)
 	uint64_t	 deadline = mon_now() + CMD_NS;
 	pid_t		*pids;
 
+	/* A free run is all zero already: the loop's reaping clears it. */
 	for (size_t i = 0; i < MON_CMDS_MAX; i++)
-		if (m->runs[i].pid != 0) {
-			kill(m->runs[i].pid, SIGKILL);
+		if (m->runs[i].pid != 0 && kill(m->runs[i].pid, SIGKILL) == 0)
 			(void)waitpid(m->runs[i].pid, NULL, 0);
-			memset(&m->runs[i], 0, sizeof(m->runs[i]));
-		}
+	memset(m->runs, 0, sizeof(m->runs));
 	if ((pids = calloc(m->gid_count, sizeof(*pids))) == NULL)
 		fatal("teardown");
 	for (size_t i = 0; i < m->gid_count; i++)
@@ -1065,7 +1074,7 @@ mon_teardown(struct mon *m)
 
 		if (m->slots[i].state == 0)
 			continue;
-		(void)mon_cg_rmdirs(m, m->slots[i].id);
+		(void)mon_cg_rmdirs(m, m->slots[i].id, MON_CG_TRIES);
 		mon_fmt(x, sizeof(x), "x-%s", m->slots[i].id);
 		if (mon_remove(m, x) == -1)
 			log_warn("cannot remove %s", x);

@@ -214,7 +214,10 @@ struct mon_handover {
  * CG_REMOVE: rmdir cgroup_parent/ID in every controller.  UNSTAGE: kill
  * the id's runtime commands still running (their MON_EXIT follows), delete
  * a container created and not deleted, kill every process in its
- * cgroups, then unmount and remove x-ID and free the id and its group
+ * cgroups, remove them (a busy one is retried for half a second, then
+ * logged and left to the next start's reaping: a create killed before
+ * the runtime wrote its state leaves cgroups its delete knows nothing
+ * of), then unmount and remove x-ID and free the id and its group
  * (it may be staged again after it).  A container that cannot be emptied
  * is answered MON_ERR EBUSY and keeps both; UNSTAGE may come again.
  */

@@ -8,7 +8,8 @@
  * packed at once but held here.  When the store's writer thread is idle
  * it takes the open batch at once and commits it (one fsync) while the
  * loop goes on compiling into the next batch, so batches grow with the
- * load.  When the writer is done, the held replies of that batch go out
+ * load.  When the writer is done (seen at the next compile, or by its
+ * wake-up, whichever comes first), the held replies of that batch go out
  * -- or, if the commit failed, every one of those clients gets
  * ERROR_INTERNAL instead and nothing is acknowledged.  Every other
  * request first drains both batches (commit_flush(): waits for the one in
@@ -53,6 +54,8 @@ struct commit {
 	struct held_list	 open;		/* for the store's open batch */
 	struct held_list	 flight;	/* for the batch in flight */
 };
+
+static void	commit_start(struct commit *);
 
 struct commit *
 commit_new(struct policyd *pd)
@@ -202,25 +205,37 @@ commit_swap(struct held_list *a, struct held_list *b)
 	*b = t;
 }
 
+/*
+ * A batch the writer has finished (finished, ok its result): its records
+ * are settled and its replies taken out; what arrived meanwhile is the
+ * next batch, and the writer starts on it before we spend time on the
+ * replies, which go out in batch order.
+ */
+static void
+commit_settle(struct commit *cm, int finished, int ok)
+{
+	struct held_list	 done = { NULL, 0, 0 };
+
+	if (finished) {
+		commit_committed(cm, ok);
+		commit_swap(&done, &cm->flight);
+	}
+	commit_start(cm);
+	if (done.n > 0)
+		commit_release(cm, &done, ok);
+	free(done.v);
+}
+
 static void
 commit_done_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct commit		*cm = arg;
-	struct held_list	 done = { NULL, 0, 0 };
-	int			 ok;
+	int			 ok = 0, finished;
 
 	(void)fd;
 	(void)what;
-	if (store_reap(cm->pd->store, &ok) == 1) {
-		commit_committed(cm, ok);
-		commit_swap(&done, &cm->flight);
-	}
-	/* What arrived meanwhile is the next batch: the writer starts on it
-	 * before we spend time on the replies. */
-	commit_kick(cm);
-	if (done.n > 0)
-		commit_release(cm, &done, ok);
-	free(done.v);
+	finished = store_reap(cm->pd->store, &ok) == 1;
+	commit_settle(cm, finished, ok);
 }
 
 /* Listen for the writer thread, once the store exists.  -1 if we cannot:
@@ -245,8 +260,30 @@ commit_watch_writer(struct commit *cm)
 	return 0;
 }
 
+/*
+ * Called after every held reply (commit_hold_cb).  The writer's wake-up
+ * (commit_done_cb) is read only between passes of the loop, and a pass
+ * may hold a compile for every connection that had a request, each with
+ * its signature: the writer would idle that long with a batch waiting.
+ * So a batch the writer has finished is settled here, at the next
+ * compile, and the writer takes the next batch at once.  A reply still
+ * goes out only once the writer's COMMIT of its records has returned
+ * (store_poll sees the writer's result), and in batch order.
+ */
 void
 commit_kick(struct commit *cm)
+{
+	struct store		*s = cm->pd->store;
+	int			 ok = 0, finished;
+
+	if (s == NULL)
+		return;
+	finished = store_busy(s) && store_poll(s, &ok) == 1;
+	commit_settle(cm, finished, ok);
+}
+
+static void
+commit_start(struct commit *cm)
 {
 	struct store	*s = cm->pd->store;
 	int		 ok;

@@ -454,12 +454,15 @@ int		 store_commit(struct store *);
  * hand or a batch is still in flight, -1 if the thread cannot start.
  * store_done_fd() becomes readable when it is done; store_reap() then
  * settles it (1, *ok set) or says it is still running (0).
+ * store_poll() is store_reap() without a system call: the eventfd stays
+ * readable, and the store_reap() it then wakes finds nothing to settle.
  * store_wait() blocks until it is done and returns its result.
  */
 int		 store_submit(struct store *);
 int		 store_busy(const struct store *);
 int		 store_done_fd(struct store *);
 int		 store_reap(struct store *, int *ok);
+int		 store_poll(struct store *, int *ok);
 int		 store_wait(struct store *);
 
 /* ---- rollout.c: gradual rollouts of a template version ---- */
@@ -724,7 +727,9 @@ void		 commit_hold_cb(struct commit *, struct frame_conn *,
 		    const Sbx__V1__Envelope *env, enum held_kind,
 		    const char *rule, int recorded, void (*done)(void *, int),
 		    void *arg, uint64_t request_id);
-/* Hand the open batch to the writer thread unless one is in flight. */
+/* Settle the batch in flight if the writer has finished it (its
+ * replies go out), then hand the open batch to the writer thread unless
+ * one is still in flight. */
 void		 commit_kick(struct commit *);
 /* Wait for the batch in flight, commit the open one, and send their
  * replies: afterwards nothing is pending and the write handle is free. */

@@ -1447,12 +1447,19 @@ int
 store_reap(struct store *s, int *ok)
 {
 	uint64_t	 n;
-	int		 done, rc;
 
 	/* Reset the counter; the done flag, not the count, is the news. */
 	if (s->efd != -1 && read(s->efd, &n, sizeof(n)) == -1 &&
 	    errno != EAGAIN)
 		log_warn("store: eventfd");
+	return store_poll(s, ok);
+}
+
+int
+store_poll(struct store *s, int *ok)
+{
+	int		 done, rc;
+
 	if (!s->busy)
 		return 0;
 	pthread_mutex_lock(&s->mtx);

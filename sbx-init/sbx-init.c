@@ -169,8 +169,13 @@ static const int	 init_fwd_signals[] = {
 	"    path = sys.argv[0]\n" \
 	"    sys.path[0] = os.path.dirname(os.path.abspath(path))\n" \
 	"    try:\n" \
-	"        with open(path, 'rb') as f:\n" \
-	"            source = f.read()\n" \
+	"        f = os.open(path, os.O_RDONLY | os.O_CLOEXEC)\n" \
+	"        try:\n" \
+	"            source = bytearray()\n" \
+	"            while b := os.read(f, 65536):\n" \
+	"                source += b\n" \
+	"        finally:\n" \
+	"            os.close(f)\n" \
 	"    except OSError as e:\n" \
 	"        sys.stderr.write(\"%s: can't open file %r: [Errno %d] %s\\n\" %\n" \
 	"                         (sys.executable, path, e.errno, e.strerror))\n" \
@@ -886,22 +891,35 @@ static pid_t
 init_warm_go(pid_t warm, int wfd, const char *interp, char **argv)
 {
 	extern char	**environ;
+	char		 *buf = NULL, *p;
 	bool		  ok;
-	size_t		  k;
+	size_t		  k, len = 1;
 	int		  status;
 
 	ok = strcmp(argv[0], interp) == 0 && argv[1] != NULL &&
 	    waitpid(warm, &status, WNOHANG) == 0;
 	/* The whole environment a spawned program would get: ours (with
 	 * the assignment's entries) and the proxy and CA variables, the CA
-	 * existing by now.  The interpreter sets each. */
-	if (ok)
+	 * existing by now.  The interpreter sets each.  In one write: under
+	 * gVisor's ptrace platform each system call is a round trip. */
+	if (ok) {
 		init_child_env();
-	for (char **e = environ; ok && *e != NULL; e++)
-		ok = init_write_all(wfd, *e, strlen(*e) + 1);
-	ok = ok && init_write_all(wfd, "", 1);
-	for (k = 1; ok && argv[k] != NULL; k++)
-		ok = init_write_all(wfd, argv[k], strlen(argv[k]) + 1);
+		for (char **e = environ; *e != NULL; e++)
+			len += strlen(*e) + 1;
+		for (k = 1; argv[k] != NULL; k++)
+			len += strlen(argv[k]) + 1;
+		ok = (buf = malloc(len)) != NULL;
+	}
+	if (ok) {
+		p = buf;
+		for (char **e = environ; *e != NULL; e++)
+			p = stpcpy(p, *e) + 1;
+		*p++ = '\0';
+		for (k = 1; argv[k] != NULL; k++)
+			p = stpcpy(p, argv[k]) + 1;
+		ok = init_write_all(wfd, buf, len);
+		free(buf);
+	}
 	close(wfd);
 	if (ok) {
 		init_debug("warm %s (pid %ld) runs %s", interp, (long)warm,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <poll.h>
 
 #include "audit.h"
 #include "policy.h"
@@ -695,6 +696,60 @@ Test(compile, failed_batch_in_flight_is_taken_back)
 	cr_assert_eq(audit_verify(store_audit(pd.store), &vr), 0);
 	cr_assert(vr.ok, "audit chain: %s", vr.problem);
 	audit_verify_clear(&vr);
+}
+
+/*
+ * store_poll() settles a batch the writer has finished without reading
+ * its eventfd (commit_kick() calls it at every compile): only once the
+ * writer's result is in, with that result, and a failed batch gives its
+ * executions back as store_reap() would.  The wake-up stays readable and
+ * the store_reap() it then causes finds nothing to settle.
+ */
+Test(compile, store_poll_settles_only_a_finished_batch)
+{
+	struct compile_out	 out;
+	Sbx__V1__Error		 err = SBX__V1__ERROR__INIT;
+	Sbx__V1__Task		 t;
+	struct pollfd		 pfd;
+	int			 ok = -1, fd, polls = 0, rc;
+
+	entitle("acme", "alice", alice_ds, fx_host, NULL);
+	task_init(&t, "t-poll", "analytics", "acme", "alice", alice_ds);
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0, "%s",
+	    err.message);
+	compile_out_clear(&out);
+	cr_assert_eq(store_poll(pd.store, &ok), 0, "nothing in flight");
+	cr_assert_neq(fd = store_done_fd(pd.store), -1);
+	cr_assert_eq(store_submit(pd.store), 1);
+	while ((rc = store_poll(pd.store, &ok)) == 0) {
+		cr_assert(store_busy(pd.store));
+		cr_assert_lt(++polls, 10000, "the writer never finished");
+		usleep(1000);
+	}
+	cr_assert_eq(rc, 1);
+	cr_assert_eq(ok, 1);
+	cr_assert_not(store_busy(pd.store));
+	cr_assert_eq(store_executions_count(pd.store, "t-poll"), 1);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	cr_assert_eq(poll(&pfd, 1, 0), 1, "the wake-up was consumed");
+	cr_assert_eq(store_reap(pd.store, &ok), 0, "settled twice");
+	cr_assert_eq(poll(&pfd, 1, 0), 0);
+
+	/* A batch that fails: its execution is given back. */
+	cr_assert_eq(compile_task(&pd, &t, "uid:0", 0, &out, &err), 0, "%s",
+	    err.message);
+	compile_out_clear(&out);
+	cr_assert_eq(store_executions_count(pd.store, "t-poll"), 2);
+	store_poison(pd.store);
+	cr_assert_eq(store_submit(pd.store), 1);
+	polls = 0;
+	while ((rc = store_poll(pd.store, &ok)) == 0) {
+		cr_assert_lt(++polls, 10000, "the writer never finished");
+		usleep(1000);
+	}
+	cr_assert_eq(ok, 0, "a poisoned batch reported committed");
+	cr_assert_eq(store_executions_count(pd.store, "t-poll"), 1);
 }
 
 /* Many batches through the writer thread: every record lands once, in

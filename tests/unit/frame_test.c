@@ -181,6 +181,9 @@ Test(codec, no_body)
 
 /* ---- a real server ---- */
 
+/* Several times a Unix socket's send buffer, under FRAME_MAX_DEFAULT. */
+#define BIG_REPLY	(900 * 1024)
+
 struct later {
 	struct frame_conn	*conn;
 	uint64_t		 reqid;
@@ -199,6 +202,9 @@ static struct {
 	unsigned		 handled;
 	struct frame_conn	*held;		/* task "held": until flush */
 	uint64_t		 held_id;
+	int			 peek_fd;	/* task "big": the client's end */
+	uint8_t			 peeked[64 * 1024];
+	size_t			 npeeked;
 } S;
 
 static void
@@ -275,6 +281,24 @@ handler(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 			close(pfd);
 		}
 		send_ack(c, req->request_id, detail);
+		return;
+	}
+	if (strcmp(task, "big") == 0) {
+		/* A reply bigger than the socket's buffer, then another:
+		 * the first is written in part and the rest queued.  The
+		 * client's end is read here, between the two, so the
+		 * socket has room again when the second is sent: it must
+		 * still wait behind the first's queued rest. */
+		char	*big = xmalloc(BIG_REPLY + 1);
+		ssize_t	 got;
+
+		memset(big, 'b', BIG_REPLY);
+		big[BIG_REPLY] = '\0';
+		send_ack(c, req->request_id, big);
+		free(big);
+		got = read(S.peek_fd, S.peeked, sizeof(S.peeked));
+		S.npeeked = got > 0 ? (size_t)got : 0;
+		send_ack(c, req->request_id + 1, "ok:after-big");
 		return;
 	}
 	if (strcmp(task, "held") == 0) {
@@ -1585,4 +1609,54 @@ Test(server, frame_answers_come_after_held_replies)
 	close(fd);
 	server_stop();
 	cr_assert_null(S.held);
+}
+
+/*
+ * A reply is written straight to the socket only when nothing is queued
+ * before it (frame_conn_send_packed): one the socket takes in part leaves
+ * the rest queued, and the next reply must come after all of it, not in
+ * the middle.  The client reads only after both are sent.
+ */
+Test(server, reply_larger_than_the_socket_buffer_then_another)
+{
+	Sbx__V1__Envelope	*env;
+	Sbx__V1__ErrorCode	 code;
+	const char		*why;
+	uint8_t			*buf;
+	size_t			 len, have;
+	ssize_t			 n;
+	int			 fd;
+
+	server_start(NULL);
+	fd = client();
+	S.peek_fd = fd;
+	send_query(fd, 7, "big");
+	usleep(200000);
+	/* The first frame: what the handler read, then the rest. */
+	cr_assert_geq(S.npeeked, FRAME_HDR, "the handler read %zu bytes",
+	    S.npeeked);
+	cr_assert_eq(frame_parse_header(S.peeked, 0, &len, &code, &why), 0);
+	buf = xmalloc(FRAME_HDR + len);
+	have = S.npeeked < FRAME_HDR + len ? S.npeeked : FRAME_HDR + len;
+	memcpy(buf, S.peeked, have);
+	while (have < FRAME_HDR + len) {
+		n = read(fd, buf + have, FRAME_HDR + len - have);
+		cr_assert_gt(n, 0, "read: %s", strerror(errno));
+		have += (size_t)n;
+	}
+	env = frame_decode(buf + FRAME_HDR, len, 0, &code, &why);
+	cr_assert_not_null(env, "the big reply does not decode: %s", why);
+	cr_assert_eq(env->request_id, 7);
+	cr_assert_eq(env->body_case, SBX__V1__ENVELOPE__BODY_ACK);
+	cr_assert_eq(strlen(env->ack->detail), BIG_REPLY);
+	cr_assert_eq(strspn(env->ack->detail, "b"), BIG_REPLY,
+	    "another reply's bytes inside the big one");
+	sbx__v1__envelope__free_unpacked(env, NULL);
+	free(buf);
+	expect_ack(fd, 8, "ok:after-big");
+	/* And the connection still serves. */
+	send_query(fd, 9, "again");
+	expect_ack(fd, 9, "ok:again");
+	close(fd);
+	server_stop();
 }

@@ -193,3 +193,60 @@ Test(pg, no_back_off_when_retry_is_zero)
 	cr_expect(strstr(err, "no answer within 80 ms") != NULL, "%s", err);
 	pg_free(p);
 }
+
+/*
+ * libpq is loaded, not linked (common/pg.c): this test program does not
+ * link it either, so what it maps is what pg_load mapped.
+ */
+static int
+libpq_mapped(void)
+{
+	FILE	*f;
+	char	 line[512];
+	int	 found = 0;
+
+	cr_assert_not_null(f = fopen("/proc/self/maps", "r"));
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strstr(line, "/libpq.so.5") != NULL)
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+Test(pglib, not_mapped_until_a_store_needs_it)
+{
+	char	 err[512];
+
+	cr_assert_eq(libpq_mapped(), 0, "libpq mapped before any store");
+	cr_assert_eq(pg_loaded(), 0);
+	cr_assert_eq(pg_conninfo_ok("host=/tmp dbname=sbx", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_expect_eq(pg_loaded(), 1);
+	cr_expect_eq(libpq_mapped(), 1, "libpq not mapped after use");
+	/* Loaded once: a second call finds it there. */
+	cr_expect_eq(pg_load(err, sizeof(err)), 0, "%s", err);
+}
+
+Test(pglib, a_missing_library_is_named)
+{
+	char		 err[512];
+
+	cr_assert_eq(pg_load_soname("libpq-sbx-absent.so.5", err,
+	    sizeof(err)), -1);
+	cr_expect(strstr(err, "cannot load libpq-sbx-absent.so.5") != NULL &&
+	    strstr(err, "libpq5") != NULL, "%s", err);
+	cr_expect_eq(pg_loaded(), 0);
+	cr_expect_eq(libpq_mapped(), 0);
+}
+
+Test(pglib, a_library_without_libpq_calls_is_refused)
+{
+	char	 err[512];
+
+	/* A real library, not libpq: every call is looked up at load. */
+	cr_assert_eq(pg_load_soname("libsodium.so.23", err, sizeof(err)),
+	    -1);
+	cr_expect(strstr(err, "libsodium.so.23 has no PQclear") != NULL,
+	    "%s", err);
+	cr_expect_eq(pg_loaded(), 0);
+}
