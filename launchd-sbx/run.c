@@ -30,9 +30,9 @@
  * goes to gated as a descriptor, and the exit is recorded -- and the result
  * is sent when all three are done; only what gated releases reaches it (no
  * gate, or gated down: stdout and stderr withheld, nothing released).  The
- * delete's end then has the monitor remove leftover cgroup directories
- * (CG_REMOVE) and detach the scratch and remove the staging tree (UNSTAGE),
- * after the result if it came first (sbx_launchd_cleanups_pending).  Under
+ * delete's end then has the monitor detach the scratch, remove the
+ * staging tree and the leftover cgroup directories (UNSTAGE), after the
+ * result if it came first (sbx_launchd_cleanups_pending).  Under
  * runsc the same holds once the monitor has proved nothing of the sandbox
  * left (run_gone); without that proof, and for a failed execution, the
  * delete comes first and the rest follows in order.  Every failure path
@@ -1226,9 +1226,12 @@ run_cleanup_host(struct run *r)
 		r->host_pending = 1;	/* run_bg_deleted does it */
 		return;
 	}
+	/* UNSTAGE removes the cgroups too, once it has killed what ran
+	 * in them: CG_REMOVE only for an execution never staged. */
 	if (r->cg) {
 		r->cg = 0;
-		(void)mon_client_cg_remove(r->ld, r->id);
+		if (!r->staged)
+			(void)mon_client_cg_remove(r->ld, r->id);
 	}
 	if (r->staged) {
 		r->staged = 0;
@@ -1255,8 +1258,8 @@ run_clean_cb(evutil_socket_t fd, short what, void *arg)
 
 /*
  * The same, after whatever else the loop has ready (LAUNCHD_PRIO_BG):
- * CG_REMOVE and UNSTAGE are two synchronous calls to sbx-monitor, and
- * the monitor's umounts take milliseconds, more under load; made at
+ * UNSTAGE is a synchronous call to sbx-monitor, and the monitor's
+ * umounts and rmdirs take milliseconds, more under load; made at
  * once, twenty of them after a burst of exits held every other
  * execution's start and result behind them (bench/README, item 3).
  * Until it runs the execution counts as cleaning up
