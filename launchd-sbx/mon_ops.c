@@ -802,8 +802,9 @@ mon_signal(const struct mon *m, const char *id, int sig)
  * apart, while one is busy: what was killed in it may not have exited
  * yet, and whatever shows in it is killed (cgroup_parent is the
  * monitor's alone, and id one of its slots: mon_id_ok has no "..", and
- * a cgroup file system has no symbolic link).  0, or the errno of a
- * failure, logged: what is left is the next start's reaping's.
+ * a cgroup file system has no symbolic link).  id NULL: the parent, once
+ * (tries 1).  0, or the errno of a failure, logged: what is left is the
+ * next start's reaping's.
  */
 static int
 mon_cg_rmdirs(const struct mon *m, const char *id, int tries)
@@ -822,7 +823,8 @@ mon_cg_rmdirs(const struct mon *m, const char *id, int tries)
 				err = errno;
 	}
 	if (err != 0)
-		log_warnx("cgroup %s/%s: %s", m->cgparent, id, strerror(err));
+		log_warnx("cgroup %s/%s: %s", m->cgparent, id ? id : "",
+		    strerror(err));
 	return err;
 }
 
@@ -944,8 +946,7 @@ mon_unstage(struct mon *m, struct mon_slot *s, struct mon_req *a)
 	    (pid = mon_delete_start(m, s)) != -1)
 		(void)mon_wait(pid, mon_now() + CMD_NS);
 	if ((s->state & ST_CREATE) && mon_kill_all(m, s->id) == -1)
-		return mon_err(a, EBUSY, "UNSTAGE %s: processes of the "
-		    "container still run", s->id);
+		return mon_err(a, EBUSY, "UNSTAGE %s: a process runs", s->id);
 	(void)mon_cg_rmdirs(m, s->id, MON_CG_TRIES);
 	mon_fmt(x, sizeof(x), "x-%s", s->id);
 	rc = mon_remove(m, x);
@@ -1051,6 +1052,7 @@ void
 mon_teardown(struct mon *m)
 {
 	uint64_t	 deadline = mon_now() + CMD_NS;
+	char		 path[PATH_MAX];
 	pid_t		*pids;
 
 	/* A free run is all zero already: the loop's reaping clears it. */
@@ -1070,17 +1072,18 @@ mon_teardown(struct mon *m)
 	 * its monitor. */
 	(void)mon_kill_all(m, NULL);
 	for (size_t i = 0; i < m->gid_count; i++) {
-		char	 x[MON_ID_MAX + 3];
-
 		if (m->slots[i].state == 0)
 			continue;
 		(void)mon_cg_rmdirs(m, m->slots[i].id, MON_CG_TRIES);
-		mon_fmt(x, sizeof(x), "x-%s", m->slots[i].id);
-		if (mon_remove(m, x) == -1)
-			log_warn("cannot remove %s", x);
+		mon_fmt(path, sizeof(path), "x-%s", m->slots[i].id);
+		if (mon_remove(m, path) == -1)
+			log_warn("cannot remove %s", path);
 		memset(&m->slots[i], 0, sizeof(m->slots[i]));
 	}
 	free(pids);
+	/* The parent too, now empty (each deployment has its own: sbx-up
+	 * names it after the state directory; a test's would stay). */
+	(void)mon_cg_rmdirs(m, NULL, 1);
 }
 
 /* ---- start-up ---- */
