@@ -9,9 +9,11 @@
  * take a pre-started container from the pool (pool.c) and fill its staging --
  * then, at once, open the egress channel at egressd (when egress is
  * configured; egressd down refuses the launch; its socket and CA go into
- * run/) and record the launch (the audit group commit, control.c); with both
- * done, the monitor seals the staging (SEAL: root's from then on, files 0444,
- * directories 0555) and, for a cold launch, writes the spec (SPEC) and runs
+ * run/) and record the launch (the audit group commit on its writer
+ * thread, record.c); with both done, the monitor seals the staging (SEAL:
+ * root's from then on, files 0444, directories 0555) and, for a cold launch,
+ * writes the spec (SPEC) -- a cold launch whose channel is open does both
+ * while its record commits -- and runs
  * `runc run --detach` (CMD RUN) under the runc flavor, `<runtime> create`
  * and `<runtime> start` under runsc (CMD, each a child of the monitor's
  * whose exit comes back as a MON_EXIT event), or for a pool entry
