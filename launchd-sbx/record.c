@@ -6,18 +6,15 @@
  * fsync, while the loop goes on (a cold launch seals and writes its spec
  * meanwhile: run.c); only then does each caller's callback send its reply
  * or start what the record describes.  Concurrent executions so share
- * their fsyncs,
- * and no reply ever precedes the durable record of what it reports
- * (DESIGN.md: audit writes are durable before the action they record is
- * acknowledged).  A refusal (record_refuse) is an ERROR_LAUNCH, or the
+ * their fsyncs, and no reply ever precedes the durable record of what it
+ * reports (DESIGN.md: audit writes are durable before the action they
+ * record is acknowledged).  A refusal (record_refuse) is an ERROR_LAUNCH, or the
  * code given, with a rule id, sent once its record has committed.
  * control.c and run.c call down into it; it calls neither back.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/event.h>
 
 #include "audit.h"
 #include "auditq.h"
@@ -90,11 +87,6 @@ record_audit(struct launchd *ld, const Sbx__V1__AuditEvent *ev,
 	(void)auditq_add(ld->aq, &evp, 1, rc != NULL ? record_done : NULL, rc);
 }
 
-/*
- * Commit what is queued and run its callbacks now, on this turn: a
- * queue of the launcher's own takes what the callbacks queue meanwhile
- * (the next batch, committed by the loop or the next flush).
- */
 /* The old queue's commits, kept in the metrics before it goes. */
 static void
 record_count(struct launchd *ld, struct auditq *q)
@@ -116,6 +108,11 @@ record_commits(const struct launchd *ld)
 	return ld->metrics.audit_commits + commits;
 }
 
+/*
+ * Commit what is queued and run its callbacks now, on this turn: a
+ * queue of the launcher's own takes what the callbacks queue meanwhile
+ * (the next batch, committed by the loop or the next flush).
+ */
 void
 record_flush(struct launchd *ld)
 {
@@ -146,6 +143,7 @@ record_free(struct launchd *ld)
 	ld->aq = NULL;
 	auditq_free(q);
 }
+
 /* ---- refusals: recorded, then sent ---- */
 
 static void
