@@ -42,7 +42,7 @@ control_dataset_put(struct launchd *ld, struct frame_conn *c,
 	ev.action = (char *)"dataset";
 	ev.detail = detail;
 	ev.actor = actor;
-	if (audit_append(ld->audit, &ev) == 0)
+	if (audit_append(record_log(ld), &ev) == 0)
 		audit_event_clear(&ev);
 	log_info("%s by %s", detail, actor);
 	sbx__v1__ack__init(&ack);
@@ -143,7 +143,7 @@ control_metrics(const struct launchd *ld)
 	    (unsigned long long)m->memory_kills,
 	    (unsigned long long)m->pids_hits, live, run_cleaning(ld),
 	    (unsigned long long)m->pooled, pool_ready(ld),
-	    (unsigned long long)m->audit_commits);
+	    (unsigned long long)record_commits(ld));
 	return s;
 }
 
@@ -186,10 +186,10 @@ control_admin_socket(struct frame_conn *c, Sbx__V1__Envelope *req, void *arg)
 		control_image_list(ld, c, req);
 		return;
 	case SBX__V1__ENVELOPE__BODY_AUDIT_QUERY:
-		admin_audit_query(c, req, ld->audit);
+		admin_audit_query(c, req, record_log(ld));
 		return;
 	case SBX__V1__ENVELOPE__BODY_AUDIT_VERIFY:
-		admin_audit_verify(c, req, ld->audit, "launchd-sbx");
+		admin_audit_verify(c, req, record_log(ld), "launchd-sbx");
 		return;
 	case SBX__V1__ENVELOPE__BODY_METRICS_REQUEST:
 		control_send_metrics(ld, c, req);

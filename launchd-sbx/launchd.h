@@ -68,6 +68,7 @@
 struct event_base;
 struct yerrs;
 struct audit;
+struct auditq;
 
 /* ---- parse.c ---- */
 
@@ -162,11 +163,8 @@ struct launchd {
 	 * continue the launches waiting for it and refill the pool: the
 	 * store sits below both and calls neither by name. */
 	void			(*image_ready)(struct launchd *, const char *hex);
-	/* The audit group commit: records wait here for one transaction. */
-	struct audit_item	*aq_head;
-	struct audit_item	**aq_tail;
-	struct event		*aq_ev;		/* deferred, low priority */
-	int			 aq_armed;
+	/* The audit group commit (record.c): common/auditq.c's writer. */
+	struct auditq		*aq;
 	int			 stopping;	/* refuse launches, rescans */
 	/* ident.c: which sandbox groups are held, and where to look next. */
 	uint8_t			*gid_used;
@@ -199,15 +197,14 @@ struct launchd {
 };
 
 /*
- * Event priorities: the group commit runs after what is ready now, and
- * the background work (the pool's refills, the host cleanup after a
+ * Event priorities: the audit queue's events (common/auditq.c) have the
+ * default, LAUNCHD_NPRIO / 2, and the background work (the pool's refills, the host cleanup after a
  * delete: synchronous calls to sbx-monitor, milliseconds each) after
  * everything else, one callback a pass (LAUNCHD_PRIO_BG, see
  * daemon_main's bg_prio): an execution's start, exit or result never
  * waits behind more than one of them.
  */
 #define LAUNCHD_NPRIO		4
-#define LAUNCHD_PRIO_COMMIT	2
 #define LAUNCHD_PRIO_BG		3
 
 /* ---- control.c ---- */
@@ -233,9 +230,14 @@ typedef void	(*record_cb)(struct launchd *, void *arg, int ok);
 void		 record_audit(struct launchd *,
 		    const Sbx__V1__AuditEvent *, record_cb, void *arg);
 int		 record_init(struct launchd *);
-/* Commit whatever is queued now (shutdown). */
+/* Commit whatever is queued and run its callbacks now (shutdown). */
 void		 record_flush(struct launchd *);
-/* Flush, then free the commit event (the end of main). */
+/* The log, for a synchronous use until the loop runs again (a dataset's
+ * record, a query, a verify): the writer idle, what is queued committed. */
+struct audit	*record_log(struct launchd *);
+/* Group commits so far (sbx_launchd_audit_commits_total). */
+uint64_t	 record_commits(const struct launchd *);
+/* Flush, then stop the writer (the end of main). */
 void		 record_free(struct launchd *);
 /* Send an ERROR_LAUNCH refusal and record it in the audit log. */
 void		 record_refuse(struct launchd *, struct frame_conn *,

@@ -1,13 +1,14 @@
 /*
  * record.c: launchd-sbx's audit log, written as a group commit, and the
  * refusals it records before they are sent.  Launch, exit and refusal
- * records queue up (record_audit) and a deferred event of the lowest
- * priority commits all of them in one transaction, one fsync, after the
- * loop has handled whatever else was ready; only then does each caller's
- * callback send its reply.  Concurrent executions so share their fsyncs,
- * and no reply ever precedes the durable record of what it reports
- * (DESIGN.md: audit writes are durable before the action they record is
- * acknowledged).  A refusal (record_refuse) is an ERROR_LAUNCH, or the
+ * records queue up (record_audit) and common/auditq.c's writer thread
+ * commits all that arrived while it was busy in one transaction, one
+ * fsync, while the loop goes on (a cold launch seals and writes its spec
+ * meanwhile: run.c); only then does each caller's callback send its reply
+ * or start what the record describes.  Concurrent executions so share
+ * their fsyncs, and no reply ever precedes the durable record of what it
+ * reports (DESIGN.md: audit writes are durable before the action they
+ * record is acknowledged).  A refusal (record_refuse) is an ERROR_LAUNCH, or the
  * code given, with a rule id, sent once its record has committed.
  * control.c and run.c call down into it; it calls neither back.
  */
@@ -15,21 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "audit.h"
+#include "auditq.h"
 #include "frame.h"
 #include "log.h"
 #include "peer.h"
 #include "util.h"
 #include "launchd-sbx/launchd.h"
-
-struct audit_item {
-	struct audit_item	*next;
-	Sbx__V1__AuditEvent	 ev;		/* strings our own copies */
-	record_cb	 cb;
-	void			*arg;
-};
 
 /* A refusal waiting for its record to commit. */
 struct record_refusal {
@@ -40,83 +33,32 @@ struct record_refusal {
 	char			*msg;
 };
 
-/* ---- the audit group commit ---- */
-
-static char *
-record_dup(const char *s)
-{
-	return xstrdup(s != NULL ? s : "");
-}
-
-static void
-record_item_free(struct audit_item *it)
-{
-	free(it->ev.task_id);
-	free(it->ev.execution_id);
-	free(it->ev.policy_hash);
-	free(it->ev.action);
-	free(it->ev.rule);
-	free(it->ev.detail);
-	free(it->ev.actor);
-	free(it->ev.traceparent);
-	free(it);
-}
+/* A caller's callback, carried through the queue's. */
+struct record_call {
+	struct launchd	*ld;
+	record_cb	 cb;
+	void		*arg;
+};
 
 static void
-record_commit(struct launchd *ld)
+record_done(int ok, void *arg)
 {
-	struct audit_item	*batch, *it, *next;
-	int			 ok;
+	struct record_call	*rc = arg;
 
-	batch = ld->aq_head;
-	ld->aq_head = NULL;
-	ld->aq_tail = &ld->aq_head;
-	ld->aq_armed = 0;
-	if (batch == NULL)
-		return;
-	ok = audit_begin(ld->audit) == 0;
-	for (it = batch; ok && it != NULL; it = it->next) {
-		if (audit_add(ld->audit, &it->ev) == -1)
-			ok = 0;
-		else {
-			/* The log's copies, not ours: see audit.h. */
-			audit_event_clear(&it->ev);
-		}
-	}
-	if (ok)
-		ok = audit_commit(ld->audit) == 0;
-	else
-		(void)audit_rollback(ld->audit);
-	if (ok)
-		ld->metrics.audit_commits++;
-	else
-		log_warnx("audit: a batch of records could not be committed");
-	/* Callbacks may queue more: that is the next batch. */
-	for (it = batch; it != NULL; it = next) {
-		next = it->next;
-		if (it->cb != NULL)
-			it->cb(ld, it->arg, ok);
-		record_item_free(it);
-	}
-}
-
-static void
-record_commit_cb(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	record_commit(arg);
+	rc->cb(rc->ld, rc->arg, ok);
+	free(rc);
 }
 
 int
 record_init(struct launchd *ld)
 {
-	ld->aq_head = NULL;
-	ld->aq_tail = &ld->aq_head;
-	if ((ld->aq_ev = event_new(ld->base, -1, 0, record_commit_cb,
-	    ld)) == NULL ||
-	    event_priority_set(ld->aq_ev, LAUNCHD_PRIO_COMMIT) == -1)
+	char	 err[256];
+
+	if ((ld->aq = auditq_new(ld->base, ld->audit, err,
+	    sizeof(err))) == NULL) {
+		log_warnx("audit: %s", err);
 		return -1;
+	}
 	return 0;
 }
 
@@ -124,45 +66,84 @@ void
 record_audit(struct launchd *ld, const Sbx__V1__AuditEvent *ev,
     record_cb cb, void *arg)
 {
-	struct audit_item	*it;
+	const Sbx__V1__AuditEvent	*evp = ev;
+	Sbx__V1__AuditEvent		 copy;
+	struct record_call		*rc = NULL;
 
-	it = xcalloc(1, sizeof(*it));
-	sbx__v1__audit_event__init(&it->ev);
-	it->ev.task_id = record_dup(ev->task_id);
-	it->ev.execution_id = record_dup(ev->execution_id);
-	it->ev.policy_hash = record_dup(ev->policy_hash);
-	it->ev.action = record_dup(ev->action);
-	it->ev.rule = record_dup(ev->rule);
-	it->ev.detail = record_dup(ev->detail);
-	it->ev.actor = record_dup(ev->actor);
-	it->ev.traceparent = record_dup(ev->traceparent);
-	it->cb = cb;
-	it->arg = arg;
-	*ld->aq_tail = it;
-	ld->aq_tail = &it->next;
-	if (!ld->aq_armed && ld->aq_ev != NULL) {
-		ld->aq_armed = 1;
-		event_active(ld->aq_ev, EV_TIMEOUT, 0);
+	/* After record_free (the daemon's last moments): committed here,
+	 * nobody left to call back. */
+	if (ld->aq == NULL) {
+		copy = *ev;
+		if (audit_append(ld->audit, &copy) == 0)
+			audit_event_clear(&copy);
+		else
+			log_warnx("audit: a record could not be committed");
+		return;
 	}
+	if (cb != NULL) {
+		rc = xcalloc(1, sizeof(*rc));
+		*rc = (struct record_call){ ld, cb, arg };
+	}
+	(void)auditq_add(ld->aq, &evp, 1, rc != NULL ? record_done : NULL, rc);
 }
 
+/* The old queue's commits, kept in the metrics before it goes. */
+static void
+record_count(struct launchd *ld, struct auditq *q)
+{
+	uint64_t	 commits, records, failed;
+
+	(void)auditq_sync(q);
+	auditq_stats(q, &commits, &records, &failed);
+	ld->metrics.audit_commits += commits;
+}
+
+uint64_t
+record_commits(const struct launchd *ld)
+{
+	uint64_t	 commits = 0, records, failed;
+
+	if (ld->aq != NULL)
+		auditq_stats(ld->aq, &commits, &records, &failed);
+	return ld->metrics.audit_commits + commits;
+}
+
+/*
+ * Commit what is queued and run its callbacks now, on this turn: a
+ * queue of the launcher's own takes what the callbacks queue meanwhile
+ * (the next batch, committed by the loop or the next flush).
+ */
 void
 record_flush(struct launchd *ld)
 {
-	if (ld->aq_ev != NULL)
-		event_del(ld->aq_ev);
-	record_commit(ld);
+	struct auditq	*q = ld->aq;
+
+	if (q == NULL)
+		return;
+	record_count(ld, q);
+	if (record_init(ld) == -1)
+		fatalx("cannot make the audit queue again");
+	auditq_free(q);
+}
+
+struct audit *
+record_log(struct launchd *ld)
+{
+	return ld->aq != NULL ? auditq_sync(ld->aq) : ld->audit;
 }
 
 void
 record_free(struct launchd *ld)
 {
-	record_flush(ld);
-	if (ld->aq_ev != NULL) {
-		event_free(ld->aq_ev);
-		ld->aq_ev = NULL;
-	}
+	struct auditq	*q = ld->aq;
+
+	if (q == NULL)
+		return;
+	record_count(ld, q);
+	ld->aq = NULL;
+	auditq_free(q);
 }
+
 /* ---- refusals: recorded, then sent ---- */
 
 static void

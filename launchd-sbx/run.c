@@ -9,9 +9,11 @@
  * take a pre-started container from the pool (pool.c) and fill its staging --
  * then, at once, open the egress channel at egressd (when egress is
  * configured; egressd down refuses the launch; its socket and CA go into
- * run/) and record the launch (the audit group commit, control.c); with both
- * done, the monitor seals the staging (SEAL: root's from then on, files 0444,
- * directories 0555) and, for a cold launch, writes the spec (SPEC) and runs
+ * run/) and record the launch (the audit group commit on its writer
+ * thread, record.c); with both done, the monitor seals the staging (SEAL:
+ * root's from then on, files 0444, directories 0555) and, for a cold launch,
+ * writes the spec (SPEC) -- a cold launch whose channel is open does both
+ * while its record commits -- and runs
  * `runc run --detach` (CMD RUN) under the runc flavor, `<runtime> create`
  * and `<runtime> start` under runsc (CMD, each a child of the monitor's
  * whose exit comes back as a MON_EXIT event), or for a pool entry
@@ -156,6 +158,7 @@ struct run {
 	int				 tail;		/* TAIL_* still under way */
 	int				 need;		/* NEED_* before the start */
 	int				 egress_open;	/* a channel to close */
+	int				 specd;		/* sealed, spec written */
 	gid_t				 gid;		/* its own group; 0: none */
 	char				 ca[PATH_MAX];	/* its CA, staged */
 	char				 scratch[PATH_MAX];
@@ -1441,17 +1444,42 @@ run_launched(struct launchd *ld, void *arg, int ok)
 	log_ctx_clear();
 }
 
+/* in/, code/, the channel's socket and CA are all there: from now on
+ * they are root's, and nothing the launcher does changes what the
+ * sandbox sees.  A cold launch's spec follows.  0, or -1 failed. */
+static int
+run_seal(struct run *r)
+{
+	char	 err[MON_ERR_MAX];
+
+	if (mon_client_seal(r->ld, r->id, err, sizeof(err)) == -1) {
+		run_fail(r, RULE_RUNTIME, "sealing the staging: %s", err);
+		return -1;
+	}
+	if (r->pool_key[0] == '\0' && run_spec(r) == -1)
+		return -1;
+	r->specd = 1;
+	return 0;
+}
+
 /*
  * The launch record and the egress channel are asked for at once; the
  * sandbox starts when both are there (the record durable, the channel
  * open), and a failure of either waits for the other before the teardown.
+ * The record commits on the audit queue's thread (record.c): a cold
+ * launch whose channel opens first seals its staging and has its spec
+ * written meanwhile -- neither starts anything -- and its runtime is run
+ * the moment the record is durable.
  */
 static void
 run_need_done(struct run *r, int what)
 {
-	char	 err[MON_ERR_MAX];
-
 	r->need &= ~what;
+	if (r->need == NEED_RECORD && !r->specd && r->pool_key[0] == '\0' &&
+	    r->fail_msg == NULL && r->fail_rule == NULL && !r->ld->stopping) {
+		(void)run_seal(r);
+		return;
+	}
 	if (r->need != 0)
 		return;
 	if (r->fail_msg != NULL || r->fail_rule != NULL) {
@@ -1462,19 +1490,13 @@ run_need_done(struct run *r, int what)
 		run_fail(r, RULE_RUNTIME, "launchd-sbx is shutting down");
 		return;
 	}
-	/* in/, code/, the channel's socket and CA are all there: from now
-	 * on they are root's, and nothing the launcher does changes what
-	 * the sandbox sees. */
-	if (mon_client_seal(r->ld, r->id, err, sizeof(err)) == -1) {
-		run_fail(r, RULE_RUNTIME, "sealing the staging: %s", err);
+	if (!r->specd && run_seal(r) == -1)
 		return;
-	}
 	if (r->pool_key[0] != '\0') {
 		run_do_start(r);
 		return;
 	}
-	if (run_spec(r) == 0)
-		run_do_create(r);
+	run_do_create(r);
 }
 
 /* The spec parameters of the launch, the paths in the given buffers:
