@@ -700,8 +700,10 @@ run_go_cb(evutil_socket_t fd, short what, void *arg)
  * The name goes first, before the program can exist (sbx-init reads to
  * the end of file, which comes with the close), or a program that opens
  * every file under /run (a secrets scan) would block on the FIFO for
- * good; run/ is still ours.  Returns 0 when started or failed, 1 to look
- * again.
+ * good; run/ is still ours.  On a failure the write end stays open until
+ * the run is freed, after the delete: sbx-init, if it reads late, never
+ * sees its end of file, so no program starts.  Returns 0 when started or
+ * failed, 1 to look again.
  */
 static int
 run_go_read(struct run *r)
