@@ -49,6 +49,7 @@
  * a child's end reach it through the hooks main() sets, a peer's reply
  * through the handler it gives the client.
  */
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -186,6 +187,8 @@ struct run {
 	struct event			*cmd_ev;	/* command timeout */
 	struct event			*go_ev;		/* pool start retry */
 	int				 go_tries;
+	int				 go_fd;		/* FIFO, until read */
+	uint64_t			 go_ns;		/* when written */
 	/* runsc: waiting for the monitor's proof that nothing of the
 	 * sandbox is left (run_gone), and the scratch it handed over. */
 	struct event			*gone_ev;
@@ -299,6 +302,8 @@ run_free(struct run *r)
 		event_free(r->cmd_ev);
 	if (r->go_ev != NULL)
 		event_free(r->go_ev);
+	if (r->go_fd != -1)
+		close(r->go_fd);
 	if (r->gone_ev != NULL)
 		event_free(r->gone_ev);
 	if (r->scratch_fd != -1)
@@ -416,10 +421,16 @@ run_stage(struct run *r, const char **rule, char *err, size_t errlen)
 }
 
 /*
- * Start a pool entry: its sbx-init waits in open(2) on run/argv, a FIFO,
- * which is unlinked once open.  Written in one go: NUL-terminated strings, NAME=VALUE entries, an empty
- * string, then the argv (sbx-init -a).  Returns 0, 1 when sbx-init is not
- * reading yet (try again), -1 on an error (errno).
+ * Start a pool entry: its sbx-init waits in open(2) on run/argv, a FIFO.
+ * Written in one go: NUL-terminated strings, NAME=VALUE entries, an empty
+ * string, then the argv (sbx-init -a).  The write end stays open
+ * (r->go_fd) until the pipe is empty, that is until sbx-init has read it
+ * all (run_go): a reader other than sbx-init's may hold the FIFO -- under
+ * runsc the gofer's own descriptor, opened O_NONBLOCK when sbx-init's
+ * open(2) looks the name up, before the open that sbx-init reads from --
+ * and a write end closed before that open would leave it waiting for a
+ * writer for good, the assignment in the pipe.  Returns 0, 1 when nothing
+ * holds the FIFO for reading yet (try again), -1 on an error (errno).
  */
 static int
 run_write_argv(struct run *r)
@@ -440,22 +451,17 @@ run_write_argv(struct run *r)
 		free(buf);
 		return errno == ENXIO ? 1 : -1;
 	}
-	/*
-	 * sbx-init has it open: the name goes before the program can exist,
-	 * or a program that opens every file under /run (a secrets scan)
-	 * would block on the FIFO for good.  run/ is still ours.
-	 */
-	if (unlink(path) == -1)
-		log_warn("pool entry %s: unlink %s", r->id, path);
 	/* Under PIPE_BUF (ids are short names): one atomic write. */
 	w = write(fd, buf, (size_t)n);
 	free(buf);
-	close(fd);
 	if (w != n) {
 		if (w >= 0)
 			errno = EIO;
+		close(fd);
 		return -1;
 	}
+	r->go_fd = fd;
+	r->go_ns = mono_ns();
 	return 0;
 }
 
@@ -680,6 +686,7 @@ run_started(struct run *r)
 }
 
 #define RUN_GO_TRIES	2000	/* 1 ms apart: sbx-init is a moment away */
+#define RUN_ACK_MS	5000	/* then an assignment not read fails */
 
 static void	run_go(struct run *);
 
@@ -691,6 +698,43 @@ run_go_cb(evutil_socket_t fd, short what, void *arg)
 	run_go(arg);
 }
 
+/*
+ * The assignment is written: started once sbx-init has read all of it.
+ * The name goes first, before the program can exist (sbx-init reads to
+ * the end of file, which comes with the close), or a program that opens
+ * every file under /run (a secrets scan) would block on the FIFO for
+ * good; run/ is still ours.  On a failure the write end stays open until
+ * the run is freed, after the delete: sbx-init, if it reads late, never
+ * sees its end of file, so no program starts.  Returns 0 when started or
+ * failed, 1 to look again.
+ */
+static int
+run_go_read(struct run *r)
+{
+	char	 path[PATH_MAX];
+	int	 n;
+
+	if (ioctl(r->go_fd, FIONREAD, &n) == 0 && n == 0) {
+		bufprintf(path, sizeof(path), "%s/run/%s", r->dir, POOL_ARGV);
+		if (unlink(path) == -1)
+			log_warn("pool entry %s: unlink %s", r->id, path);
+		close(r->go_fd);
+		r->go_fd = -1;
+		run_started(r);
+		return 0;
+	}
+	if (r->exited)
+		run_fail(r, RULE_RUNTIME, "pool entry %s: its init exited "
+		    "before it read its assignment", r->id);
+	else if (mono_ns() - r->go_ns >= (uint64_t)RUN_ACK_MS * 1000000)
+		run_fail(r, RULE_RUNTIME, "pool entry %s: its sbx-init did "
+		    "not read its assignment within %d ms", r->id,
+		    RUN_ACK_MS);
+	else
+		return 1;
+	return 0;
+}
+
 /* A pool entry: hand its waiting sbx-init the program. */
 static void
 run_go(struct run *r)
@@ -698,16 +742,17 @@ run_go(struct run *r)
 	struct timeval	 tv = { 0, 1000 };
 	int		 rc;
 
-	if (r->exited) {
+	if (r->go_fd != -1) {
+		if (run_go_read(r) == 0)
+			return;
+		rc = 2;
+	} else if (r->exited) {
 		run_fail(r, RULE_RUNTIME, "pool entry %s: its init exited "
 		    "before the start", r->id);
 		return;
-	}
-	if ((rc = run_write_argv(r)) == 0) {
-		run_started(r);
-		return;
-	}
-	if (rc == 1 && ++r->go_tries < RUN_GO_TRIES) {
+	} else if ((rc = run_write_argv(r)) == 0)
+		rc = 2;
+	if (rc == 2 || (rc == 1 && ++r->go_tries < RUN_GO_TRIES)) {
 		if (r->go_ev == NULL)
 			r->go_ev = evtimer_new(r->ld->base, run_go_cb, r);
 		if (r->go_ev != NULL && evtimer_add(r->go_ev, &tv) == 0)
@@ -2094,6 +2139,7 @@ run_launch_1(struct launchd *ld, struct frame_conn *c,
 	r->grant = g;
 	r->out[0].fd = r->out[1].fd = -1;
 	r->scratch_fd = -1;
+	r->go_fd = -1;
 	r->next = ld->runs;
 	ld->runs = r;
 
