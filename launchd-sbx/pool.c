@@ -11,8 +11,10 @@
  * in run/ and its CA written there), records the launch, and
  * then writes the program, its arguments and the per-execution
  * environment (SBX_TASK_ID, SBX_EXECUTION_ID, SBX_POLICY_HASH) into the
- * FIFO: that write is the start.  The entry serves exactly that one
- * execution and is deleted after it like any other container, and a
+ * FIFO, keeping its write end until sbx-init has read all of it: that is
+ * the start (run.c: runsc's gofer opens the FIFO before sbx-init does).
+ * The entry serves exactly that one execution and is deleted after it
+ * like any other container, and a
  * replacement is made at once.  An entry is never handed to a second
  * execution, so nothing crosses between tasks or tenants: each has a fresh
  * /scratch, /in, /code and run/.  The FIFO is the launcher's and mode
