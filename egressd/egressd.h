@@ -506,6 +506,14 @@ struct channel {
 };
 TAILQ_HEAD(channels, channel);
 
+/* A CA file's bytes, read at start-up (as root) and loaded into the
+ * upstream TLS context when it is made (proxy_tls.c). */
+struct tls_pem {
+	char			*name;		/* the file, for errors */
+	char			*pem;
+	size_t			 len;
+};
+
 struct egressd {
 	struct egressd_conf	*conf;
 	struct sign_trust	 trust;
@@ -515,7 +523,10 @@ struct egressd {
 	struct auditq		*aq;		/* group commit of denials */
 	struct channels		 channels;
 	struct egress_metrics	 m;
-	struct ssl_ctx_st	*upstream_ctx;	/* verified client side */
+	struct ssl_ctx_st	*upstream_ctx;	/* verified client side, made
+						 * at the first CONNECT */
+	struct tls_pem		*upstream_pems;	/* its CA files, read at start */
+	size_t			 nupstream_pems;
 	struct evbuffer		*scratch;	/* empty between callbacks */
 };
 
@@ -610,8 +621,17 @@ void		 proxy_tls_write_now(struct bufferevent *, struct evbuffer *,
 		    int coalesce);
 /* Have bev read again if OpenSSL holds records it read ahead. */
 void		 proxy_tls_pending(struct bufferevent *);
-/* The client-side SSL_CTX for upstreams (system store + conf CAs). */
-struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd_conf *);
+/* Read the CA files of upstream TLS (SSL_CERT_FILE where set,
+ * upstream_cas) into ed; -1 with err naming the file. */
+int		 proxy_tls_trust_read(struct egressd *, char *err, size_t);
+/* The client-side SSL_CTX for upstreams (system store + the CA files
+ * read); NULL, logged naming what failed. */
+struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd *);
+/* The same, made and thrown away in a child process, so that egressd
+ * does not initialise OpenSSL before its first TLS: 0 if it could be
+ * made (the child's errors are logged). */
+int		 proxy_tls_upstream_check(const struct egressd *);
+void		 proxy_tls_trust_free(struct egressd *);
 /* Send the rebuilt request (proxy.c). */
 void		 proxy_send_request(struct proxy_conn *);
 
