@@ -45,6 +45,12 @@ egressd_check(void *arg, const struct daemon_opts *opts)
 		    ed->conf->public_key, err);
 		return -1;
 	}
+	/* Loaded at the first non-ASCII host (idn.c); checked now, as the
+	 * dynamic linker did when egressd linked it. */
+	if (idn_check(NULL, err, sizeof(err)) == -1) {
+		fprintf(stderr, "egressd: %s\n", err);
+		return -1;
+	}
 	if (proxy_tls_trust_read(ed, err, sizeof(err)) == -1) {
 		fprintf(stderr, "egressd: %s\n", err);
 		proxy_tls_trust_free(ed);

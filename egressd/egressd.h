@@ -112,6 +112,20 @@ struct egressd_conf {
 /* The keys of egressd.yaml, for the skeleton (daemon.h) and cfg_parse. */
 extern const struct cfg_table parse_table;
 
+/* ---- idn.c ---- */
+
+#define IDN_SONAME	"libidn2.so.0"
+
+/* Can soname (NULL: IDN_SONAME) be loaded with the calls egressd makes?
+ * 0, or -1 with err naming it; unloaded again either way. */
+int		 idn_check(const char *soname, char *err, size_t errlen);
+/* Is libidn2 loaded (at the first non-ASCII host)? */
+int		 idn_loaded(void);
+/* host (UTF-8) in its punycode form into out (host and out may be the
+ * same buffer): 0, or -1 with *why. */
+int		 idn_to_ascii(const char *host, char *out, size_t outlen,
+		    const char **why);
+
 /* ---- decide.c: the pure decision ---- */
 
 /* A request target, canonicalised. */
