@@ -163,7 +163,9 @@ EGRESSD_SRCS += egressd/idn.c
 EGRESSD_SRCS += egressd/resolve.c
 EGRESSD_SRCS += egressd/broker.c
 # libhttp-parser has no pkg-config file.
-EGRESSD_LIBS := -lhttp_parser $(shell pkg-config --libs libidn2 2>/dev/null)
+# libidn2 is not linked: egressd/idn.c loads it when a host needs it
+# (its header, libidn2-dev, is still needed).
+EGRESSD_LIBS := -lhttp_parser
 
 GATED_SRCS  = gated/gated.c
 GATED_SRCS += gated/parse.c
