@@ -27,7 +27,7 @@
 #include "egressd.h"
 
 /* With -n too: the public key must load.  The upstream CA files are read
- * now (as root) and must load, not only be readable: with -n the upstream
+ * now (before the privilege drop) and must load, not only be readable: with -n the upstream
  * TLS context is made here; otherwise in a child process
  * (proxy_tls_upstream_check), egressd itself making it at its first
  * CONNECT. */

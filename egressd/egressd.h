@@ -520,10 +520,10 @@ struct channel {
 };
 TAILQ_HEAD(channels, channel);
 
-/* A CA file's bytes, read at start-up (as root) and loaded into the
- * upstream TLS context when it is made (proxy_tls.c). */
+/* A CA file's bytes, read at start-up (before the privilege drop) and
+ * loaded into the upstream TLS context when it is made (proxy_tls.c). */
 struct tls_pem {
-	char			*name;		/* the file, for errors */
+	char			*name;		/* "upstream_cas: FILE" */
 	char			*pem;
 	size_t			 len;
 };

@@ -450,7 +450,8 @@ proxy_tls_pending(struct bufferevent *bev)
  * (or parsing one certificate) initialises OpenSSL, about 2.5 MiB of
  * egressd's idle RSS (bench/README.md) that an egressd serving no TLS
  * yet need not hold.  So that nothing is lost: the files are read at
- * start-up, as root, and only those bytes are loaded later (a file
+ * start-up, before the privilege drop, and only those bytes are loaded
+ * later (a file
  * changed or made unreadable since is not looked at again); and the
  * context is made once at start-up in a child process, which exits, so
  * that a CA file that does not load still stops egressd at start naming
@@ -460,23 +461,23 @@ proxy_tls_pending(struct bufferevent *bev)
 #define PROXY_TLS_PEM_MAX	(8 << 20)
 
 static int
-proxy_tls_pem_add(struct egressd *ed, const char *name, char *err,
-    size_t errlen)
+proxy_tls_pem_add(struct egressd *ed, const char *key, const char *name,
+    char *err, size_t errlen)
 {
 	struct tls_pem	*p;
 	char		*pem;
 	size_t		 len;
 
 	if ((pem = read_file(name, PROXY_TLS_PEM_MAX, &len)) == NULL) {
-		snprintf(err, errlen, "%s: %s", name, errno == EFBIG ?
-		    "larger than 8 MiB" : errno == EINVAL ?
+		snprintf(err, errlen, "%s: %s: %s", key, name,
+		    errno == EFBIG ? "larger than 8 MiB" : errno == EINVAL ?
 		    "not a regular file" : strerror(errno));
 		return -1;
 	}
 	ed->upstream_pems = xreallocarray(ed->upstream_pems,
 	    ed->nupstream_pems + 1, sizeof(*ed->upstream_pems));
 	p = &ed->upstream_pems[ed->nupstream_pems++];
-	p->name = xstrdup(name);
+	(void)xasprintf(&p->name, "%s: %s", key, name);
 	p->pem = pem;
 	p->len = len;
 	return 0;
@@ -487,20 +488,15 @@ proxy_tls_trust_read(struct egressd *ed, char *err, size_t errlen)
 {
 	const struct egressd_conf	*conf = ed->conf;
 	const char			*file;
-	char				 e[512];
 
 	if ((file = secure_getenv(X509_get_default_cert_file_env())) !=
-	    NULL && proxy_tls_pem_add(ed, file, e, sizeof(e)) == -1) {
-		snprintf(err, errlen, "%s: %s",
-		    X509_get_default_cert_file_env(), e);
+	    NULL && proxy_tls_pem_add(ed, X509_get_default_cert_file_env(),
+	    file, err, errlen) == -1)
 		return -1;
-	}
 	for (size_t i = 0; i < conf->nupstream_cas; i++)
-		if (proxy_tls_pem_add(ed, conf->upstream_cas[i], e,
-		    sizeof(e)) == -1) {
-			snprintf(err, errlen, "upstream_cas: %s", e);
+		if (proxy_tls_pem_add(ed, "upstream_cas",
+		    conf->upstream_cas[i], err, errlen) == -1)
 			return -1;
-		}
 	return 0;
 }
 
