@@ -159,10 +159,13 @@ EGRESSD_SRCS += egressd/proxy_peer.c
 EGRESSD_SRCS += egressd/proxy_handoff.c
 EGRESSD_SRCS += egressd/ca.c
 EGRESSD_SRCS += egressd/decide.c
+EGRESSD_SRCS += egressd/idn.c
 EGRESSD_SRCS += egressd/resolve.c
 EGRESSD_SRCS += egressd/broker.c
 # libhttp-parser has no pkg-config file.
-EGRESSD_LIBS := -lhttp_parser $(shell pkg-config --libs libidn2 2>/dev/null)
+# libidn2 is not linked: egressd/idn.c loads it when a host needs it
+# (its header, libidn2-dev, is still needed).
+EGRESSD_LIBS := -lhttp_parser
 
 GATED_SRCS  = gated/gated.c
 GATED_SRCS += gated/parse.c
@@ -729,23 +732,23 @@ build/fuzz/%: tests/fuzz/%.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	  -o $@ $< $(COMMON_SRCS) $(PB_C) $(LDLIBS)
 
 # The HTTP request parser: egressd's proxy_http.c and decide.c.
-build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+build/fuzz/http_fuzz: tests/fuzz/http_fuzz.c egressd/proxy_http.c egressd/decide.c egressd/idn.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c egressd/idn.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # What egressd forwards, parsed again (proxy_http.c and decide.c as
 # proxy.c drives them); seeded from the differential corpus.
-build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+build/fuzz/forward_fuzz: tests/fuzz/forward_fuzz.c egressd/proxy_http.c egressd/decide.c egressd/idn.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c egressd/idn.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # The response parser and its accounting against max_response_kb.
-build/fuzz/http_resp_fuzz: tests/fuzz/http_resp_fuzz.c egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(PB_H)
+build/fuzz/http_resp_fuzz: tests/fuzz/http_resp_fuzz.c egressd/proxy_http.c egressd/decide.c egressd/idn.c $(COMMON_SRCS) $(PB_C) $(PB_H)
 	@mkdir -p $(dir $@)
 	clang -std=c17 -D_GNU_SOURCE $(FUZZ_FLAGS) -I. -iquote common -I$(GEN) $(PKG_CFLAGS) $(PQ_CFLAGS) \
-	  -o $@ $< egressd/proxy_http.c egressd/decide.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
+	  -o $@ $< egressd/proxy_http.c egressd/decide.c egressd/idn.c $(COMMON_SRCS) $(PB_C) $(LDLIBS) $(EGRESSD_LIBS)
 
 # The forward_fuzz seeds are the differential corpus for one host:port
 # (tests/differential/run checks that they are up to date).

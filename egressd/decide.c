@@ -61,8 +61,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <idn2.h>
-
 #include "util.h"
 #include "egressd.h"
 
@@ -139,7 +137,7 @@ int
 decide_host_canon(const char *in, size_t len, char *out, size_t outlen,
     int *ip, const char **why)
 {
-	char		 buf[DECIDE_HOST_MAX], *res = NULL, *p, *label;
+	char		 buf[DECIDE_HOST_MAX], *p, *label;
 	int		 nonascii = 0;
 	size_t		 i, n;
 
@@ -181,20 +179,9 @@ decide_host_canon(const char *in, size_t len, char *out, size_t outlen,
 	}
 	memcpy(buf, in, len);
 	buf[len] = '\0';
-	if (nonascii) {
-		/* IDNA2008 with UTS#46 mapping, as browsers do; the result
-		 * is the punycode (xn--) form every rule is written in. */
-		if (idn2_lookup_u8((const uint8_t *)buf, (uint8_t **)&res,
-		    IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL) != IDN2_OK)
-			return (*why = "invalid internationalised host name",
-			    -1);
-		if (strlen(res) >= sizeof(buf)) {
-			idn2_free(res);
-			return (*why = "host name too long", -1);
-		}
-		snprintf(buf, sizeof(buf), "%s", res);
-		idn2_free(res);
-	}
+	/* The punycode (xn--) form every rule is written in (idn.c). */
+	if (nonascii && idn_to_ascii(buf, buf, sizeof(buf), why) == -1)
+		return -1;
 	for (p = buf; *p != '\0'; p++)
 		*p = (char)tolower((unsigned char)*p);
 	n = strlen(buf);

@@ -26,13 +26,18 @@
 #include "util.h"
 #include "egressd.h"
 
-/* With -n too: the public key must load, and the upstream CA files must
- * load, not only be readable. */
+/* With -n too: the public key must load.  The upstream CA files are read
+ * now (before the privilege drop) and must load, not only be readable: with -n the upstream
+ * TLS context is made here; otherwise in a child process
+ * (proxy_tls_upstream_check), egressd itself making it at its first
+ * CONNECT. */
 static int
 egressd_check(void *arg, const struct daemon_opts *opts)
 {
 	struct egressd	*ed = arg;
+	SSL_CTX		*ctx;
 	char		 err[512];
+	int		 ok;
 
 	if (sign_trust_load(&ed->trust, ed->conf->public_key,
 	    ed->conf->public_key_previous, err, sizeof(err)) == -1) {
@@ -40,15 +45,29 @@ egressd_check(void *arg, const struct daemon_opts *opts)
 		    ed->conf->public_key, err);
 		return -1;
 	}
-	if (!opts->noaction)
-		return 0;
-	if ((ed->upstream_ctx = proxy_tls_upstream_ctx(ed->conf)) == NULL) {
-		fprintf(stderr, "egressd: cannot set up TLS to upstreams "
-		    "(system store, upstream_cas)\n");
+	/* Loaded at the first non-ASCII host (idn.c); checked now, as the
+	 * dynamic linker did when egressd linked it. */
+	if (idn_check(NULL, err, sizeof(err)) == -1) {
+		fprintf(stderr, "egressd: %s\n", err);
 		return -1;
 	}
-	SSL_CTX_free(ed->upstream_ctx);
-	ed->upstream_ctx = NULL;
+	if (proxy_tls_trust_read(ed, err, sizeof(err)) == -1) {
+		fprintf(stderr, "egressd: %s\n", err);
+		proxy_tls_trust_free(ed);
+		return -1;
+	}
+	if (opts->noaction) {
+		ok = (ctx = proxy_tls_upstream_ctx(ed)) != NULL;
+		SSL_CTX_free(ctx);
+		proxy_tls_trust_free(ed);
+	} else
+		ok = proxy_tls_upstream_check(ed) == 0;
+	if (!ok) {
+		fprintf(stderr, "egressd: cannot set up TLS to upstreams "
+		    "(system store, upstream_cas)\n");
+		proxy_tls_trust_free(ed);
+		return -1;
+	}
 	return 0;
 }
 
@@ -99,9 +118,6 @@ egressd_open(void *arg)
 		fatalx("audit queue: %s", err);
 	if ((ed->dns = resolve_init(ed->base, ed->conf)) == NULL)
 		fatalx("cannot start the resolver");
-	if ((ed->upstream_ctx = proxy_tls_upstream_ctx(ed->conf)) == NULL)
-		fatalx("cannot set up TLS to upstreams (system store, "
-		    "upstream_cas)");
 }
 
 static void
@@ -133,6 +149,7 @@ egressd_close(void *arg)
 	evdns_base_free(ed->dns, 0);
 	if (ed->upstream_ctx != NULL)
 		SSL_CTX_free(ed->upstream_ctx);
+	proxy_tls_trust_free(ed);
 	audit_close(ed->audit);
 	evbuffer_free(ed->scratch);
 }

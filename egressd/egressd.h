@@ -112,6 +112,20 @@ struct egressd_conf {
 /* The keys of egressd.yaml, for the skeleton (daemon.h) and cfg_parse. */
 extern const struct cfg_table parse_table;
 
+/* ---- idn.c ---- */
+
+#define IDN_SONAME	"libidn2.so.0"
+
+/* Can soname (NULL: IDN_SONAME) be loaded with the calls egressd makes?
+ * 0, or -1 with err naming it; unloaded again either way. */
+int		 idn_check(const char *soname, char *err, size_t errlen);
+/* Is libidn2 loaded (at the first non-ASCII host)? */
+int		 idn_loaded(void);
+/* host (UTF-8) in its punycode form into out (host and out may be the
+ * same buffer): 0, or -1 with *why. */
+int		 idn_to_ascii(const char *host, char *out, size_t outlen,
+		    const char **why);
+
 /* ---- decide.c: the pure decision ---- */
 
 /* A request target, canonicalised. */
@@ -506,6 +520,14 @@ struct channel {
 };
 TAILQ_HEAD(channels, channel);
 
+/* A CA file's bytes, read at start-up (before the privilege drop) and
+ * loaded into the upstream TLS context when it is made (proxy_tls.c). */
+struct tls_pem {
+	char			*name;		/* "upstream_cas: FILE" */
+	char			*pem;
+	size_t			 len;
+};
+
 struct egressd {
 	struct egressd_conf	*conf;
 	struct sign_trust	 trust;
@@ -515,7 +537,10 @@ struct egressd {
 	struct auditq		*aq;		/* group commit of denials */
 	struct channels		 channels;
 	struct egress_metrics	 m;
-	struct ssl_ctx_st	*upstream_ctx;	/* verified client side */
+	struct ssl_ctx_st	*upstream_ctx;	/* verified client side, made
+						 * at the first CONNECT */
+	struct tls_pem		*upstream_pems;	/* its CA files, read at start */
+	size_t			 nupstream_pems;
 	struct evbuffer		*scratch;	/* empty between callbacks */
 };
 
@@ -610,8 +635,17 @@ void		 proxy_tls_write_now(struct bufferevent *, struct evbuffer *,
 		    int coalesce);
 /* Have bev read again if OpenSSL holds records it read ahead. */
 void		 proxy_tls_pending(struct bufferevent *);
-/* The client-side SSL_CTX for upstreams (system store + conf CAs). */
-struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd_conf *);
+/* Read the CA files of upstream TLS (SSL_CERT_FILE where set,
+ * upstream_cas) into ed; -1 with err naming the file. */
+int		 proxy_tls_trust_read(struct egressd *, char *err, size_t);
+/* The client-side SSL_CTX for upstreams (system store + the CA files
+ * read); NULL, logged naming what failed. */
+struct ssl_ctx_st *proxy_tls_upstream_ctx(const struct egressd *);
+/* The same, made and thrown away in a child process, so that egressd
+ * does not initialise OpenSSL before its first TLS: 0 if it could be
+ * made (the child's errors are logged). */
+int		 proxy_tls_upstream_check(const struct egressd *);
+void		 proxy_tls_trust_free(struct egressd *);
 /* Send the rebuilt request (proxy.c). */
 void		 proxy_send_request(struct proxy_conn *);
 

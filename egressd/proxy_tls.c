@@ -27,8 +27,11 @@
  * still owns every retry, error and timeout.
  */
 #include <sys/types.h>
+#include <sys/wait.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,7 @@
 #include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -243,10 +247,17 @@ void
 proxy_tls_start(struct proxy_conn *c)
 {
 	struct egressd	*ed = c->ch->ed;
+
+	/* Made at the first CONNECT (see proxy_tls_upstream_ctx); the
+	 * files' bytes are no longer needed once it holds them. */
 	if (ed->upstream_ctx == NULL) {
-		proxy_deny(c, RULE_UPSTREAM_TLS, 502, "egressd has no upstream "
-		    "TLS context");
-		return;
+		if ((ed->upstream_ctx = proxy_tls_upstream_ctx(ed)) == NULL) {
+			proxy_deny(c, RULE_UPSTREAM_TLS, 502, "egressd cannot "
+			    "set up TLS to upstreams (system store, "
+			    "upstream_cas)");
+			return;
+		}
+		proxy_tls_trust_free(ed);
 	}
 	if (evbuffer_get_length(bufferevent_get_input(c->cbev)) > 0) {
 		/* The handshake must start on a clean stream: bytes sent
@@ -424,43 +435,128 @@ proxy_tls_pending(struct bufferevent *bev)
 }
 
 /*
- * The system trust store, as OpenSSL's default paths name it, with its
- * directory read by issuer hash when a chain needs one instead of its
- * whole bundle parsed at start-up: SSL_CTX_set_default_verify_paths
- * loads every certificate of the default file (on Debian, cert.pem is
- * the bundle update-ca-certificates builds from that same directory's
- * certificates), 0.9 MiB of heap in egressd for the few CAs its
- * upstreams use.  An issuer read is kept in the store for the next
+ * The trust for upstream TLS: the system store, as OpenSSL's default
+ * paths name it, with its directory read by issuer hash when a chain
+ * needs one instead of its whole bundle parsed at start-up
+ * (SSL_CTX_set_default_verify_paths loads every certificate of the
+ * default file: on Debian, cert.pem is the bundle update-ca-certificates
+ * builds from that same directory's certificates, 0.9 MiB of heap in
+ * egressd for the few CAs its upstreams use), plus the files of
+ * upstream_cas.  An issuer read is kept in the store for the next
  * handshake.  SSL_CERT_DIR still replaces the directory, and
  * SSL_CERT_FILE, where it is set, is loaded as the default call would.
+ *
+ * The context is made at the first CONNECT, not at start-up: making it
+ * (or parsing one certificate) initialises OpenSSL, about 2.5 MiB of
+ * egressd's idle RSS (bench/README.md) that an egressd serving no TLS
+ * yet need not hold.  So that nothing is lost: the files are read at
+ * start-up, before the privilege drop, and only those bytes are loaded
+ * later (a file
+ * changed or made unreadable since is not looked at again); and the
+ * context is made once at start-up in a child process, which exits, so
+ * that a CA file that does not load still stops egressd at start naming
+ * it.  The child does not read openssl.cnf (it checks the CA files;
+ * the context made for use does).
  */
-static int
-proxy_tls_trust(SSL_CTX *ctx)
-{
-	const char	*file, *dir;
+#define PROXY_TLS_PEM_MAX	(8 << 20)
 
-	if ((file = secure_getenv(X509_get_default_cert_file_env())) !=
-	    NULL && SSL_CTX_load_verify_file(ctx, file) != 1) {
-		log_warnx("%s: %s: not a PEM CA file",
-		    X509_get_default_cert_file_env(), file);
+static int
+proxy_tls_pem_add(struct egressd *ed, const char *key, const char *name,
+    char *err, size_t errlen)
+{
+	struct tls_pem	*p;
+	char		*pem;
+	size_t		 len;
+
+	if ((pem = read_file(name, PROXY_TLS_PEM_MAX, &len)) == NULL) {
+		snprintf(err, errlen, "%s: %s: %s", key, name,
+		    errno == EFBIG ? "larger than 8 MiB" : errno == EINVAL ?
+		    "not a regular file" : strerror(errno));
 		return -1;
 	}
-	if ((dir = secure_getenv(X509_get_default_cert_dir_env())) == NULL)
-		dir = X509_get_default_cert_dir();
-	if (SSL_CTX_load_verify_dir(ctx, dir) != 1) {
-		log_warnx("cannot use the system trust store %s", dir);
-		return -1;
-	}
+	ed->upstream_pems = xreallocarray(ed->upstream_pems,
+	    ed->nupstream_pems + 1, sizeof(*ed->upstream_pems));
+	p = &ed->upstream_pems[ed->nupstream_pems++];
+	(void)xasprintf(&p->name, "%s: %s", key, name);
+	p->pem = pem;
+	p->len = len;
 	return 0;
 }
 
+int
+proxy_tls_trust_read(struct egressd *ed, char *err, size_t errlen)
+{
+	const struct egressd_conf	*conf = ed->conf;
+	const char			*file;
+
+	if ((file = secure_getenv(X509_get_default_cert_file_env())) !=
+	    NULL && proxy_tls_pem_add(ed, X509_get_default_cert_file_env(),
+	    file, err, errlen) == -1)
+		return -1;
+	for (size_t i = 0; i < conf->nupstream_cas; i++)
+		if (proxy_tls_pem_add(ed, "upstream_cas",
+		    conf->upstream_cas[i], err, errlen) == -1)
+			return -1;
+	return 0;
+}
+
+void
+proxy_tls_trust_free(struct egressd *ed)
+{
+	for (size_t i = 0; i < ed->nupstream_pems; i++) {
+		free(ed->upstream_pems[i].name);
+		free(ed->upstream_pems[i].pem);
+	}
+	free(ed->upstream_pems);
+	ed->upstream_pems = NULL;
+	ed->nupstream_pems = 0;
+}
+
+/* Every certificate and CRL of p into ctx's store, as
+ * SSL_CTX_load_verify_file does for a file: at least one, else -1. */
+static int
+proxy_tls_pem_load(SSL_CTX *ctx, const struct tls_pem *p)
+{
+	STACK_OF(X509_INFO)	*infos = NULL;
+	X509_STORE		*st = SSL_CTX_get_cert_store(ctx);
+	X509_INFO		*xi;
+	BIO			*bio;
+	int			 n = 0, rc = 0;
+
+	if (p->len > INT_MAX ||
+	    (bio = BIO_new_mem_buf(p->pem, (int)p->len)) == NULL)
+		return -1;
+	infos = PEM_X509_INFO_read_bio(bio, NULL, NULL, "");
+	BIO_free(bio);
+	if (infos == NULL)
+		return -1;
+	for (int i = 0; i < sk_X509_INFO_num(infos) && rc == 0; i++) {
+		xi = sk_X509_INFO_value(infos, i);
+		if (xi->x509 != NULL) {
+			if (X509_STORE_add_cert(st, xi->x509) != 1)
+				rc = -1;
+			n++;
+		}
+		if (xi->crl != NULL) {
+			if (X509_STORE_add_crl(st, xi->crl) != 1)
+				rc = -1;
+			n++;
+		}
+	}
+	sk_X509_INFO_pop_free(infos, X509_INFO_free);
+	return rc == 0 && n > 0 ? 0 : -1;
+}
+
 struct ssl_ctx_st *
-proxy_tls_upstream_ctx(const struct egressd_conf *conf)
+proxy_tls_upstream_ctx(const struct egressd *ed)
 {
 	SSL_CTX		*ctx;
+	const char	*dir;
 
-	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
+		log_warnx("cannot create the upstream TLS context");
 		return NULL;
+	}
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	/* An upstream that asks to renegotiate (TLS 1.2) is refused: no
@@ -471,18 +567,46 @@ proxy_tls_upstream_ctx(const struct egressd_conf *conf)
 	SSL_CTX_clear_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	SSL_CTX_set_alpn_protos(ctx, proxy_tls_alpn,
 	    sizeof(proxy_tls_alpn) - 1);
-	if (proxy_tls_trust(ctx) == -1) {
-		ERR_clear_error();
-		SSL_CTX_free(ctx);
-		return NULL;
+	if ((dir = secure_getenv(X509_get_default_cert_dir_env())) == NULL)
+		dir = X509_get_default_cert_dir();
+	if (SSL_CTX_load_verify_dir(ctx, dir) != 1) {
+		log_warnx("cannot use the system trust store %s", dir);
+		goto fail;
 	}
-	for (size_t i = 0; i < conf->nupstream_cas; i++)
-		if (SSL_CTX_load_verify_locations(ctx, conf->upstream_cas[i],
-		    NULL) != 1) {
-			log_warnx("upstream_cas: %s: not a PEM CA file",
-			    conf->upstream_cas[i]);
-			SSL_CTX_free(ctx);
-			return NULL;
+	for (size_t i = 0; i < ed->nupstream_pems; i++)
+		if (proxy_tls_pem_load(ctx, &ed->upstream_pems[i]) == -1) {
+			log_warnx("%s: not a PEM CA file",
+			    ed->upstream_pems[i].name);
+			goto fail;
 		}
 	return ctx;
+fail:
+	ERR_clear_error();
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+int
+proxy_tls_upstream_check(const struct egressd *ed)
+{
+	pid_t	 pid;
+	int	 status;
+
+	if ((pid = fork()) == -1) {
+		log_warn("fork");
+		return -1;
+	}
+	if (pid == 0) {
+		/* _exit: nothing of the parent's is flushed or freed. */
+		if (OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1 ||
+		    proxy_tls_upstream_ctx(ed) == NULL)
+			_exit(1);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR) {
+			log_warn("waitpid");
+			return -1;
+		}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }

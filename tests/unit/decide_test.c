@@ -53,6 +53,59 @@ Test(decide, host_canonical_forms)
 	cr_assert_eq(ip, 4);
 }
 
+/* Is a library whose file name has name mapped in this process? */
+static int
+mapped(const char *name)
+{
+	FILE	*f;
+	char	 line[1024];
+	int	 found = 0;
+
+	cr_assert_not_null(f = fopen("/proc/self/maps", "re"));
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = strstr(line, name) != NULL;
+	fclose(f);
+	return found;
+}
+
+/* libidn2 is loaded at the first non-ASCII host (idn.c), not linked: an
+ * egressd whose hosts are ASCII never maps it or libunistring. */
+Test(decide, idn_loaded_only_for_a_unicode_host)
+{
+	char	 err[512];
+
+	cr_assert_not(mapped("libidn2"), "libidn2 mapped before any host");
+	cr_assert_str_eq(canon("api.fx-rates.internal", NULL),
+	    "api.fx-rates.internal");
+	cr_assert_not(mapped("libidn2"), "libidn2 mapped for an ASCII host");
+	/* The start-up check loads it and unloads it again. */
+	cr_assert_eq(idn_check(NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_not(idn_loaded());
+	cr_assert_not(mapped("libidn2"), "libidn2 left mapped by the check");
+	cr_assert_not(mapped("libunistring"));
+	cr_assert_str_eq(canon("bücher.example", NULL),
+	    "xn--bcher-kva.example");
+	cr_assert(idn_loaded());
+	cr_assert(mapped("libidn2"));
+	cr_assert_str_eq(canon("BÜCHER.example", NULL),
+	    "xn--bcher-kva.example");
+}
+
+Test(decide, idn_check_names_what_is_wrong)
+{
+	char	 err[512];
+
+	cr_assert_eq(idn_check("libsbx-no-such-idn.so.9", err, sizeof(err)),
+	    -1);
+	cr_assert(strstr(err, "cannot load libsbx-no-such-idn.so.9") != NULL,
+	    "%s", err);
+	/* A library that loads but is not libidn2. */
+	cr_assert_eq(idn_check("libc.so.6", err, sizeof(err)), -1);
+	cr_assert(strstr(err, "libc.so.6 has no idn2_lookup_u8") != NULL,
+	    "%s", err);
+	cr_assert_not(idn_loaded());
+}
+
 Test(decide, host_refusals)
 {
 	cr_assert_null(canon("", NULL));
