@@ -25,7 +25,6 @@
  * or the libraries it brings.  A library that cannot be loaded is an
  * error naming it, like any other reason the store cannot be used.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdint.h>
@@ -56,33 +55,23 @@ PG_LIB_CALLS(PG_LIB_CHECK)
 int
 pg_load_soname(const char *soname, char *err, size_t errlen)
 {
-	struct pg_lib	 lib;
-	void		*h, *f;
-	const char	*e;
+#define PG_LIB_NAME(r, n, a)	#n,
+	static const char *const names[] = { PG_LIB_CALLS(PG_LIB_NAME) };
+#undef PG_LIB_NAME
+	void		*syms[sizeof(names) / sizeof(names[0])];
+	size_t		 i = 0;
 
 	if (pg_lib_ok)
 		return 0;
-	/* RTLD_NOW: a missing symbol is found here, not at the first
-	 * call; RTLD_LOCAL: its symbols resolve nothing else of ours.
-	 * Never unloaded (pg_lib's pointers live as long as the process). */
-	if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		e = dlerror();
-		errf(err, errlen, "cannot load %s (PostgreSQL's client "
-		    "library, Debian's libpq5), which backend postgresql "
-		    "needs: %s", soname, e != NULL ? e : "unknown error");
+	/* Never unloaded: pg_lib's pointers live as long as the process. */
+	if (dl_syms(soname, "(PostgreSQL's client library, Debian's libpq5), "
+	    "which backend postgresql needs", "not the libpq sbx was built "
+	    "for", names, syms, sizeof(syms) / sizeof(syms[0]), err,
+	    errlen) == NULL)
 		return -1;
-	}
-#define PG_LIB_SYM(r, n, a)						\
-	if ((f = dlsym(h, #n)) == NULL) {				\
-		errf(err, errlen, "%s has no %s: not the libpq sbx was "	\
-		    "built for", soname, #n);				\
-		dlclose(h);						\
-		return -1;						\
-	}								\
-	memcpy(&lib.n, &f, sizeof(f));
-	PG_LIB_CALLS(PG_LIB_SYM)
-#undef PG_LIB_SYM
-	pg_lib = lib;
+#define PG_LIB_SET(r, n, a)	memcpy(&pg_lib.n, &syms[i++], sizeof(void *));
+	PG_LIB_CALLS(PG_LIB_SET)
+#undef PG_LIB_SET
 	pg_lib_ok = 1;
 	return 0;
 }

@@ -3,6 +3,7 @@
  * a daemon that cannot allocate cannot keep its promises, so it stops
  * rather than continuing in a state nobody tested.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -218,4 +219,30 @@ strv_free(char **v, size_t n)
 	for (size_t i = 0; v != NULL && i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+void *
+dl_syms(const char *soname, const char *what, const char *notit,
+    const char *const *names, void **syms, size_t n, char *err,
+    size_t errlen)
+{
+	void		*h;
+	const char	*e;
+
+	/* RTLD_NOW: a missing symbol is found here, not at the first
+	 * call; RTLD_LOCAL: its symbols resolve nothing else of ours. */
+	if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) == NULL) {
+		e = dlerror();
+		snprintf(err, errlen, "cannot load %s %s: %s", soname, what,
+		    e != NULL ? e : "unknown error");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((syms[i] = dlsym(h, names[i])) == NULL) {
+			snprintf(err, errlen, "%s has no %s: %s", soname,
+			    names[i], notit);
+			dlclose(h);
+			return NULL;
+		}
+	return h;
 }

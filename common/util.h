@@ -47,5 +47,16 @@ int	 write_all(int fd, const void *buf, size_t len);
 char	*read_file(const char *path, size_t max, size_t *lenp);
 /* A random identifier "<prefix>-<24 hex>" from libsodium. */
 void	 random_id(const char *prefix, char *out, size_t outlen);
+/*
+ * A library loaded on demand, by its soname (never a path from the
+ * configuration or the environment): dlopen it RTLD_NOW | RTLD_LOCAL
+ * and find each of names[0..n-1] into syms[].  The handle, or NULL with
+ * err "cannot load SONAME WHAT: <dlerror>" or "SONAME has no NAME:
+ * NOTIT" (e.g. what "(Debian's libidn2-0), which ... need", notit "not
+ * libidn2").
+ */
+void	*dl_syms(const char *soname, const char *what, const char *notit,
+	    const char *const *names, void **syms, size_t n, char *err,
+	    size_t errlen);
 
 #endif

@@ -20,6 +20,7 @@
 #include <idn2.h>
 
 #include "log.h"
+#include "util.h"
 #include "egressd.h"
 
 struct idn_lib {
@@ -35,41 +36,21 @@ static int		 idn_lib_ok;
 static int
 idn_open(const char *soname, int keep, char *err, size_t errlen)
 {
-	struct idn_lib	 lib;
-	void		*h, *f;
-	const char	*e;
+	static const char *const names[] = { "idn2_lookup_u8", "idn2_free" };
+	void		*h, *syms[2];
 
-	/* RTLD_NOW: a missing symbol is found here; RTLD_LOCAL: its
-	 * symbols resolve nothing else of ours. */
-	if ((h = dlopen(soname, RTLD_NOW | RTLD_LOCAL)) == NULL) {
-		e = dlerror();
-		snprintf(err, errlen, "cannot load %s (Debian's libidn2-0), "
-		    "which internationalised host names need: %s", soname,
-		    e != NULL ? e : "unknown error");
+	if ((h = dl_syms(soname, "(Debian's libidn2-0), which "
+	    "internationalised host names need", "not libidn2", names, syms,
+	    2, err, errlen)) == NULL)
 		return -1;
-	}
-	if ((f = dlsym(h, "idn2_lookup_u8")) == NULL) {
-		snprintf(err, errlen, "%s has no idn2_lookup_u8: not "
-		    "libidn2", soname);
-		goto fail;
-	}
-	memcpy(&lib.lookup_u8, &f, sizeof(f));
-	if ((f = dlsym(h, "idn2_free")) == NULL) {
-		snprintf(err, errlen, "%s has no idn2_free: not libidn2",
-		    soname);
-		goto fail;
-	}
-	memcpy(&lib.free, &f, sizeof(f));
 	if (!keep) {
 		dlclose(h);
 		return 0;
 	}
-	idn_lib = lib;
+	memcpy(&idn_lib.lookup_u8, &syms[0], sizeof(syms[0]));
+	memcpy(&idn_lib.free, &syms[1], sizeof(syms[1]));
 	idn_lib_ok = 1;
 	return 0;
-fail:
-	dlclose(h);
-	return -1;
 }
 
 int
