@@ -249,14 +249,13 @@ auditq_reap(struct auditq *q, int wait)
 	auditq_settle(q, &q->flight, rc == 0);
 }
 
+/* The callbacks of what has committed (or failed); with again, what
+ * they queue meanwhile is handed to the writer from the loop. */
 static void
-auditq_pump(struct auditq *q)
+auditq_run_done(struct auditq *q, int again)
 {
 	struct auditq_entry	*e;
 
-	auditq_reap(q, 0);
-	/* The next fsync starts before the callbacks run. */
-	auditq_submit(q);
 	while ((e = TAILQ_FIRST(&q->done)) != NULL) {
 		TAILQ_REMOVE(&q->done, e, link);
 		if (e->cb != NULL)
@@ -264,8 +263,17 @@ auditq_pump(struct auditq *q)
 		auditq_entry_free(e);
 	}
 	/* Callbacks may have queued more, with the writer idle. */
-	if (!q->busy && !TAILQ_EMPTY(&q->open))
+	if (again && !q->busy && !TAILQ_EMPTY(&q->open))
 		event_active(q->ev_run, EV_TIMEOUT, 0);
+}
+
+static void
+auditq_pump(struct auditq *q)
+{
+	auditq_reap(q, 0);
+	/* The next fsync starts before the callbacks run. */
+	auditq_submit(q);
+	auditq_run_done(q, 1);
 }
 
 static void
@@ -329,10 +337,15 @@ fail:
 }
 
 void
+auditq_flush(struct auditq *q)
+{
+	(void)auditq_sync(q);
+	auditq_run_done(q, 1);
+}
+
+void
 auditq_free(struct auditq *q)
 {
-	struct auditq_entry	*e;
-
 	if (q == NULL)
 		return;
 	(void)auditq_sync(q);
@@ -343,12 +356,7 @@ auditq_free(struct auditq *q)
 		pthread_mutex_unlock(&q->mtx);
 		pthread_join(q->thread, NULL);
 	}
-	while ((e = TAILQ_FIRST(&q->done)) != NULL) {
-		TAILQ_REMOVE(&q->done, e, link);
-		if (e->cb != NULL)
-			e->cb(e->ok, e->arg);
-		auditq_entry_free(e);
-	}
+	auditq_run_done(q, 0);
 	event_free(q->ev_run);
 	event_free(q->ev_wake);
 	close(q->efd);

@@ -33,6 +33,10 @@ typedef void	(*auditq_cb)(int ok, void *arg);
 /* The log stays the caller's; auditq_free() before audit_close(). */
 struct auditq	*auditq_new(struct event_base *, struct audit *, char *err,
 		    size_t errlen);
+/* Commit what is queued and run the callbacks that are left, now (a
+ * shutdown); what they queue is the next batch, committed from the loop
+ * or by the next flush. */
+void		 auditq_flush(struct auditq *);
 /* Commit what is queued, run the callbacks that are left, stop the
  * writer, free. */
 void		 auditq_free(struct auditq *);

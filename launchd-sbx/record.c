@@ -87,17 +87,6 @@ record_audit(struct launchd *ld, const Sbx__V1__AuditEvent *ev,
 	(void)auditq_add(ld->aq, &evp, 1, rc != NULL ? record_done : NULL, rc);
 }
 
-/* The old queue's commits, kept in the metrics before it goes. */
-static void
-record_count(struct launchd *ld, struct auditq *q)
-{
-	uint64_t	 commits, records, failed;
-
-	(void)auditq_sync(q);
-	auditq_stats(q, &commits, &records, &failed);
-	ld->metrics.audit_commits += commits;
-}
-
 uint64_t
 record_commits(const struct launchd *ld)
 {
@@ -108,22 +97,11 @@ record_commits(const struct launchd *ld)
 	return ld->metrics.audit_commits + commits;
 }
 
-/*
- * Commit what is queued and run its callbacks now, on this turn: a
- * queue of the launcher's own takes what the callbacks queue meanwhile
- * (the next batch, committed by the loop or the next flush).
- */
 void
 record_flush(struct launchd *ld)
 {
-	struct auditq	*q = ld->aq;
-
-	if (q == NULL)
-		return;
-	record_count(ld, q);
-	if (record_init(ld) == -1)
-		fatalx("cannot make the audit queue again");
-	auditq_free(q);
+	if (ld->aq != NULL)
+		auditq_flush(ld->aq);
 }
 
 struct audit *
@@ -136,10 +114,13 @@ void
 record_free(struct launchd *ld)
 {
 	struct auditq	*q = ld->aq;
+	uint64_t	 records, failed;
 
 	if (q == NULL)
 		return;
-	record_count(ld, q);
+	/* Its commits stay in the metrics (record_commits). */
+	(void)auditq_sync(q);
+	auditq_stats(q, &ld->metrics.audit_commits, &records, &failed);
 	ld->aq = NULL;
 	auditq_free(q);
 }

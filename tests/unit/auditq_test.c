@@ -341,3 +341,45 @@ Test(auditq, free_commits_what_is_left)
 	verify_ok(&fx, 10);
 	fx_teardown(&fx);
 }
+
+/* A callback of the flush's that queues one more record (event 10). */
+static void
+on_commit_more(int ok, void *arg)
+{
+	struct call	*c = arg;
+
+	on_commit(ok, arg);
+	if (c->i == 9)
+		queue(c->s->fx, 10, c + 1, on_commit);
+}
+
+Test(auditq, flush_commits_and_calls_back_now)
+{
+	struct fixture	 fx;
+	struct seen	 s;
+	struct call	 c[11];
+
+	fx_setup(&fx);
+	memset(&s, 0, sizeof(s));
+	s.fx = &fx;
+	for (int i = 0; i < 11; i++) {
+		c[i].s = &s;
+		c[i].i = i;
+	}
+	for (int i = 0; i < 10; i++)
+		queue(&fx, i, &c[i], i == 9 ? on_commit_more : on_commit);
+	/* A shutdown: no loop turn between the flush and what follows. */
+	auditq_flush(fx.q);
+	cr_assert_eq(s.calls, 10, "%d callbacks ran inside the flush", s.calls);
+	cr_assert_eq(s.ok, 10);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(s.visible[i], 1, "event %d not on disk at its "
+		    "callback", i);
+	/* What the callbacks queued is the next batch: the next flush's. */
+	auditq_flush(fx.q);
+	cr_assert_eq(s.calls, 11);
+	cr_assert_eq(s.visible[10], 1);
+	cr_assert_eq(on_disk(&fx, "event %"), 11);
+	verify_ok(&fx, 11);
+	fx_teardown(&fx);
+}
